@@ -1,0 +1,1 @@
+"""rebalance-lens pipelines: telemetry to Delta (bronze, silver, gold) and the tooling around it."""

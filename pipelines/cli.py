@@ -1,0 +1,101 @@
+"""The ``rebalance-lens`` command line.
+
+Subcommands import what they need lazily, so ``--help`` and ``kafka`` work on the
+agent-only install, which has no Spark.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable, Sequence
+
+from pipelines.errors import LensError
+
+
+def _cmd_setup(args: argparse.Namespace) -> int:
+    from pipelines.runtime.jvm_deps import ensure_jars, jars_dir
+
+    ensure_jars(quiet=args.quiet)
+    if not args.quiet:
+        print(f"rebalance-lens: JVM jars ready in {jars_dir()}")
+    return 0
+
+
+def _local_kafka():
+    from pipelines.runtime.kafka_broker import LocalKafkaState
+    from pipelines.runtime.paths import home
+
+    return LocalKafkaState(home() / "kafka")
+
+
+def _cmd_kafka(args: argparse.Namespace) -> int:
+    local = _local_kafka()
+    if args.action == "up":
+        started = time.monotonic()
+        broker = local.up(port=args.port, timeout_s=args.timeout)
+        print(f"Kafka is up at {broker.bootstrap_servers} (pid {broker.pid}, "
+              f"{time.monotonic() - started:.1f} s); log: {broker.log_path}")
+        return 0
+    if args.action == "status":
+        broker = local.load()
+        if broker is None or not broker.alive():
+            print("Kafka is down")
+            return 1
+        print(f"Kafka is up at {broker.bootstrap_servers} (pid {broker.pid}); log: {broker.log_path}")
+        return 0
+    stopped = local.down()
+    print("Kafka stopped" if stopped else "Kafka was not running")
+    return 0
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from pipelines.demo import run_demo
+
+    return run_demo(records=args.records, lake=args.lake, master=args.master)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rebalance-lens",
+        description="Measure what Kafka consumer-group rebalances cost, per rebalance, and recommend the fix.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    setup = sub.add_parser("setup", help="check Java and Maven, fetch the pinned JVM jars once")
+    setup.add_argument("--quiet", action="store_true", help="print nothing when already set up")
+    setup.set_defaults(func=_cmd_setup)
+
+    kafka = sub.add_parser("kafka", help="the embedded single-node KRaft broker: up | status | down")
+    kafka.add_argument("action", choices=["up", "status", "down"])
+    kafka.add_argument("--port", type=int, default=None, help="broker port on 127.0.0.1 (default: a free one)")
+    kafka.add_argument("--timeout", type=float, default=90.0, help="seconds to wait for the broker to answer")
+    kafka.set_defaults(func=_cmd_kafka)
+
+    demo = sub.add_parser("demo", help="the main job end to end on the embedded defaults")
+    demo.add_argument("--records", type=int, default=1000, help="records to produce and consume")
+    demo.add_argument("--lake", default=None, help="Delta lake path (default: $LENS_LAKE or <home>/lake)")
+    demo.add_argument("--master", default=None, help="Spark master (default: $LENS_SPARK_MASTER or local[2])")
+    demo.set_defaults(func=_cmd_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    func: Callable[[argparse.Namespace], int] | None = getattr(args, "func", None)
+    if func is None:
+        parser.print_help()
+        return 0
+    try:
+        return func(args)
+    except LensError as err:
+        print(f"rebalance-lens: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("rebalance-lens: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The local runtime: JVM dependencies, the embedded Kafka broker and the Spark session."""

@@ -1,0 +1,73 @@
+"""The one place a SparkSession is built: Delta, the local jars, quiet logs.
+
+Everything else takes the session as an argument. Settings come from flags,
+else the environment, else the embedded defaults:
+
+| setting   | environment            | default                  |
+|-----------|------------------------|--------------------------|
+| master    | LENS_SPARK_MASTER      | local[2]                 |
+| lake path | LENS_LAKE              | <home>/lake              |
+| log level | LENS_SPARK_LOG_LEVEL   | WARN                     |
+
+On a real cluster (``spark://…``, ``yarn``) ``spark.jars`` ships the same local
+jars to the executors, so the jobs run unchanged; the lake path must then be
+storage every executor can reach.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from pipelines.runtime.jvm_deps import spark_jars
+from pipelines.runtime.paths import home
+
+DRIVER_LOG4J2 = Path(__file__).resolve().parent / "spark-log4j2.properties"
+
+
+@dataclass(frozen=True)
+class SparkSettings:
+    master: str
+    lake: str
+    log_level: str
+    app_name: str = "rebalance-lens"
+    shuffle_partitions: int = 4
+
+    @classmethod
+    def resolve(cls, master: str | None = None, lake: str | None = None, log_level: str | None = None,
+                app_name: str = "rebalance-lens") -> "SparkSettings":
+        return cls(
+            master=master or os.environ.get("LENS_SPARK_MASTER", "local[2]"),
+            lake=lake or os.environ.get("LENS_LAKE", str(home() / "lake")),
+            log_level=(log_level or os.environ.get("LENS_SPARK_LOG_LEVEL", "WARN")).upper(),
+            app_name=app_name,
+        )
+
+
+def build_spark(settings: SparkSettings | None = None):
+    """A SparkSession with Delta's extension and catalog and the project's jars."""
+    from pyspark.sql import SparkSession
+
+    settings = settings or SparkSettings.resolve()
+    lake = settings.lake
+    if "://" not in lake:
+        Path(lake).mkdir(parents=True, exist_ok=True)
+        lake = str(Path(lake).resolve())
+    builder = (
+        SparkSession.builder.master(settings.master)
+        .appName(settings.app_name)
+        .config("spark.jars", ",".join(str(j) for j in spark_jars()))
+        .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+        .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+        .config("spark.sql.warehouse.dir", f"{lake}/_warehouse")
+        .config("spark.sql.shuffle.partitions", str(settings.shuffle_partitions))
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.extraJavaOptions",
+                f"-Dlog4j2.configurationFile={DRIVER_LOG4J2} -Dderby.system.home={lake}/_derby")
+        .config("spark.databricks.delta.snapshotPartitions", "2")
+    )
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(settings.log_level)
+    return spark

@@ -1,0 +1,48 @@
+"""Session-wide fixtures: one Kafka broker and one Spark session for the whole run.
+
+Set LENS_TEST_BOOTSTRAP to point the integration tests at an existing cluster
+instead of starting the embedded broker.
+"""
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.kafka_cluster import KafkaCluster
+
+
+@pytest.fixture(scope="session")
+def kafka() -> Iterator[KafkaCluster]:
+    existing = os.environ.get("LENS_TEST_BOOTSTRAP")
+    if existing:
+        yield KafkaCluster(existing)
+        return
+    from pipelines.runtime.kafka_broker import EmbeddedKafka
+
+    with EmbeddedKafka() as broker:
+        yield KafkaCluster(broker.bootstrap_servers, broker=broker)
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory: pytest.TempPathFactory):
+    from pipelines.runtime.spark_session import SparkSettings, build_spark
+
+    lake = tmp_path_factory.mktemp("lake")
+    session = build_spark(SparkSettings.resolve(master="local[2]", lake=str(lake), app_name="rebalance-lens-tests"))
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def unique() -> str:
+    """A short unique suffix for topic and group names, so tests never share state."""
+    return uuid.uuid4().hex[:8]
+
+
+@pytest.fixture
+def table_path(tmp_path: Path) -> str:
+    return str(tmp_path / "table")
