@@ -70,16 +70,18 @@ def run_demo(records: int = 1000, lake: str | None = None, master: str | None = 
             path = f"{SparkSettings.resolve(lake=lake).lake}/demo_records"
             df = spark.createDataFrame(rows, "partition INT, offset LONG, value LONG")
             df.write.format("delta").mode("overwrite").save(path)
-            fix = spark.createDataFrame([(0, 0, -1)], "partition INT, offset LONG, value LONG")
+            partition, offset, _ = rows[0]
+            fix = spark.createDataFrame([(partition, offset, -1)], "partition INT, offset LONG, value LONG")
             (DeltaTable.forPath(spark, path).alias("t")
              .merge(fix.alias("f"), "t.partition = f.partition AND t.offset = f.offset")
              .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())
             latest = spark.read.format("delta").load(path)
             version = DeltaTable.forPath(spark, path).history(1).collect()[0]["version"]
             first = spark.read.format("delta").option("versionAsOf", version - 1).load(path)
-            _step(f"Delta table {path}: {latest.count()} rows at version {version}; "
-                  f"partition 0 offset 0 is {latest.where('partition = 0 AND offset = 0').first().value} now, "
-                  f"{first.where('partition = 0 AND offset = 0').first().value} one version earlier")
+            where = f"partition = {partition} AND offset = {offset}"
+            _step(f"Delta table {path}: {latest.count()} rows at version {version}; record {partition}/{offset} "
+                  f"is {latest.where(where).first().value} after the MERGE, "
+                  f"{first.where(where).first().value} one version earlier (time travel)")
         finally:
             spark.stop()
     _step(f"done in {time.monotonic() - started:.1f} s; broker and Spark stopped")

@@ -49,6 +49,9 @@ def build_spark(settings: SparkSettings | None = None):
     from pyspark.sql import SparkSession
 
     settings = settings or SparkSettings.resolve()
+    if settings.master.startswith("local"):
+        # A local driver needs no routable address; this also silences the hostname warning.
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     lake = settings.lake
     if "://" not in lake:
         Path(lake).mkdir(parents=True, exist_ok=True)
