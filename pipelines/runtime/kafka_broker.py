@@ -74,6 +74,7 @@ class EmbeddedKafka:
     heap: str = "768m"
     overrides: dict[str, str] = field(default_factory=dict)
     host: str = "127.0.0.1"
+    die_with_parent: bool = True
     pid: int | None = None
     _owns_workdir: bool = field(default=False, repr=False)
     _proc: subprocess.Popen | None = field(default=None, repr=False)
@@ -119,7 +120,8 @@ class EmbeddedKafka:
         log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child
         try:
             return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    start_new_session=detach, cwd=self.workdir)
+                                    start_new_session=detach, cwd=self.workdir,
+                                    preexec_fn=_die_with_parent if self.die_with_parent else None)
         finally:
             log.close()
 
@@ -209,6 +211,20 @@ class EmbeddedKafka:
         self.stop()
 
 
+def _die_with_parent() -> None:
+    """In the child before exec: SIGTERM when the parent dies (Linux PR_SET_PDEATHSIG).
+
+    A test run or demo killed with SIGKILL cannot run its clean-up; this makes the
+    kernel stop its broker anyway, so no JVM is left behind.
+    """
+    import ctypes
+
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
+    except OSError:
+        pass  # not Linux: stop() and the context manager remain the clean-up
+
+
 def _terminate_group(pid: int, proc: subprocess.Popen | None, timeout_s: float) -> None:
     try:
         os.killpg(pid, signal.SIGTERM)
@@ -270,7 +286,8 @@ class LocalKafkaState:
         if running is not None and running.alive():
             return running
         shutil.rmtree(self.root / "broker", ignore_errors=True)
-        broker = EmbeddedKafka(port=port, workdir=self.root / "broker", startup_timeout_s=timeout_s)
+        broker = EmbeddedKafka(port=port, workdir=self.root / "broker", startup_timeout_s=timeout_s,
+                               die_with_parent=False)  # outlives the CLI call by design
         broker.start()
         self.root.mkdir(parents=True, exist_ok=True)
         self.file.write_text(json.dumps(broker.state()))

@@ -97,3 +97,24 @@ def test_cli_kafka_up_status_down(tmp_path: Path):
     assert "Kafka stopped" in down.stdout
     status = subprocess.run([*cli, "status"], env=env, capture_output=True, text=True, timeout=30)
     assert status.returncode == 1 and "down" in status.stdout
+
+
+def test_broker_dies_with_a_killed_parent(tmp_path: Path):
+    """A parent killed with SIGKILL runs no clean-up; the kernel must still stop its broker."""
+    import signal
+    import time
+
+    script = ("from pipelines.runtime.kafka_broker import EmbeddedKafka\n"
+              "import time\n"
+              "b = EmbeddedKafka().start()\n"
+              "print(b.pid, flush=True)\n"
+              "time.sleep(600)\n")
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    broker_pid = int(parent.stdout.readline())
+    assert _pid_alive(broker_pid)
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    deadline = time.monotonic() + 30
+    while _pid_alive(broker_pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _pid_alive(broker_pid)
