@@ -1,0 +1,1 @@
+"""Fleet scenarios: real consumer groups under churn, with ground truth to check every number against."""
