@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException
+from confluent_kafka import KafkaError, KafkaException
 
 from pipelines.scenarios.truth_log import TruthWriter
 
@@ -30,23 +30,10 @@ REPORT_EVERY_S = 0.5
 
 
 def make_consumer(config: dict[str, Any]):
-    """The one place the member builds its consumer: the rebalance-lens agent when it is importable."""
-    try:
-        from consumer_agent import InstrumentedConsumer
-    except ImportError:
-        return _PlainConsumer(config)
+    """The one place the member builds its consumer: the rebalance-lens agent, which emits the telemetry."""
+    from consumer_agent import InstrumentedConsumer
+
     return InstrumentedConsumer(config)
-
-
-class _PlainConsumer(Consumer):
-    """Interim stand-in while the agent is being written: no telemetry, no commit-on-revoke."""
-
-    def __init__(self, config: dict[str, Any]) -> None:
-        super().__init__({k: v for k, v in config.items() if not k.startswith("lens.")})
-
-    def enforce_rebalance(self, reason: str) -> bool:
-        self.unsubscribe()
-        return True
 
 
 def _say(**fields: Any) -> None:

@@ -24,6 +24,8 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from consumer_agent import DEFAULT_TELEMETRY_TOPIC
+
 from pipelines.errors import LensError
 from pipelines.scenarios.consumer_config import member_config, protocol_of
 from pipelines.scenarios.feeder import Feeder
@@ -32,7 +34,6 @@ from pipelines.scenarios.ground_truth import GroundTruth
 from pipelines.scenarios.spec import MemberSpec, Scenario, with_topic_prefix
 from pipelines.scenarios.timeline import Timeline
 
-DEFAULT_TELEMETRY_TOPIC = "rebalance-lens-telemetry"
 SETTLE_QUIET_S = 2.0
 SETTLE_TIMEOUT_S = 45.0
 INTERRUPT_GRACE_S = 5.0

@@ -1,0 +1,61 @@
+"""The truth reader on a small hand-made history: duplicates, intervals, handoffs, rebalances."""
+from __future__ import annotations
+
+from pipelines.scenarios.ground_truth import duplicate_count, handoffs, ownership_intervals, rebalances
+from pipelines.scenarios.truth_log import CallbackEvent, Delivery, TruthWriter, read_deliveries, read_events, \
+    read_meta
+
+MS = 1_000_000
+
+
+def _d(process: str, offset: int, t_ms: int) -> Delivery:
+    return Delivery(process, "t", 0, offset, offset, t_ms * MS, t_ms * MS)
+
+
+def _e(process: str, kind: str, t_ms: int, parts=(("t", 0),)) -> CallbackEvent:
+    return CallbackEvent(process, kind, tuple(parts), t_ms * MS, t_ms * MS)
+
+
+def test_a_handoff_with_redelivered_offsets_and_a_pause():
+    # a.1 reads offsets 0..9 (one every 20 ms), is revoked at 250 ms having committed up to 5;
+    # b.1 starts at offset 6 at 700 ms: offsets 6..9 come twice, the pause is 700 - 180 ms.
+    deliveries = [_d("a.1", o, o * 20) for o in range(10)] + [_d("b.1", o, 700 + (o - 6) * 20) for o in range(6, 12)]
+    events = [_e("a.1", "assign", 0), _e("a.1", "revoke", 250), _e("b.1", "assign", 650)]
+    intervals = ownership_intervals(deliveries, events, {"a.1": "a", "b.1": "b"})
+    assert [(iv.process, iv.first_offset, iv.last_offset, iv.ended_by) for iv in intervals] == \
+        [("a.1", 0, 9, "revoke"), ("b.1", 6, 11, "killed")]
+    [h] = handoffs(intervals)
+    assert (h.prev_member, h.next_member, h.last_offset_prev, h.first_offset_next, h.duplicates) == ("a", "b", 9, 6, 4)
+    assert abs(h.pause_s - 0.52) < 1e-9 and h.moved
+    assert duplicate_count(deliveries) == 4
+    assert duplicate_count(deliveries, since_mono_ns=710 * MS) == 3
+
+
+def test_an_eager_revoke_and_reassign_to_the_same_process_is_a_handoff_without_a_move():
+    deliveries = [_d("a.1", 0, 0), _d("a.1", 1, 20), _d("a.1", 2, 400)]
+    events = [_e("a.1", "assign", 0), _e("a.1", "revoke", 100), _e("a.1", "assign", 300)]
+    [h] = handoffs(ownership_intervals(deliveries, events, {"a.1": "a"}))
+    assert not h.moved and abs(h.pause_s - 0.38) < 1e-9
+
+
+def test_own_start_and_close_are_not_rebalances_but_group_callbacks_are():
+    events = [_e("a.1", "start", 0, ()), _e("a.1", "assign", 10),
+              _e("a.1", "closing", 5000, ()), _e("a.1", "revoke", 5001), _e("a.2", "assign", 5600),
+              _e("b.1", "assign", 9000), _e("b.1", "revoke", 9500), _e("b.1", "assign", 12000)]
+    found = rebalances(events)
+    # b.1's first assign is its own join; its revoke at 9.5 s and assign at 12 s are two rebalances
+    assert [(r.processes, r.partitions_revoked, r.partitions_assigned) for r in found] == \
+        [(("b.1",), 1, 0), (("b.1",), 0, 1)]
+
+
+def test_the_writer_round_trips_and_drops_a_torn_row(tmp_path):
+    writer = TruthWriter(tmp_path, "m1", "m1.1", ["orders"])
+    writer.event("assign", [("orders", 2)])
+    assert writer.records([("orders", 2, 10, 77), ("orders", 2, 11, 78)]) == 2
+    writer.close()
+    with open(tmp_path / "truth" / "m1.1.records", "ab") as f:
+        f.write(b"\x00" * 7)  # a write cut short by SIGKILL
+    [meta] = read_meta(tmp_path)
+    rows = list(read_deliveries(tmp_path, meta))
+    assert [(r.topic, r.partition, r.offset, r.record_id) for r in rows] == [("orders", 2, 10, 77), ("orders", 2, 11, 78)]
+    assert [e.kind for e in read_events(tmp_path, meta)] == ["assign"]

@@ -1,0 +1,67 @@
+"""Scenario files: every built-in loads, and a user's mistake names the key and the fix."""
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from pipelines.errors import LensError
+from pipelines.scenarios.spec import builtin_names, load, parse
+
+ACTIONS_COVERED = {"rolling_restart", "scale_out", "scale_in", "crash", "slow_processing", "subscription_change",
+                   "enforce_rebalance"}
+
+
+def test_at_least_six_builtins_load_and_cover_every_action():
+    names = builtin_names()
+    assert len(names) >= 6
+    scenarios = [load(n) for n in names]
+    assert {a.kind for s in scenarios for a in s.timeline} == ACTIONS_COVERED
+    assert all(s.duration_s <= 60 for s in scenarios)
+    static = load("static-rolling-restart")
+    assert all(m.group_instance_id for m in static.members)
+
+
+def _base() -> dict:
+    return {"name": "mine", "topics": [{"name": "orders", "partitions": 4}], "members": ["a", "b"],
+            "duration_s": 20, "timeline": [{"at": 2, "action": "crash", "members": ["a"]}]}
+
+
+def test_a_user_file_is_loaded_by_path(tmp_path):
+    path = tmp_path / "mine.yaml"
+    path.write_text(yaml.safe_dump(_base()))
+    scenario = load(str(path))
+    assert scenario.name == "mine" and scenario.partitions == 4 and scenario.rate_per_partition == 50
+
+
+@pytest.mark.parametrize("change, key, fix", [
+    (lambda d: d.pop("topics"), "`topics`", "List the topics"),
+    (lambda d: d["topics"][0].update(partitions=0), "`partitions`", "between 1 and 64"),
+    (lambda d: d.update(rate=5), "`rate`", "rate_per_partition"),
+    (lambda d: d["timeline"][0].update(action="explode"), "`timeline[0].action`", "crash"),
+    (lambda d: d["timeline"][0].update(members=["zz"]), "`timeline[0].members`", "Use one of: a, b"),
+    (lambda d: d["timeline"].append({"at": 3, "action": "scale_out"}), "`timeline[1].members`", "Add `members:`"),
+    (lambda d: d.update(duration_s=1), "`duration_s`", "between 5 and 600"),
+    (lambda d: d["timeline"][0].update(at=30), "`duration_s`", "Raise `duration_s`"),
+    (lambda d: d.update(subscribe=["payments"]), "`subscribe`", "declare it under `topics`"),
+    (lambda d: d.update(members=["a", "a"]), "`members`", "distinct name"),
+    (lambda d: d.update(max_poll_interval_ms=1000), "`max_poll_interval_ms`", "between 7000"),
+])
+def test_mistakes_name_the_key_and_the_fix(change, key, fix):
+    data = _base()
+    change(data)
+    with pytest.raises(LensError) as err:
+        parse(data, source="mine.yaml")
+    message = str(err.value)
+    assert message.startswith("mine.yaml: ") and key in message and fix in message
+
+
+def test_unknown_scenario_name_lists_the_builtins():
+    with pytest.raises(LensError, match="rolling-restart"):
+        load("no-such-scenario")
+
+
+def test_bad_yaml_says_so(tmp_path):
+    path = tmp_path / "broken.yaml"
+    path.write_text("name: [unclosed\n")
+    with pytest.raises(LensError, match="not valid YAML"):
+        load(str(path))
