@@ -1,0 +1,158 @@
+"""Asynchronous, bounded emission of telemetry events to Kafka through the agent's own producer.
+
+The application thread only appends to a ``deque``; a daemon thread creates the topic if
+missing, serialises and produces. When the telemetry cluster is away nothing blocks: the
+buffer keeps the newest ``capacity`` events, the oldest are dropped and counted, and the
+count is re-reported in ``agent_health`` events until one of them is delivered.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections import deque
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+log = logging.getLogger("consumer_agent.telemetry")
+
+PRODUCER_DEFAULTS: dict[str, Any] = {
+    "client.id": "rebalance-lens-agent",
+    "linger.ms": 50,
+    "message.timeout.ms": 60_000,
+    "reconnect.backoff.max.ms": 2_000,
+}
+TOPIC_RETRY_S = 2.0
+ADMIN_TIMEOUT_S = 5.0
+# Producer-only settings an AdminClient must not receive.
+_PRODUCER_ONLY = ("linger.ms", "message.timeout.ms", "acks", "compression.type", "batch.size", "enable.idempotence",
+                  "queue.buffering.max.messages", "queue.buffering.max.kbytes", "retries", "delivery.timeout.ms")
+
+
+class TelemetryEmitter:
+    """Owns the buffer, the emitter thread, the producer and the drop/error counters."""
+
+    def __init__(self, topic: str, producer_config: dict[str, Any], capacity: int, key: str) -> None:
+        self.topic = topic
+        self.capacity = capacity
+        self._key = key.encode()
+        self._buffer: deque[dict[str, Any]] = deque(maxlen=capacity)
+        self._counters = threading.Lock()
+        self.dropped_total = 0
+        self.errors_total = 0
+        self.last_error: str | None = None
+        self.acknowledged_dropped = 0   # dropped_total carried by the last delivered agent_health event
+        self.acknowledged_errors = 0
+        self._logged = False
+        config = {**PRODUCER_DEFAULTS, **producer_config, "logger": log}
+        config["queue.buffering.max.messages"] = min(int(config.get("queue.buffering.max.messages", capacity)),
+                                                     capacity)
+        self._producer = Producer({**config, "error_cb": self._on_client_error})
+        self._admin_config = {k: v for k, v in config.items() if k not in _PRODUCER_ONLY}
+        self._topic_ready = False
+        self._next_topic_attempt = 0.0
+        self._stop_deadline = 0.0
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="rebalance-lens-emitter", daemon=True)
+        self._thread.start()
+
+    # -- application side ---------------------------------------------------------------------
+    def offer(self, event: dict[str, Any]) -> None:
+        """Queue one event; never blocks, drops the oldest when full."""
+        with self._counters:
+            if len(self._buffer) >= self.capacity:
+                self.dropped_total += 1
+            self._buffer.append(event)
+        self._wake.set()
+
+    @property
+    def buffered(self) -> int:
+        return len(self._buffer)
+
+    def needs_health_report(self) -> bool:
+        """True while drops or errors exist that no delivered agent_health event has reported."""
+        return self.dropped_total > self.acknowledged_dropped or self.errors_total > self.acknowledged_errors
+
+    def close(self, timeout_s: float) -> None:
+        """Drain what can be delivered within ``timeout_s``, then stop the thread."""
+        self._stop_deadline = time.monotonic() + timeout_s
+        self._stopping.set()
+        self._wake.set()
+        self._thread.join(timeout_s + 1.0)
+
+    # -- emitter thread -----------------------------------------------------------------------
+    def _note_error(self, message: str) -> None:
+        with self._counters:
+            self.errors_total += 1
+            self.last_error = message[:500]
+        if not self._logged:
+            self._logged = True
+            log.warning("rebalance-lens telemetry: %s (further errors are counted, not logged)", message)
+
+    def _on_client_error(self, err: KafkaError) -> None:
+        self._note_error(f"producer: {err}")
+
+    def _ensure_topic(self) -> None:
+        self._next_topic_attempt = time.monotonic() + TOPIC_RETRY_S
+        admin = AdminClient(self._admin_config)
+        try:
+            future = admin.create_topics([NewTopic(self.topic)], request_timeout=ADMIN_TIMEOUT_S)[self.topic]
+            future.result(timeout=ADMIN_TIMEOUT_S + 1)
+        except KafkaException as exc:
+            err = exc.args[0] if exc.args else None
+            if not (isinstance(err, KafkaError) and err.code() == KafkaError.TOPIC_ALREADY_EXISTS):
+                self._note_error(f"creating topic {self.topic}: {exc}")
+                return
+        except Exception as exc:  # a timeout or anything else: retry later, never raise
+            self._note_error(f"creating topic {self.topic}: {exc!r}")
+            return
+        self._topic_ready = True
+
+    def _delivered(self, health_dropped: int | None, health_errors: int | None):
+        def callback(err: KafkaError | None, _msg: Any) -> None:
+            if err is not None:
+                with self._counters:
+                    self.dropped_total += 1
+                self._note_error(f"delivery: {err}")
+            elif health_dropped is not None:
+                self.acknowledged_dropped = max(self.acknowledged_dropped, health_dropped)
+                self.acknowledged_errors = max(self.acknowledged_errors, health_errors or 0)
+        return callback
+
+    def _drain(self) -> None:
+        while self._buffer:
+            event = self._buffer.popleft()
+            body = event["body"]
+            health = event["kind"] == "agent_health"
+            try:
+                self._producer.produce(self.topic, key=self._key, value=json.dumps(event, separators=(",", ":")),
+                                       on_delivery=self._delivered(body["dropped_total"] if health else None,
+                                                                   body["emitter_errors_total"] if health else None))
+            except BufferError:
+                self._buffer.appendleft(event)  # producer queue full: keep it, the deque bounds memory
+                return
+            except Exception as exc:
+                with self._counters:
+                    self.dropped_total += 1
+                self._note_error(f"produce: {exc!r}")
+
+    def _run(self) -> None:
+        while True:
+            self._wake.wait(0.1)
+            self._wake.clear()
+            try:
+                if not self._topic_ready and time.monotonic() >= self._next_topic_attempt:
+                    self._ensure_topic()
+                if self._topic_ready:
+                    self._drain()
+                self._producer.poll(0)
+            except Exception as exc:  # the emitter must survive anything
+                self._note_error(f"emitter: {exc!r}")
+            if self._stopping.is_set() and (not self._buffer or not self._topic_ready
+                                            or time.monotonic() >= self._stop_deadline):
+                break
+        self._producer.flush(max(0.0, self._stop_deadline - time.monotonic()))

@@ -1,0 +1,89 @@
+"""The agent's own ``lens.*`` options, taken out of the consumer config before librdkafka sees it."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+PREFIX = "lens."
+TELEMETRY_PREFIX = "lens.telemetry."
+DEFAULT_TELEMETRY_TOPIC = "rebalance-lens-telemetry"
+PROCESSING_MODES = ("on_next_poll", "explicit")
+# Consumer settings the telemetry producer inherits unless lens.telemetry.* overrides them:
+# the cluster address and how to authenticate to it.
+INHERITED_PREFIXES = ("bootstrap.servers", "security.protocol", "sasl.", "ssl.", "client.dns.lookup")
+
+
+@dataclass(frozen=True)
+class AgentOptions:
+    """Validated agent options (see ``InstrumentedConsumer`` for what each one does)."""
+
+    telemetry_topic: str
+    producer_config: dict[str, Any] = field(default_factory=dict)
+    commit_on_revoke: bool = False
+    commit_on_revoke_timeout_ms: int = 30_000
+    processing: str = "on_next_poll"
+    progress_interval_ms: int = 5_000
+    buffer_max_events: int = 10_000
+
+
+def _as_bool(key: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise ValueError(f"{key} must be true or false, got {value!r}")
+
+
+def _as_positive_int(key: str, value: Any) -> int:
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{key} must be a positive integer, got {value!r}") from None
+    if number <= 0:
+        raise ValueError(f"{key} must be a positive integer, got {value!r}")
+    return number
+
+
+def split_config(config: Mapping[str, Any]) -> tuple[AgentOptions, dict[str, Any]]:
+    """Split ``config`` into the agent's options and the plain consumer config.
+
+    Raises ValueError naming the key when an option is missing, unknown or malformed,
+    so a typo never silently disables a safety feature such as commit-on-revoke.
+    """
+    if not isinstance(config, Mapping):
+        raise TypeError(f"InstrumentedConsumer takes a config dict, got {type(config).__name__}")
+    consumer = {k: v for k, v in config.items() if not k.startswith(PREFIX)}
+    lens = {k: v for k, v in config.items() if k.startswith(PREFIX)}
+    topic = lens.pop("lens.telemetry.topic", None)
+    if not topic or not isinstance(topic, str):
+        raise ValueError('Set "lens.telemetry.topic" (e.g. "rebalance-lens-telemetry") in the consumer config: '
+                         "it names the topic the agent writes its telemetry to.")
+    known = {
+        "lens.commit.on.revoke": lambda k, v: ("commit_on_revoke", _as_bool(k, v)),
+        "lens.commit.on.revoke.timeout.ms": lambda k, v: ("commit_on_revoke_timeout_ms", _as_positive_int(k, v)),
+        "lens.processing": lambda k, v: ("processing", _processing(k, v)),
+        "lens.progress.interval.ms": lambda k, v: ("progress_interval_ms", _as_positive_int(k, v)),
+        "lens.buffer.max.events": lambda k, v: ("buffer_max_events", _as_positive_int(k, v)),
+    }
+    values: dict[str, Any] = {}
+    producer_overrides: dict[str, Any] = {}
+    for key, value in lens.items():
+        if key in known:
+            name, parsed = known[key](key, value)
+            values[name] = parsed
+        elif key.startswith(TELEMETRY_PREFIX):
+            producer_overrides[key[len(TELEMETRY_PREFIX):]] = value
+        else:
+            raise ValueError(f"Unknown agent option {key!r}; known: lens.telemetry.topic, "
+                             f"lens.telemetry.<producer setting>, {', '.join(sorted(known))}.")
+    if "bootstrap.servers" not in consumer and "bootstrap.servers" not in producer_overrides:
+        raise ValueError('Set "bootstrap.servers" (or "lens.telemetry.bootstrap.servers" for the telemetry cluster).')
+    inherited = {k: v for k, v in consumer.items() if k.startswith(INHERITED_PREFIXES)}
+    return AgentOptions(telemetry_topic=topic, producer_config={**inherited, **producer_overrides}, **values), consumer
+
+
+def _processing(key: str, value: Any) -> str:
+    if value not in PROCESSING_MODES:
+        raise ValueError(f"{key} must be one of {', '.join(PROCESSING_MODES)}, got {value!r}")
+    return value
