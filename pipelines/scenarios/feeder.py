@@ -21,7 +21,7 @@ class Feeder(threading.Thread):
     def __init__(self, bootstrap: str, topics: tuple[TopicSpec, ...], rate_per_partition: float) -> None:
         super().__init__(daemon=True, name="feeder")
         self.producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "1",
-                                  "log.connection.close": False}))
+                                  "log.connection.close": False})
         self.targets = [(t.name, p) for t in topics for p in range(t.partitions)]
         self.rate = rate_per_partition
         self.produced = 0
