@@ -12,6 +12,7 @@ import logging
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer
@@ -35,8 +36,12 @@ _PRODUCER_ONLY = ("linger.ms", "message.timeout.ms", "acks", "compression.type",
 class TelemetryEmitter:
     """Owns the buffer, the emitter thread, the producer and the drop/error counters."""
 
-    def __init__(self, topic: str, producer_config: dict[str, Any], capacity: int, key: str) -> None:
+    def __init__(self, topic: str, producer_config: dict[str, Any], capacity: int, key: str,
+                 heartbeat: tuple[float, Callable[[], None]] | None = None) -> None:
+        """``heartbeat``: (interval_s, fn) called on the emitter thread every interval (the progress timer)."""
         self.topic = topic
+        self._heartbeat = heartbeat
+        self._next_beat = time.monotonic() + heartbeat[0] if heartbeat else float("inf")
         self.capacity = capacity
         self._key = key.encode()
         self._buffer: deque[dict[str, Any]] = deque(maxlen=capacity)
@@ -150,6 +155,9 @@ class TelemetryEmitter:
                 if self._topic_ready:
                     self._drain()
                 self._producer.poll(0)
+                if self._heartbeat and time.monotonic() >= self._next_beat:
+                    self._next_beat = time.monotonic() + self._heartbeat[0]
+                    self._heartbeat[1]()
             except Exception as exc:  # the emitter must survive anything
                 self._note_error(f"emitter: {exc!r}")
             if self._stopping.is_set() and (not self._buffer or not self._topic_ready

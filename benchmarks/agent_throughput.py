@@ -1,0 +1,153 @@
+"""Throughput of a plain Consumer vs the InstrumentedConsumer, side by side in one run.
+
+    .venv/bin/python benchmarks/agent_throughput.py [--records 1000000] [--bootstrap HOST:PORT]
+
+Seeds one topic with small records (embedded broker unless --bootstrap), then reads all
+of it with each consumer in each loop shape (poll per record; consume batches of 500),
+alternating plain and instrumented runs ``--rounds`` times and keeping each one's best.
+Separately it times every poll() call of a shorter run to report the extra time per poll
+(p50, p99). The target is an instrumented/plain ratio of at least 0.98.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from confluent_kafka import Consumer, Producer  # noqa: E402
+from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+
+from consumer_agent import InstrumentedConsumer  # noqa: E402
+
+PARTITIONS = 4
+BATCH = 500
+
+
+def seed(bootstrap: str, topic: str, records: int) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, num_partitions=PARTITIONS, replication_factor=1)])[topic].result(30)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50, "batch.num.messages": 10_000,
+                         "queue.buffering.max.messages": 500_000, "compression.type": "lz4"})
+    value = b"x" * 16
+    for i in range(records):
+        while True:
+            try:
+                producer.produce(topic, value=value, partition=i % PARTITIONS)
+                break
+            except BufferError:
+                producer.poll(0.05)
+    producer.flush(120)
+
+
+def make(kind: str, bootstrap: str, topic: str, telemetry: str) -> Consumer:
+    config = {"bootstrap.servers": bootstrap, "group.id": f"bench-{kind}-{uuid.uuid4().hex[:8]}",
+              "auto.offset.reset": "earliest", "enable.auto.commit": True}
+    if kind == "instrumented":
+        config["lens.telemetry.topic"] = telemetry
+        consumer: Consumer = InstrumentedConsumer(config)
+    else:
+        consumer = Consumer(config)
+    consumer.subscribe([topic])
+    return consumer
+
+
+def run_poll(consumer: Consumer, records: int) -> float:
+    """Seconds to read ``records`` with one poll() per record, from the first record on."""
+    seen, start = 0, None
+    while seen < records:
+        msg = consumer.poll(1.0)  # looked up per call, as applications do
+        if msg is None or msg.error():
+            continue
+        if start is None:
+            start = time.perf_counter()
+        seen += 1
+    return time.perf_counter() - start
+
+
+def run_consume(consumer: Consumer, records: int) -> float:
+    seen, start = 0, None
+    while seen < records:
+        for msg in consumer.consume(BATCH, 1.0):
+            if msg.error():
+                continue
+            if start is None:
+                start = time.perf_counter()
+            seen += 1
+    return time.perf_counter() - start
+
+
+def poll_latencies(consumer: Consumer, records: int) -> list[int]:
+    """Nanoseconds of each poll() call that returned a record (after the first)."""
+    out: list[int] = []
+    clock = time.perf_counter_ns
+    while len(out) < records:
+        t0 = clock()
+        msg = consumer.poll(1.0)
+        elapsed = clock() - t0
+        if msg is not None and not msg.error():
+            out.append(elapsed)
+    return out[1:]
+
+
+def measure(kind: str, loop: Callable[[Consumer, int], float], args: argparse.Namespace, topic: str,
+            telemetry: str) -> float:
+    consumer = make(kind, args.bootstrap, topic, telemetry)
+    try:
+        return args.records / loop(consumer, args.records)
+    finally:
+        consumer.close()
+
+
+def percentile(values: list[int], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] / 1000
+
+
+def main(args: argparse.Namespace) -> None:
+    topic, telemetry = f"bench-{uuid.uuid4().hex[:8]}", f"bench-telemetry-{uuid.uuid4().hex[:8]}"
+    t0 = time.perf_counter()
+    seed(args.bootstrap, topic, args.records)
+    print(f"seeded {args.records:,} records of 16 B into {PARTITIONS} partitions in {time.perf_counter() - t0:.1f} s")
+    for name, loop in (("poll per record", run_poll), (f"consume({BATCH})", run_consume)):
+        best = {"plain": 0.0, "instrumented": 0.0}
+        for _ in range(args.rounds):
+            for kind in ("plain", "instrumented"):
+                best[kind] = max(best[kind], measure(kind, loop, args, topic, telemetry))
+        print(f"{name:>16}: plain {best['plain']:>10,.0f} rec/s   instrumented {best['instrumented']:>10,.0f} rec/s"
+              f"   ratio {best['instrumented'] / best['plain']:.3f}")
+    lat = {}
+    for kind in ("plain", "instrumented"):
+        consumer = make(kind, args.bootstrap, topic, telemetry)
+        try:
+            lat[kind] = poll_latencies(consumer, min(args.records, 300_000))
+        finally:
+            consumer.close()
+    p50 = percentile(lat["instrumented"], 0.5) - percentile(lat["plain"], 0.5)
+    p99 = percentile(lat["instrumented"], 0.99) - percentile(lat["plain"], 0.99)
+    print(f"poll() latency us: plain p50 {percentile(lat['plain'], 0.5):.2f} p99 {percentile(lat['plain'], 0.99):.2f}"
+          f" | instrumented p50 {percentile(lat['instrumented'], 0.5):.2f} "
+          f"p99 {percentile(lat['instrumented'], 0.99):.2f}")
+    print(f"extra time per poll: p50 {p50:+.2f} us, p99 {p99:+.2f} us "
+          f"(mean {statistics.fmean(lat['instrumented']) / 1000 - statistics.fmean(lat['plain']) / 1000:+.2f} us)")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--bootstrap", help="an existing cluster; default: start the embedded broker")
+    arguments = parser.parse_args()
+    if arguments.bootstrap:
+        main(arguments)
+    else:
+        from pipelines.runtime.kafka_broker import EmbeddedKafka
+
+        with EmbeddedKafka() as broker:
+            arguments.bootstrap = broker.bootstrap_servers
+            main(arguments)
