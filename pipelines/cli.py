@@ -78,6 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--master", default=None, help="Spark master (default: $LENS_SPARK_MASTER or local[2])")
     demo.set_defaults(func=_cmd_demo)
     __import__("pipelines.scenarios.scenario_commands", fromlist=["register"]).register(sub)
+    __import__("pipelines.pipeline_commands", fromlist=["register"]).register(sub)
     return parser
 
 

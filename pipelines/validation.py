@@ -1,0 +1,285 @@
+"""Validation: each new bronze batch checked by a Great Expectations suite, bad rows quarantined.
+
+The rules are GE expectations over columns derived from the contract (parse errors,
+missing fields, offsets, times). GE's row-level result (``unexpected_index_list``, by
+bronze coordinates) decides which rows go to quarantine and why, so each rule exists
+once. Sequence gaps (lost telemetry) are a warning: the row itself is fine, the gap
+is counted in the summary.
+
+Per batch, counts add up: ``rows = quarantined + valid`` and ``valid = duplicates +
+new_events``. Valid rows are MERGEd into silver ``events`` keyed by event_id, so a
+duplicate never lands twice, and a replayed batch (after a crash) changes nothing.
+A batch whose quarantined share exceeds ``max_bad_row_fraction`` writes its
+quarantine rows and a failed summary, adds no events, and fails the run.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+from pipelines import lake, telemetry_schema as ts
+from pipelines.config import PipelineConfig
+from pipelines.errors import LensError
+
+ROW_ID = "bronze_row"
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    expectation: Any
+    quarantine: bool = True
+
+
+def _offset_columns(node: dict[str, Any], path: str) -> list[str]:
+    """SQL expressions for every offset field of a body definition (by the contract's $ref)."""
+    out = []
+    for name, sub in node.get("properties", {}).items():
+        if sub.get("$ref", "").endswith("/offset") or name == "offset":
+            out.append(f"array({path}.`{name}`)")
+        elif sub.get("type") == "array":
+            items = ts.contract()["$defs"][sub["items"]["$ref"].rsplit("/", 1)[-1]] if "$ref" in sub["items"] \
+                else sub["items"]
+            inner = _offset_columns(items, "x")
+            if inner:
+                out.append(f"flatten(transform({path}.`{name}`, x -> concat({', '.join(inner)})))")
+    return out
+
+
+def _min_offset() -> Column:
+    """The smallest offset in the body, -1001 (unknown) excepted."""
+    branches = F.lit(None).cast("bigint")
+    for definition in sorted(set(ts.body_definitions().values())):
+        parts = _offset_columns(ts.contract()["$defs"][definition], f"`{definition}`")
+        if parts:
+            expr = F.expr(f"array_min(filter(concat({', '.join(parts)}), o -> o != -1001))")
+            branches = F.when(F.col(f"`{definition}`").isNotNull(), expr).otherwise(branches)
+    return branches
+
+
+def _body_missing() -> Column:
+    """Names of the kind's required body fields that are absent, or null when complete."""
+    out = F.lit(None).cast("string")
+    for kind, definition in ts.body_definitions().items():
+        required = ts.required_body_fields(definition)
+        missing = F.concat_ws(",", *[F.when(F.col(f"`{definition}`.`{f}`").isNull(), F.lit(f)) for f in required])
+        out = F.when(F.col("kind") == kind, F.when(F.col(f"`{definition}`").isNull(), F.lit("body"))
+                     .otherwise(F.nullif(missing, F.lit("")))).otherwise(out)
+    return out
+
+
+def parse(bronze: DataFrame) -> DataFrame:
+    """Bronze rows with the envelope, a typed struct per body definition, and the derived checks."""
+    text = F.col("value").cast("string")
+    env = F.from_json(text, ts.envelope_schema(), {"columnNameOfCorruptRecord": ts.CORRUPT_COLUMN,
+                                                   "mode": "PERMISSIVE"})
+    df = bronze.withColumn(ROW_ID, F.concat_ws(":", "topic", "kafka_partition", "kafka_offset")) \
+        .withColumn("_env", env).select("*", "_env.*").drop("_env")
+    df = df.withColumn(ts.CORRUPT_COLUMN, F.when(text.isNull(), F.lit("<null value>"))
+                       .otherwise(F.col(ts.CORRUPT_COLUMN)))
+    for definition in sorted(set(ts.body_definitions().values())):
+        kinds = [k for k, d in ts.body_definitions().items() if d == definition]
+        df = df.withColumn(definition, F.when(F.col("kind").isin(kinds),
+                                              F.from_json("body", ts.body_schema(definition))))
+    ts_ms = (F.unix_micros(F.col("kafka_timestamp")) / 1000).cast("bigint")
+    return (df.withColumn("event_lag_ms", ts_ms - F.col("event_time_ms"))
+            .withColumn("min_offset", _min_offset())
+            .withColumn("body_missing", _body_missing()))
+
+
+def rules(config: PipelineConfig) -> list[Rule]:
+    """The suite: every rule a row must pass, plus the sequence-gap warning."""
+    import great_expectations as gx
+
+    E = gx.expectations
+    out = [Rule("malformed_json", E.ExpectColumnValuesToBeNull(column=ts.CORRUPT_COLUMN)),
+           Rule("unknown_schema_version", E.ExpectColumnValuesToBeInSet(column="schema_version",
+                                                                        value_set=[ts.schema_version()]))]
+    out += [Rule(f"missing_{f}", E.ExpectColumnValuesToNotBeNull(column=f)) for f in ts.required_envelope_fields()]
+    out += [
+        Rule("unknown_kind", E.ExpectColumnValuesToBeInSet(column="kind", value_set=ts.kinds())),
+        Rule("incomplete_body", E.ExpectColumnValuesToBeNull(column="body_missing")),
+        Rule("implausible_time", E.ExpectColumnValuesToBeBetween(column="event_time_ms",
+                                                                 min_value=config.min_event_time_ms)),
+        Rule("time_far_from_kafka", E.ExpectColumnValuesToBeBetween(
+            column="event_lag_ms", min_value=-config.max_clock_skew_s * 1000, max_value=config.max_event_delay_s * 1000)),
+        Rule("negative_offset", E.ExpectColumnValuesToBeBetween(column="min_offset", min_value=0)),
+        Rule("sequence_gap", E.ExpectColumnValuesToBeBetween(column="seq_gap", min_value=0, max_value=0),
+             quarantine=False),
+    ]
+    return out
+
+
+def seq_gaps(spark: SparkSession, parsed: DataFrame, events_path: str) -> DataFrame:
+    """Per row, how many of the agent's sequence numbers are missing just before it.
+
+    The previous number comes from the batch or, for an agent's first row in it, from
+    the highest earlier number in silver events, so a replayed batch gets the same gaps.
+    """
+    keys = parsed.where("agent_id IS NOT NULL AND seq IS NOT NULL").select(ROW_ID, "agent_id", "seq")
+    firsts = keys.groupBy("agent_id").agg(F.min("seq").alias("first_seq"))
+    if lake.exists(spark, events_path):
+        earlier = (lake.read(spark, events_path).select("agent_id", "seq").join(firsts, "agent_id")
+                   .where("seq < first_seq").groupBy("agent_id").agg(F.max("seq").alias("before")))
+        firsts = firsts.join(earlier, "agent_id", "left")
+    else:
+        firsts = firsts.withColumn("before", F.lit(None).cast("bigint"))
+    w = Window.partitionBy("agent_id").orderBy("seq", ROW_ID)
+    prev = F.lag("seq").over(w)
+    gaps = (keys.join(firsts, "agent_id")
+            .withColumn("seq_gap", F.when(prev.isNull(), F.col("seq") - F.coalesce(F.col("before"), F.lit(-1)) - 1)
+                        .when(prev == F.col("seq"), F.lit(0)).otherwise(F.col("seq") - prev - 1)))
+    return parsed.join(gaps.select(ROW_ID, "seq_gap"), ROW_ID, "left")
+
+
+class Validator:
+    """One GE context and suite for a run; ``check`` validates one batch."""
+
+    def __init__(self, config: PipelineConfig) -> None:
+        os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
+        import great_expectations as gx
+
+        logging.getLogger("great_expectations").setLevel(logging.ERROR)
+        self.rules = rules(config)
+        self.context = gx.get_context(mode="ephemeral")
+        try:
+            from great_expectations.data_context.types.base import ProgressBarsConfig
+
+            self.context.variables.progress_bars = ProgressBarsConfig(globally=False)
+        except (ImportError, AttributeError):
+            pass
+        source = self.context.data_sources.add_spark(name="bronze")
+        batch = source.add_dataframe_asset(name="telemetry_batch").add_batch_definition_whole_dataframe("batch")
+        suite = self.context.suites.add(gx.ExpectationSuite(
+            name="telemetry_v1", expectations=[r.expectation for r in self.rules]))
+        self.definition = self.context.validation_definitions.add(
+            gx.ValidationDefinition(name="telemetry_v1_batch", data=batch, suite=suite))
+
+    def check(self, df: DataFrame) -> tuple[dict[str, list[str]], dict[str, int]]:
+        """(bronze row -> reasons for quarantine, rule -> failing rows) for one prepared batch."""
+        result = self.definition.run(batch_parameters={"dataframe": df}, result_format={
+            "result_format": "COMPLETE", "unexpected_index_column_names": [ROW_ID]})
+        by_id = {r.expectation.id: r for r in self.rules}
+        reasons: dict[str, list[str]] = {}
+        failures: dict[str, int] = {}
+        for res in result.results:
+            rule = by_id[res.expectation_config.id]
+            if res.exception_info and res.exception_info.get("raised_exception"):
+                raise LensError(f"validation rule {rule.name} could not run: "
+                                f"{res.exception_info.get('exception_message')}")
+            failures[rule.name] = int(res.result.get("unexpected_count") or 0)
+            if rule.quarantine:
+                for row in res.result.get("unexpected_index_list") or []:
+                    reasons.setdefault(row[ROW_ID], []).append(rule.name)
+        return reasons, failures
+
+
+ENVELOPE = [f for f in ts.contract()["properties"]]
+BRONZE_COLUMNS = ["topic", "kafka_partition", "kafka_offset", "kafka_timestamp", "key", "value", "date"]
+
+
+def _event_rows(valid: DataFrame, batch_id: int) -> DataFrame:
+    """Typed silver event rows: the envelope, raw body, a struct per body definition, provenance."""
+    definitions = sorted(set(ts.body_definitions().values()))
+    return valid.select(*ENVELOPE, *definitions, "topic", "kafka_partition", "kafka_offset", "kafka_timestamp",
+                        F.to_date(F.timestamp_millis("event_time_ms")).alias("event_date"),
+                        F.lit(batch_id).cast("bigint").alias("validate_batch"))
+
+
+def validate_batch(spark: SparkSession, config: PipelineConfig, validator: Validator,
+                   batch: DataFrame, batch_id: int) -> dict[str, Any]:
+    """Validate one bronze batch, write quarantine, events and the summary; the summary row."""
+    events_path = lake.table_path(config.lake_path, lake.EVENTS)
+    parsed = seq_gaps(spark, parse(batch), events_path).persist()
+    try:
+        rows = parsed.count()
+        reasons, failures = validator.check(parsed)
+        bad = spark.createDataFrame(sorted(reasons.items()), f"{ROW_ID} string, reasons array<string>")
+        lake.insert_new(spark, lake.table_path(config.lake_path, lake.QUARANTINE),
+                        parsed.join(bad, ROW_ID).select(*BRONZE_COLUMNS, "reasons",
+                                                        F.lit(batch_id).cast("bigint").alias("validate_batch")),
+                        keys=["topic", "kafka_partition", "kafka_offset"], partition_by=["date"])
+        valid = parsed.join(bad, ROW_ID, "left_anti")
+        first = Window.partitionBy("event_id").orderBy("topic", "kafka_partition", "kafka_offset")
+        firsts = valid.withColumn("_rank", F.row_number().over(first)).where("_rank = 1").drop("_rank")
+        n_valid, n_first = rows - len(reasons), firsts.count()
+        seen_elsewhere = 0
+        if lake.exists(spark, events_path):
+            existing = lake.read(spark, events_path).select(
+                "event_id", F.col("topic").alias("e_topic"), F.col("kafka_partition").alias("e_partition"),
+                F.col("kafka_offset").alias("e_offset"))
+            seen_elsewhere = (firsts.join(existing, "event_id")
+                              .where("NOT (topic = e_topic AND kafka_partition = e_partition "
+                                     "AND kafka_offset = e_offset)").count())
+        passed = len(reasons) <= config.max_bad_row_fraction * rows
+        if passed:
+            lake.insert_new(spark, events_path, _event_rows(firsts, batch_id), keys=["event_id"],
+                            partition_by=["event_date"])
+        missing = parsed.agg(F.sum(F.greatest(F.col("seq_gap"), F.lit(0)))).first()[0] or 0
+        summary = {"validate_batch": batch_id, "rows": rows, "quarantined": len(reasons), "valid": n_valid,
+                   "duplicates": n_valid - n_first + seen_elsewhere, "new_events": n_first - seen_elsewhere,
+                   "sequence_gaps": failures.get("sequence_gap", 0), "missing_events": int(missing),
+                   "rule_failures": failures, "passed": passed, "max_bad_row_fraction": config.max_bad_row_fraction}
+        summary_df = spark.createDataFrame([summary], SUMMARY_DDL).withColumn("validated_at", F.current_timestamp())
+        _upsert_summary(spark, config, summary_df)
+        return summary
+    finally:
+        parsed.unpersist()
+
+
+SUMMARY_DDL = ("validate_batch bigint, rows bigint, quarantined bigint, valid bigint, duplicates bigint, "
+               "new_events bigint, sequence_gaps bigint, missing_events bigint, rule_failures map<string,bigint>, "
+               "passed boolean, max_bad_row_fraction double")
+
+
+def _upsert_summary(spark: SparkSession, config: PipelineConfig, summary: DataFrame) -> None:
+    from delta.tables import DeltaTable
+
+    path = lake.table_path(config.lake_path, lake.VALIDATION_SUMMARY)
+    if not lake.exists(spark, path):
+        summary.write.format("delta").save(path)
+        return
+    (DeltaTable.forPath(spark, path).alias("t").merge(summary.alias("s"), "t.validate_batch = s.validate_batch")
+     .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())
+
+
+def run_validate(spark: SparkSession, config: PipelineConfig, progress=print) -> dict[str, int]:
+    """Validate every bronze row not validated yet (streaming over bronze, available-now)."""
+    bronze = lake.table_path(config.lake_path, lake.BRONZE)
+    if not lake.exists(spark, bronze):
+        raise LensError(f"no bronze table at {bronze}: run `rebalance-lens pipeline run ingest` first")
+    validator = Validator(config)
+    totals: dict[str, int] = {"batches": 0, "rows": 0, "quarantined": 0, "duplicates": 0, "new_events": 0}
+    failed: list[str] = []
+
+    def each_batch(batch: DataFrame, batch_id: int) -> None:
+        summary = validate_batch(spark, config, validator, batch, batch_id)
+        totals["batches"] += 1
+        for key in ("rows", "quarantined", "duplicates", "new_events"):
+            totals[key] += summary[key]
+        progress(f"validate batch {batch_id}: {summary['rows']} rows, {summary['quarantined']} quarantined, "
+                 f"{summary['duplicates']} duplicates, {summary['new_events']} new events, "
+                 f"{summary['missing_events']} missing by sequence")
+        if not summary["passed"]:
+            failed.append(f"validation batch {batch_id} has {summary['quarantined']} bad rows of {summary['rows']} "
+                          f"(more than max_bad_row_fraction={config.max_bad_row_fraction}); they are in "
+                          f"{lake.table_path(config.lake_path, lake.QUARANTINE)} with their reasons. Fix the "
+                          "producer, or raise max_bad_row_fraction (--max-bad-fraction) and rerun")
+            raise LensError(failed[-1])
+
+    query = (spark.readStream.format("delta").load(bronze).writeStream
+             .foreachBatch(each_batch)
+             .option("checkpointLocation", f"{config.checkpoint_path}/validate")
+             .trigger(availableNow=True).start())
+    try:
+        query.awaitTermination()
+    except Exception as err:
+        if failed:
+            raise LensError(failed[-1]) from None
+        raise err
+    return totals
