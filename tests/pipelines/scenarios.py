@@ -31,3 +31,45 @@ def scale_out_then_crash(group: str = "orders-app") -> Fleet:
     m1.at(165_200).fetches(P1, 120).fetches(P0, 100)
     m1.at(175_000).processes(P1, upto=300, interval_ms=10_000, lag=50)
     return fleet
+
+
+def every_cause() -> dict[str, Fleet]:
+    """One small fleet per episode cause, keyed by the cause its last episode must get."""
+    fleets = {}
+
+    def pair(cause: str, **m2_settings) -> tuple[Fleet, object, object]:
+        fleet = Fleet(group=f"g-{cause}")
+        m1, m2 = fleet.member("m1"), fleet.member("m2", **m2_settings)
+        m1.at(0).joins().assigned(P0, generation=1).fetches(P0, 0)
+        m2.at(0).joins().assigned(P1, generation=1).fetches(P1, 0)
+        m1.at(5_000).processes(P0, upto=9)
+        m2.at(5_000).processes(P1, upto=9)
+        fleets[cause] = fleet
+        return fleet, m1, m2
+
+    _, m1, m2 = pair("scale_in")
+    m2.at(60_000).leaves().revokes(P1)
+    m1.at(60_500).revokes(P0).at(61_000).assigned(P0, P1).fetches(P0, 10).fetches(P1, 10)
+
+    fleet, m1, m2 = pair("restart", group_instance_id="web-2")
+    m2.at(60_000).leaves().revokes(P1)
+    m2b = fleet.member("m2", host=m2.host, client_id=m2.client_id, group_instance_id="web-2")
+    m2b.at(62_000).joins().assigned(P1).fetches(P1, 10)
+
+    _, m1, m2 = pair("poll_interval_exceeded")
+    m2.at(60_000).exceeds_poll_interval().loses(P1)
+    m1.at(60_500).revokes(P0).at(61_000).assigned(P0, P1).fetches(P0, 10).fetches(P1, 8)
+
+    _, m1, m2 = pair("subscription_change")
+    m2.at(60_000).changes_subscription(("orders", "refunds")).revokes(P1)
+    m1.at(60_500).revokes(P0).at(61_000).assigned(P0).fetches(P0, 10)
+    m2.at(61_000).assigned(P1).fetches(P1, 10)
+
+    _, m1, m2 = pair("enforced")
+    m1.at(60_000).requests_rebalance().revokes(P0)
+    m2.at(60_100).revokes(P1).at(61_000).assigned(P1).fetches(P1, 10)
+    m1.at(61_000).assigned(P0).fetches(P0, 10)
+
+    _, m1, m2 = pair("crash")
+    m1.at(60_500).revokes(P0).at(61_000).assigned(P0, P1).fetches(P0, 10).fetches(P1, 5)
+    return fleets

@@ -1,0 +1,103 @@
+"""Bad, truncated, unknown-version and duplicated telemetry on a real topic: quarantined or
+deduplicated, with counts that add up; a rerun with nothing new changes no table; a late
+event updates the episode it belongs to."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from pyspark.sql import functions as F
+
+from pipelines import lake
+from pipelines.errors import LensError
+from pipelines.jobs import run_pipeline
+from pipelines.synthetic import P0, Fleet
+from tests.pipelines.conftest import feed, fresh_config
+from tests.pipelines.scenarios import scale_out_then_crash
+
+TABLES = [lake.BRONZE, lake.QUARANTINE, lake.VALIDATION_SUMMARY, lake.EVENTS, lake.MEMBER_STATES, lake.OWNERSHIP,
+          lake.COMMITS, lake.HANDOFFS, lake.EPISODES, lake.METRICS, lake.STAGE_PROGRESS]
+
+
+def _bad_records(template: dict, t_ms: int) -> dict[str, tuple]:
+    """One record per way telemetry goes wrong, keyed by the reason it must be quarantined for."""
+    def variant(**changes):
+        return ("bad-agent", json.dumps({**template, **changes}), t_ms)
+    commit = {**template, "kind": "commit", "body": {"mode": "manual", "sync": True, "in_revoke": False, "error": None,
+                                                     "duration_ms": 1.0, "offsets": [{"topic": "orders", "partition": 0,
+                                                                                      "offset": -5, "error": None}]}}
+    return {
+        "malformed_json": ("bad-agent", "{not json", t_ms),
+        "malformed_json+truncated": ("bad-agent", json.dumps(template)[:60], t_ms),
+        "unknown_schema_version": variant(schema_version=2, event_id="v2" * 10),
+        "missing_event_id": variant(event_id=None),
+        "implausible_time": variant(event_time_ms=978_307_200_000, event_id="old" * 8),
+        "negative_offset": ("bad-agent", json.dumps({**commit, "event_id": "neg" * 8}), t_ms),
+    }
+
+
+@pytest.fixture(scope="module")
+def messy(spark, kafka, tmp_path_factory):
+    config = fresh_config(kafka, tmp_path_factory.mktemp("messy"), max_bad_row_fraction=0.5)
+    fleet = scale_out_then_crash()
+    records = fleet.keyed()
+    kept = records[:5] + records[6:]           # one event lost in transit: a sequence gap
+    duplicates = records[10:13]                # the agent retried three sends
+    bad = _bad_records(fleet.events[0], records[0][2])
+    sent = feed(kafka, config.topic, kept + duplicates + list(bad.values()))
+    run_pipeline(spark, config, progress=lambda m: None)
+    return config, fleet, kept, duplicates, bad, sent
+
+
+def test_counts_add_up(spark, messy):
+    config, fleet, kept, duplicates, bad, sent = messy
+    summary = lake.read(spark, lake.table_path(config.lake_path, lake.VALIDATION_SUMMARY)).agg(
+        *[F.sum(c).alias(c) for c in ("rows", "quarantined", "valid", "duplicates", "new_events", "missing_events")]
+    ).first().asDict()
+    assert summary == {"rows": sent, "quarantined": len(bad), "valid": sent - len(bad),
+                       "duplicates": len(duplicates), "new_events": len(kept), "missing_events": 1}
+    assert lake.read(spark, lake.table_path(config.lake_path, lake.EVENTS)).count() == len(kept)
+    assert lake.read(spark, lake.table_path(config.lake_path, lake.BRONZE)).count() == sent
+
+
+def test_quarantine_says_why(spark, messy):
+    config, _, _, _, bad, _ = messy
+    rows = lake.read(spark, lake.table_path(config.lake_path, lake.QUARANTINE)).collect()
+    by_value = {bytes(r["value"]).decode(): set(r["reasons"]) for r in rows}
+    for expected, (_, value, _) in bad.items():
+        assert expected.split("+")[0] in by_value[value], (expected, by_value[value])
+
+
+def test_rerun_without_new_data_changes_nothing(spark, messy):
+    config = messy[0]
+    before = {t: lake.version(spark, lake.table_path(config.lake_path, t)) for t in TABLES}
+    results = run_pipeline(spark, config, progress=lambda m: None)
+    after = {t: lake.version(spark, lake.table_path(config.lake_path, t)) for t in TABLES}
+    assert after == before
+    assert results["ingest"]["rows"] == 0 and results["gold"]["groups"] == 0
+
+
+def test_late_event_updates_its_episode(spark, kafka, messy):
+    config, fleet, *_ = messy
+    episodes = lake.table_path(config.lake_path, lake.EPISODES)
+    crash = lake.read(spark, episodes).where("cause = 'crash'").first()
+    late = Fleet(group=fleet.group, seed=99)
+    m9 = late.member("m9")
+    m9.at(164_000).requests_rebalance()    # arrives after the run, belongs to the crash episode
+    feed(kafka, config.topic, late.keyed())
+    run_pipeline(spark, config, progress=lambda m: None)
+    updated = lake.read(spark, episodes).where(f"start_ms <= {crash['end_ms']} AND end_ms >= {crash['start_ms']}")
+    rows = updated.collect()
+    assert len(rows) == 1 and rows[0]["cause"] == "enforced" and "crash" in rows[0]["causes"]
+    assert lake.read(spark, episodes).count() == 3
+
+
+def test_too_many_bad_rows_fail_loudly(spark, kafka, tmp_path):
+    config = fresh_config(kafka, tmp_path)
+    fleet = Fleet()
+    fleet.member("m1").at(0).joins().assigned(P0)
+    feed(kafka, config.topic, fleet.keyed() + [("x", "{broken", fleet.keyed()[0][2])])
+    with pytest.raises(LensError, match="max_bad_row_fraction"):
+        run_pipeline(spark, config, stages=["ingest", "validate"], progress=lambda m: None)
+    assert lake.read(spark, lake.table_path(config.lake_path, lake.QUARANTINE)).count() == 1
+    assert not lake.exists(spark, lake.table_path(config.lake_path, lake.EVENTS))
