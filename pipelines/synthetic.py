@@ -193,7 +193,7 @@ class Fleet:
 
 
 def fleet_telemetry(groups: int, members: int, partitions: int, rounds: int, seed: int = 1,
-                    records_per_round: int = 1000) -> Iterator[tuple[str, str, int]]:
+                    records_per_round: int = 1000, prefix: str = "bench") -> Iterator[tuple[str, str, int]]:
     """(key, value, timestamp ms) triples for ``groups`` groups that each go through ``rounds`` graceful rebalances.
 
     Each round every member processes and commits part of its partitions, then all
@@ -201,7 +201,7 @@ def fleet_telemetry(groups: int, members: int, partitions: int, rounds: int, see
     its last commit, so handoffs carry duplicates. Deterministic for a given seed.
     """
     for g in range(groups):
-        fleet = Fleet(group=f"bench-{g}", seed=seed * 100_003 + g)
+        fleet = Fleet(group=f"{prefix}-{g}", seed=seed * 100_003 + g)
         parts = [tp(p) for p in range(partitions)]
         mems = [fleet.member(f"m{i}") for i in range(members)]
         t = 0

@@ -1,0 +1,146 @@
+"""Pipeline throughput on synthetic telemetry: events/s/core per stage, incremental vs full, vs the floor.
+
+    .venv/bin/python benchmarks/pipeline_throughput.py --events 1000000 [--events 10000000]
+
+For each size: start the embedded broker, produce the synthetic fleet's telemetry
+(pipelines.synthetic.fleet_telemetry: graceful eager rebalances, some skipped commits),
+then on a fresh lake:
+
+1. the floor: a bare Spark batch job that reads the same topic, parses the JSON
+   envelope and writes Parquet (the least any pipeline on this stack must do);
+2. the full pipeline, stage by stage (ingest, validate, silver, gold), timed, with the
+   peak RSS of the driver JVM and of the Python driver sampled every 0.2 s;
+3. 1% more events (new groups, so 1% of the groups change) and an incremental run.
+
+Prints events/s/core per stage, pipeline/floor and incremental/full time ratios.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import psutil
+
+EVENTS_PER_GROUP = 3 * 12 + 2 * 4  # per round: 12 partitions x (fetch, progress, commit) + 4 members x (assign, revoke)
+ROUNDS = 20
+
+
+class PeakMemory:
+    """Peak RSS of this process and of its Java children while the block runs."""
+
+    def __enter__(self) -> "PeakMemory":
+        self.python = self.jvm = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+        return self
+
+    def _sample(self) -> None:
+        me = psutil.Process()
+        while not self._stop.wait(0.2):
+            self.python = max(self.python, me.memory_info().rss)
+            jvm = sum(c.memory_info().rss for c in me.children(recursive=True) if "java" in c.name())
+            self.jvm = max(self.jvm, jvm)
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def produce(bootstrap: str, topic: str, groups: int, prefix: str, seed: int) -> int:
+    from confluent_kafka import Producer
+
+    from pipelines.synthetic import fleet_telemetry
+
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50, "batch.size": 1_000_000,
+                         "compression.type": "lz4", "queue.buffering.max.messages": 1_000_000})
+    n = 0
+    for key, value, ts in fleet_telemetry(groups, members=4, partitions=12, rounds=ROUNDS, seed=seed, prefix=prefix):
+        while True:
+            try:
+                producer.produce(topic, key=key, value=value, timestamp=ts)
+                break
+            except BufferError:
+                producer.poll(0.1)
+        n += 1
+        if n % 50_000 == 0:
+            producer.poll(0)
+    producer.flush(120)
+    return n
+
+
+def floor_job(spark, bootstrap: str, topic: str, out: str) -> float:
+    from pyspark.sql import functions as F
+
+    from pipelines.telemetry_schema import envelope_schema
+
+    started = time.monotonic()
+    (spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
+     .option("startingOffsets", "earliest").load()
+     .select(F.from_json(F.col("value").cast("string"), envelope_schema()).alias("e")).select("e.*")
+     .write.mode("overwrite").parquet(out))
+    return time.monotonic() - started
+
+
+def run_size(events: int, cores: int) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from pipelines.config import PipelineConfig
+    from pipelines.jobs import STAGES, run_pipeline
+    from pipelines.runtime.kafka_broker import EmbeddedKafka
+    from pipelines.runtime.spark_session import SparkSettings, build_spark
+
+    groups = max(1, events // (EVENTS_PER_GROUP * ROUNDS))
+    work = Path(tempfile.mkdtemp(prefix="lens-bench-"))
+    with EmbeddedKafka() as broker:
+        topic = "rebalance-lens-telemetry"
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})  # keep it: futures need the handle
+        admin.create_topics([NewTopic(topic, num_partitions=4, replication_factor=1,
+                                      config={"retention.ms": "-1"})])[topic].result(30)
+        t0 = time.monotonic()
+        n = produce(broker.bootstrap_servers, topic, groups, "bench", seed=1)
+        print(f"\n== {n:,} events ({groups} groups), produced in {time.monotonic() - t0:.1f} s", flush=True)
+        spark = build_spark(SparkSettings.resolve(master=f"local[{cores}]", lake=str(work / "lake"),
+                                                  app_name="pipeline-benchmark"))
+        try:
+            floor_s = floor_job(spark, broker.bootstrap_servers, topic, str(work / "floor"))
+            print(f"floor (Kafka -> parse JSON -> Parquet): {floor_s:.1f} s, "
+                  f"{n / floor_s / cores:,.0f} events/s/core", flush=True)
+            config = PipelineConfig(bootstrap_servers=broker.bootstrap_servers, lake_path=str(work / "lake"),
+                                    topic=topic)
+            total = 0.0
+            for stage in STAGES:
+                with PeakMemory() as mem:
+                    started = time.monotonic()
+                    run_pipeline(spark, config, stages=[stage], progress=lambda m: None)
+                    took = time.monotonic() - started
+                total += took
+                print(f"{stage:>9}: {took:7.1f} s  {n / took / cores:10,.0f} events/s/core  "
+                      f"peak driver JVM RSS {mem.jvm / 2**20:,.0f} MiB, Python {mem.python / 2**20:,.0f} MiB",
+                      flush=True)
+            print(f"full pipeline: {total:.1f} s = {total / floor_s:.2f} x the floor", flush=True)
+            extra = produce(broker.bootstrap_servers, topic, max(1, groups // 100), "bench-late", seed=2)
+            started = time.monotonic()
+            run_pipeline(spark, config, progress=lambda m: None)
+            incremental = time.monotonic() - started
+            print(f"incremental over {extra:,} new events ({extra / n:.1%}, new groups): {incremental:.1f} s = "
+                  f"{incremental / total:.1%} of the full run", flush=True)
+        finally:
+            spark.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, action="append", help="synthetic events (repeatable); default 1M")
+    parser.add_argument("--cores", type=int, default=min(2, os.cpu_count() or 1))
+    args = parser.parse_args()
+    for events in args.events or [1_000_000]:
+        run_size(events, args.cores)
+
+
+if __name__ == "__main__":
+    main()

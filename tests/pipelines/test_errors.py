@@ -1,0 +1,46 @@
+"""User mistakes get an error that names the setting and the fix."""
+from __future__ import annotations
+
+import pytest
+
+from pipelines.cli import build_parser
+from pipelines.config import PipelineConfig
+from pipelines.errors import LensError
+from pipelines.ingest import check_topic
+from pipelines.jobs import resolve_stages
+from pipelines.pipeline_commands import parse_since
+
+
+def test_since_accepts_iso_and_epoch_and_names_the_formats():
+    assert parse_since("2026-01-01") == 1_767_225_600_000
+    assert parse_since("2026-01-01T00:00:01Z") == 1_767_225_601_000
+    assert parse_since("1767225600000") == 1_767_225_600_000
+    with pytest.raises(LensError, match="ISO 8601"):
+        parse_since("yesterday")
+
+
+def test_bad_config_names_the_key(tmp_path):
+    with pytest.raises(LensError, match="max_bad_row_fraction"):
+        PipelineConfig(bootstrap_servers="x:1", lake_path=str(tmp_path), max_bad_row_fraction=5)
+    with pytest.raises(LensError, match="episode_gap_s"):
+        PipelineConfig(bootstrap_servers="x:1", lake_path=str(tmp_path), episode_gap_s=0)
+
+
+def test_stages_in_order_and_unknown_stage():
+    assert resolve_stages(["gold", "ingest"]) == ["ingest", "gold"]
+    assert resolve_stages(["all"]) == ["ingest", "validate", "silver", "gold"]
+    with pytest.raises(LensError, match="unknown stage 'bronze'"):
+        resolve_stages(["bronze"])
+
+
+def test_missing_topic_and_missing_broker(kafka, tmp_path):
+    with pytest.raises(LensError, match="does not exist"):
+        check_topic(PipelineConfig(bootstrap_servers=kafka.bootstrap_servers, lake_path=str(tmp_path),
+                                   topic="no-such-telemetry"))
+    with pytest.raises(LensError, match="no Kafka bootstrap servers"):
+        check_topic(PipelineConfig(bootstrap_servers="", lake_path=str(tmp_path)))
+
+
+def test_cli_has_pipeline_run():
+    args = build_parser().parse_args(["pipeline", "run", "gold", "--since", "2026-01-01"])
+    assert (args.stage, args.since) == ("gold", "2026-01-01")
