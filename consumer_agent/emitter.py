@@ -19,6 +19,19 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 log = logging.getLogger("consumer_agent.telemetry")
+librdkafka_log = logging.getLogger("consumer_agent.telemetry.librdkafka")
+
+
+class _DebugLog:
+    """librdkafka's own logs of the telemetry clients, demoted to DEBUG.
+
+    While the telemetry cluster is away librdkafka logs a connection failure every
+    reconnect backoff; the host must not see that stream. The emitter counts the errors
+    and logs the first one at WARNING instead.
+    """
+
+    def log(self, _level: int, msg: str, *args: object) -> None:
+        librdkafka_log.debug(msg, *args)
 
 PRODUCER_DEFAULTS: dict[str, Any] = {
     "client.id": "rebalance-lens-agent",
@@ -52,12 +65,14 @@ class TelemetryEmitter:
         self.acknowledged_dropped = 0   # dropped_total carried by the last delivered agent_health event
         self.acknowledged_errors = 0
         self._logged = False
-        config = {**PRODUCER_DEFAULTS, **producer_config, "logger": log}
+        config = {**PRODUCER_DEFAULTS, **producer_config, "logger": _DebugLog()}
         config["queue.buffering.max.messages"] = min(int(config.get("queue.buffering.max.messages", capacity)),
                                                      capacity)
         self._producer = Producer({**config, "error_cb": self._on_client_error})
         self._admin_config = {k: v for k, v in config.items() if k not in _PRODUCER_ONLY}
         self._topic_ready = False
+        self._admin: AdminClient | None = None
+        self._topic_future: Any = None
         self._next_topic_attempt = 0.0
         self._stop_deadline = 0.0
         self._wake = threading.Event()
@@ -102,17 +117,26 @@ class TelemetryEmitter:
         self._note_error(f"producer: {err}")
 
     def _ensure_topic(self) -> None:
+        """Create the topic if missing, without blocking the emitter loop (its timer must keep ticking)."""
+        if self._topic_future is None:
+            if time.monotonic() < self._next_topic_attempt:
+                return
+            self._admin = AdminClient(self._admin_config)  # keep a reference: its futures die with it
+            self._topic_future = self._admin.create_topics([NewTopic(self.topic)],
+                                                           request_timeout=ADMIN_TIMEOUT_S)[self.topic]
+            return
+        if not self._topic_future.done():
+            return
+        future, self._topic_future, self._admin = self._topic_future, None, None
         self._next_topic_attempt = time.monotonic() + TOPIC_RETRY_S
-        admin = AdminClient(self._admin_config)
         try:
-            future = admin.create_topics([NewTopic(self.topic)], request_timeout=ADMIN_TIMEOUT_S)[self.topic]
-            future.result(timeout=ADMIN_TIMEOUT_S + 1)
+            future.result()
         except KafkaException as exc:
             err = exc.args[0] if exc.args else None
             if not (isinstance(err, KafkaError) and err.code() == KafkaError.TOPIC_ALREADY_EXISTS):
                 self._note_error(f"creating topic {self.topic}: {exc}")
                 return
-        except Exception as exc:  # a timeout or anything else: retry later, never raise
+        except Exception as exc:  # anything else: retry later, never raise
             self._note_error(f"creating topic {self.topic}: {exc!r}")
             return
         self._topic_ready = True
@@ -150,7 +174,7 @@ class TelemetryEmitter:
             self._wake.wait(0.1)
             self._wake.clear()
             try:
-                if not self._topic_ready and time.monotonic() >= self._next_topic_attempt:
+                if not self._topic_ready:
                     self._ensure_topic()
                 if self._topic_ready:
                     self._drain()
