@@ -1,0 +1,100 @@
+"""The README's telemetry table, generated from the schema so the two never drift apart.
+
+    python -m consumer_agent.schema_docs            # print the table
+    python -m consumer_agent.schema_docs --write    # replace it in README.md between the markers
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from consumer_agent.events import KIND_BODIES, load_schema
+
+BEGIN = "<!-- telemetry-table:begin -->"
+END = "<!-- telemetry-table:end -->"
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def _type(spec: dict[str, Any], defs: dict[str, Any]) -> str:
+    if "$ref" in spec:
+        name = spec["$ref"].rsplit("/", 1)[-1]
+        return "offset (int)" if name == "offset" else name
+    if "const" in spec:
+        return f"const {spec['const']}"
+    if "enum" in spec:
+        return " \\| ".join(str(v) for v in spec["enum"])
+    kind = spec.get("type", "object")
+    kinds = kind if isinstance(kind, list) else [kind]
+    if "array" in kinds and "items" in spec:
+        inner = spec["items"]
+        label = _type(inner, defs) if "$ref" in inner or "properties" not in inner else "object"
+        return f"array of {label}"
+    return " \\| ".join(kinds)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _rows(prefix: str, spec: dict[str, Any], defs: dict[str, Any]) -> list[str]:
+    required = set(spec.get("required", []))
+    rows = []
+    for name, field in spec.get("properties", {}).items():
+        rows.append(f"| `{prefix}{name}` | {_type(field, defs)} | {'yes' if name in required else 'no'} | "
+                    f"{_cell(field.get('description', ''))} |")
+        items = field.get("items", {})
+        if "properties" in items:
+            rows += _rows(f"{prefix}{name}[].", items, defs)
+    return rows
+
+
+def render_table(schema: dict[str, Any] | None = None) -> str:
+    """Markdown: the envelope, then one section per kind with its body fields."""
+    schema = schema or load_schema()
+    defs = schema["$defs"]
+    out = [f"Generated from `consumer_agent/telemetry-v1.schema.json` by `python -m consumer_agent.schema_docs "
+           f"--write`; a test keeps it current. {_cell(schema['description'])}", "",
+           "**Envelope** (every event)", "", "| field | type | required | description |", "|---|---|---|---|"]
+    out += _rows("", schema, defs)
+    body_defs: dict[str, list[str]] = {}
+    for rule in schema["allOf"]:
+        kind = rule["if"]["properties"]["kind"]["const"]
+        body_defs.setdefault(rule["then"]["properties"]["body"]["$ref"].rsplit("/", 1)[-1], []).append(kind)
+    for def_name, kinds in body_defs.items():
+        spec = defs[def_name]
+        out += ["", f"**body of {', '.join(f'`{k}`' for k in kinds)}**"
+                + (f": {_cell(spec['description'])}" if spec.get("description") else ""), "",
+                "| field | type | required | description |", "|---|---|---|---|"]
+        out += _rows("", spec, defs)
+        for name, field in spec["properties"].items():
+            ref = field.get("items", {}).get("$ref") or field.get("$ref")
+            if ref and ref.rsplit("/", 1)[-1] in defs and "properties" in defs[ref.rsplit("/", 1)[-1]]:
+                out += _rows(f"{name}[]." if "items" in field else f"{name}.", defs[ref.rsplit("/", 1)[-1]], defs)
+            elif "properties" in field:
+                out += _rows(f"{name}.", field, defs)
+    missing = set(KIND_BODIES) - {k for kinds in body_defs.values() for k in kinds}
+    if missing:
+        raise ValueError(f"schema has no body rule for kinds {sorted(missing)}")
+    return "\n".join(out)
+
+
+def replace_table(readme: str, table: str) -> str:
+    """``readme`` with the text between the markers replaced by ``table``."""
+    start, end = readme.index(BEGIN) + len(BEGIN), readme.index(END)
+    return readme[:start] + "\n" + table + "\n" + readme[end:]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--write", action="store_true", help=f"update {README.name} in place")
+    args = parser.parse_args()
+    table = render_table()
+    if args.write:
+        README.write_text(replace_table(README.read_text(), table))
+    else:
+        print(table)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,129 @@
+"""The telemetry contract: typed classes match the schema, the README table is current, redaction."""
+from __future__ import annotations
+
+import dataclasses
+import sys
+import typing
+
+import pytest
+
+from consumer_agent import events as ev
+from consumer_agent.group_metadata import generation_from_metadata
+from consumer_agent.inflight import InFlight
+from consumer_agent.options import DEFAULT_TELEMETRY_TOPIC, split_config
+from consumer_agent.redaction import REDACTED, redacted_config
+from consumer_agent.schema_docs import BEGIN, END, README, render_table
+from tests.agent.telemetry_log import VALIDATOR
+
+SCHEMA = ev.load_schema()
+DEFS = SCHEMA["$defs"]
+# nested classes: (class, the schema object it mirrors)
+NESTED = [
+    (ev.PartitionState, DEFS["partition_state"]),
+    (ev.CommitOnRevoke, DEFS["partitions_change"]["properties"]["commit_on_revoke"]),
+    (ev.CommittedOffset, DEFS["commit"]["properties"]["offsets"]["items"]),
+    (ev.PartitionProgress, DEFS["progress"]["properties"]["partitions"]["items"]),
+]
+
+
+def fields(cls: type) -> list[str]:
+    return [f.name for f in dataclasses.fields(cls)]
+
+
+def test_each_body_class_has_exactly_the_schema_properties_of_its_kind():
+    for rule in SCHEMA["allOf"]:
+        kind = rule["if"]["properties"]["kind"]["const"]
+        body = DEFS[rule["then"]["properties"]["body"]["$ref"].rsplit("/", 1)[-1]]
+        assert set(fields(ev.KIND_BODIES[kind])) == set(body["properties"]) == set(body["required"]), kind
+    assert set(ev.KIND_BODIES) == set(SCHEMA["properties"]["kind"]["enum"])
+    for cls, spec in NESTED:
+        assert set(fields(cls)) == set(spec["properties"]), cls.__name__
+    assert set(fields(ev.Envelope)) == set(SCHEMA["properties"]) == set(SCHEMA["required"])
+
+
+def test_optional_fields_are_nullable_in_both():
+    """A field typed ``X | None`` in Python must allow null in the schema, and the reverse."""
+    for cls, spec in [*[(ev.KIND_BODIES[k], None) for k in ev.KIND_BODIES], *NESTED]:
+        props = spec["properties"] if spec else None
+        if props is None:
+            kind = next(k for k, c in ev.KIND_BODIES.items() if c is cls)
+            rule = next(r for r in SCHEMA["allOf"] if r["if"]["properties"]["kind"]["const"] == kind)
+            props = DEFS[rule["then"]["properties"]["body"]["$ref"].rsplit("/", 1)[-1]]["properties"]
+        hints = typing.get_type_hints(cls, vars(sys.modules[cls.__module__]))
+        for name, hint in hints.items():
+            nullable_py = type(None) in typing.get_args(hint)
+            schema_type = props[name].get("type")
+            nullable_schema = isinstance(schema_type, list) and "null" in schema_type
+            assert nullable_py == nullable_schema, f"{cls.__name__}.{name}"
+
+
+def test_readme_table_is_generated_from_the_current_schema():
+    readme = README.read_text()
+    section = readme[readme.index(BEGIN) + len(BEGIN):readme.index(END)].strip()
+    assert section == render_table().strip(), "run: python -m consumer_agent.schema_docs --write"
+
+
+def test_an_event_built_from_typed_classes_validates():
+    body = ev.PartitionsChange(partitions=[ev.PartitionState("t", 0, 10, 9, 10)], incremental=True, callback_ms=0.5,
+                               assignment_size=1, commit_on_revoke=ev.CommitOnRevoke(1.0, False, True, None))
+    event = dataclasses.asdict(ev.Envelope(
+        event_id="0" * 32, schema_version=1, kind="partitions_revoked", event_time_ms=1, agent_id="a", seq=0,
+        group_id="g", member_id=None, group_instance_id=None, client_id="c", host="h", pid=1, generation=-1,
+        group_protocol="classic", rebalance_protocol="cooperative", assignor="cooperative-sticky",
+        body=ev.to_dict(body)))
+    VALIDATOR.validate(event)
+    event["body"]["partitions"][0]["surprise"] = 1
+    assert not VALIDATOR.is_valid(event)
+
+
+@pytest.mark.parametrize("key", ["sasl.password", "ssl.key.location", "ssl.key.password", "sasl.oauthbearer.client.secret",
+                                 "sasl.oauthbearer.token.endpoint.url", "sasl.jaas.config", "ssl.keystore.password",
+                                 "sasl.oauthbearer.client.credentials", "Some.API.Key"])
+def test_secrets_are_redacted(key):
+    snapshot = redacted_config({key: "s3cr3t", "bootstrap.servers": "b:9092", "on_commit": print})
+    assert snapshot[key] == REDACTED
+    assert snapshot["bootstrap.servers"] == "b:9092"
+    assert "s3cr3t" not in repr(snapshot)
+
+
+def test_agent_options_are_split_validated_and_inherit_the_cluster_settings():
+    options, consumer = split_config({
+        "bootstrap.servers": "b:9092", "group.id": "g", "security.protocol": "SASL_SSL", "sasl.password": "p",
+        "lens.telemetry.topic": DEFAULT_TELEMETRY_TOPIC, "lens.telemetry.bootstrap.servers": "other:9092",
+        "lens.commit.on.revoke": "true", "lens.processing": "explicit"})
+    assert not any(k.startswith("lens.") for k in consumer)
+    assert options.producer_config == {"bootstrap.servers": "other:9092", "security.protocol": "SASL_SSL",
+                                       "sasl.password": "p"}
+    assert options.commit_on_revoke is True and options.processing == "explicit"
+    with pytest.raises(ValueError, match="lens.telemetry.topic"):
+        split_config({"bootstrap.servers": "b", "group.id": "g"})
+    with pytest.raises(ValueError, match="lens.comit.on.revoke"):
+        split_config({"bootstrap.servers": "b", "lens.telemetry.topic": "t", "lens.comit.on.revoke": True})
+    with pytest.raises(ValueError, match="lens.processing"):
+        split_config({"bootstrap.servers": "b", "lens.telemetry.topic": "t", "lens.processing": "later"})
+    with pytest.raises(ValueError, match="lens.buffer.max.events"):
+        split_config({"bootstrap.servers": "b", "lens.telemetry.topic": "t", "lens.buffer.max.events": 0})
+
+
+def test_generation_is_parsed_from_group_metadata_defensively():
+    blob = b"CGMDv2:" + (42).to_bytes(4, sys.byteorder, signed=True) + b"g\x00m\x00\x00"
+    assert generation_from_metadata(blob) == 42
+    assert generation_from_metadata(b"CGMDv2:\xff\xff\xff\xffx\x00\x00\x01") == -1
+    assert generation_from_metadata(b"CGMDv3:....") == -1
+    assert generation_from_metadata(b"CGMDv2:\x01") == -1
+    assert generation_from_metadata(None) == -1
+
+
+def test_in_flight_commit_point_is_the_lowest_unfinished_offset():
+    inflight, key = InFlight(), ("t", 0)
+    for offset in (5, 6, 7):
+        inflight.handed_out(key, offset)
+    inflight.mark(key, 7)  # out of order: 5 and 6 still running
+    assert inflight.commit_offset(key) == 5 and inflight.last_processed(key) == 4
+    assert inflight.wait_drained([key], 0.05) is False
+    inflight.mark(key, 5)
+    inflight.mark(key, 6)
+    assert inflight.commit_offset(key) == 8 and inflight.wait_drained([key], 0.05) is True
+    inflight.forget([key])
+    inflight.mark(key, 9)  # not handed out (or already revoked): ignored
+    assert inflight.commit_offset(key) is None
