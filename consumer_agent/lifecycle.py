@@ -36,7 +36,7 @@ LIFECYCLES: dict[str, Lifecycle] = {
         subscribed=(K.JOINING,), in_assign=(K.ASSIGNING,), in_revoke=(K.REVOKING,), after_revoke=(K.JOINING,),
         in_lost=(K.LOST,), after_lost=(K.JOINING,), stable=(K.STABLE,), stale=(K.STALE,), fenced=(K.LOST,),
         leave_start=(K.LEAVING,), leave_after_revoke=(K.LEAVING,), left=(K.UNSUBSCRIBED,),
-        rejoin_from=frozenset({K.UNSUBSCRIBED})),
+        rejoin_from=frozenset({K.UNSUBSCRIBED, K.STALE, K.LOST})),
     # KIP-848: the Java client's path for an expired poll timer is leave, then STALE (MemberState.java).
     "consumer": Lifecycle(
         subscribed=(C.JOINING,), in_assign=(C.RECONCILING,), in_revoke=(C.RECONCILING,), after_revoke=(C.STABLE,),

@@ -1,0 +1,66 @@
+"""Lost partitions: a member that stalls past max.poll.interval.ms.
+
+Outline: the member reads its records, then its application stalls longer than
+max.poll.interval.ms. On the next poll the agent must report the client error, the move
+to the protocol's stale state, and a partitions_lost event with the partitions and their
+offsets (no commit-on-revoke on lost partitions); the application's on_revoke receives
+them, as confluent-kafka does when no on_lost is given; then the member rejoins.
+"""
+from __future__ import annotations
+
+import time
+
+import pytest
+from confluent_kafka import KafkaError
+
+from consumer_agent import InstrumentedConsumer
+from tests.agent.members import PROTOCOLS
+from tests.agent.telemetry_log import TelemetryLog, partitions_of
+
+STALL = {"consumer": {"max.poll.interval.ms": 3000}, "cooperative-sticky": {"max.poll.interval.ms": 6000}}
+
+
+@pytest.mark.parametrize("protocol", list(STALL))
+def test_poll_stall_reports_stale_state_and_lost_partitions(kafka, unique, protocol):
+    topic = kafka.create_topic(f"agent-lost-{unique}", partitions=2)
+    kafka.seed(topic, (f"r-{i}" for i in range(20)))
+    telemetry = f"telemetry-lost-{unique}"
+    consumer = InstrumentedConsumer(kafka.consumer_config(f"g-{unique}", **PROTOCOLS[protocol], **STALL[protocol], **{
+        "enable.auto.commit": False, "lens.telemetry.topic": telemetry, "lens.commit.on.revoke": True,
+        "lens.progress.interval.ms": 500}))
+    app_revoked: list[set[int]] = []
+    log = TelemetryLog(kafka.bootstrap_servers, telemetry)
+    try:
+        consumer.subscribe([topic], on_revoke=lambda c, parts: app_revoked.append({p.partition for p in parts}))
+        seen, deadline = 0, time.monotonic() + 30
+        while seen < 20 and time.monotonic() < deadline:
+            msg = consumer.poll(0.2)
+            seen += msg is not None and not msg.error()
+        assert seen == 20
+        time.sleep(STALL[protocol]["max.poll.interval.ms"] / 1000 + 2.5)  # the application stalls
+        errors, deadline = [], time.monotonic() + 30
+        while time.monotonic() < deadline and not (errors and app_revoked and consumer.assignment()):
+            msg = consumer.poll(0.2)
+            if msg is not None and msg.error():
+                errors.append(msg.error().code())
+        assert KafkaError._MAX_POLL_EXCEEDED in errors
+        assert app_revoked == [{0, 1}]  # lost partitions reach on_revoke when no on_lost is given
+
+        def lost_and_back(lg: TelemetryLog):
+            lost = lg.of(consumer.agent_id, "partitions_lost")
+            back = [e for e in lg.of(consumer.agent_id, "partitions_assigned") if lost and e["seq"] > lost[0]["seq"]]
+            return lost and back and (lost, back)
+        lost, back = log.wait_for(lost_and_back, 30, "lost, then assigned again")
+        body = lost[0]["body"]
+        assert partitions_of(lost[0]) == {0, 1} and body["commit_on_revoke"] is None
+        assert sum(p["position"] for p in body["partitions"]) == 20
+        assert all(p["last_processed_offset"] == p["position"] - 1 for p in body["partitions"] if p["position"] > 0)
+        errors_seen = [e["body"]["code"] for e in log.of(consumer.agent_id, "client_error")]
+        assert KafkaError._MAX_POLL_EXCEEDED in errors_seen
+        transitions = [(e["body"]["to_state"], e["body"]["reason"]) for e in log.of(consumer.agent_id, "state_transition")]
+        assert ("stale", "max.poll.interval.ms exceeded") in transitions
+        assert all(e["body"]["allowed"] for e in log.of(consumer.agent_id, "state_transition")), transitions
+        assert not [e for e in log.of(consumer.agent_id, "commit") if e["body"]["in_revoke"]]  # never on lost
+    finally:
+        consumer.close()
+        log.close()
