@@ -160,21 +160,32 @@ class Validator:
         self.definition = self.context.validation_definitions.add(
             gx.ValidationDefinition(name="telemetry_v1_batch", data=batch, suite=suite))
 
-    def check(self, df: DataFrame) -> tuple[dict[str, list[str]], dict[str, int]]:
-        """(bronze row -> reasons for quarantine, rule -> failing rows) for one prepared batch."""
-        result = self.definition.run(batch_parameters={"dataframe": df}, result_format={
-            "result_format": "COMPLETE", "unexpected_index_column_names": [ROW_ID]})
+    def _run(self, df: DataFrame, result_format: dict[str, Any]) -> list[tuple[Rule, dict[str, Any]]]:
+        result = self.definition.run(batch_parameters={"dataframe": df}, result_format=result_format)
         by_id = {r.expectation.id: r for r in self.rules}
-        reasons: dict[str, list[str]] = {}
-        failures: dict[str, int] = {}
+        out = []
         for res in result.results:
             rule = by_id[res.expectation_config.id]
             if res.exception_info and res.exception_info.get("raised_exception"):
                 raise LensError(f"validation rule {rule.name} could not run: "
                                 f"{res.exception_info.get('exception_message')}")
-            failures[rule.name] = int(res.result.get("unexpected_count") or 0)
+            out.append((rule, res.result))
+        return out
+
+    def check(self, df: DataFrame) -> tuple[dict[str, list[str]], dict[str, int]]:
+        """(bronze row -> reasons for quarantine, rule -> failing rows) for one prepared batch.
+
+        A first pass counts failures per rule (cheap); only when a quarantine rule failed
+        does a second pass ask GE for the failing rows' ids.
+        """
+        counts = self._run(df, {"result_format": "SUMMARY"})
+        failures = {rule.name: int(res.get("unexpected_count") or 0) for rule, res in counts}
+        reasons: dict[str, list[str]] = {}
+        if not any(failures[r.name] for r in self.rules if r.quarantine):
+            return reasons, failures
+        for rule, res in self._run(df, {"result_format": "COMPLETE", "unexpected_index_column_names": [ROW_ID]}):
             if rule.quarantine:
-                for row in res.result.get("unexpected_index_list") or []:
+                for row in res.get("unexpected_index_list") or []:
                     reasons.setdefault(row[ROW_ID], []).append(rule.name)
         return reasons, failures
 
