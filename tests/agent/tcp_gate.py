@@ -29,7 +29,11 @@ class TcpGate:
                 client, _ = self._listener.accept()
             except OSError:
                 return
-            upstream = socket.create_connection(self.target)
+            try:
+                upstream = socket.create_connection(self.target)
+            except OSError:  # the broker went away (end of session): refuse, as a dead cluster would
+                client.close()
+                continue
             self._sockets += [client, upstream]
             for src, dst in ((client, upstream), (upstream, client)):
                 threading.Thread(target=self._pump, args=(src, dst), daemon=True).start()
