@@ -25,7 +25,7 @@ def check_topic(config: PipelineConfig) -> int:
                         "or start the local broker with `rebalance-lens kafka up`")
     admin = AdminClient({"bootstrap.servers": config.bootstrap_servers, "socket.timeout.ms": 10000})
     try:
-        metadata = admin.list_topics(topic=config.topic, timeout=15)
+        metadata = admin.list_topics(timeout=15)  # all topics: asking for one would auto-create it
     except KafkaException as err:
         raise LensError(f"cannot reach Kafka at {config.bootstrap_servers} ({err}): start it with "
                         "`rebalance-lens kafka up` or pass the right --bootstrap") from err

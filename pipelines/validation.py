@@ -118,23 +118,28 @@ def rules(config: PipelineConfig) -> list[Rule]:
 def seq_gaps(spark: SparkSession, parsed: DataFrame, events_path: str) -> DataFrame:
     """Per row, how many of the agent's sequence numbers are missing just before it.
 
-    The previous number comes from the batch or, for an agent's first row in it, from
-    the highest earlier number in silver events, so a replayed batch gets the same gaps.
+    The previous number is the highest one below it among the batch and the agent's
+    events already in silver, so a resent (duplicate) event neither opens nor hides a
+    gap. Silver rows that came from this very batch are left out, so a replayed batch
+    (after a crash) gets the same gaps as the first attempt.
     """
-    keys = parsed.where("agent_id IS NOT NULL AND seq IS NOT NULL").select(ROW_ID, "agent_id", "seq")
-    firsts = keys.groupBy("agent_id").agg(F.min("seq").alias("first_seq"))
+    keys = parsed.where("agent_id IS NOT NULL AND seq IS NOT NULL").select(
+        "agent_id", "seq", ROW_ID, "topic", "kafka_partition", "kafka_offset")
+    known = None
     if lake.exists(spark, events_path):
-        earlier = (lake.read(spark, events_path).select("agent_id", "seq").join(firsts, "agent_id")
-                   .where("seq < first_seq").groupBy("agent_id").agg(F.max("seq").alias("before")))
-        firsts = firsts.join(earlier, "agent_id", "left")
-    else:
-        firsts = firsts.withColumn("before", F.lit(None).cast("bigint"))
-    w = Window.partitionBy("agent_id").orderBy("seq", ROW_ID)
+        agents = keys.select("agent_id").distinct()
+        known = (lake.read(spark, events_path).join(F.broadcast(agents), "agent_id")
+                 .join(keys.select("topic", "kafka_partition", "kafka_offset"),
+                       ["topic", "kafka_partition", "kafka_offset"], "left_anti")
+                 .select("agent_id", "seq", F.lit(None).cast("string").alias(ROW_ID)))
+    rows = keys.select("agent_id", "seq", ROW_ID)
+    timeline = rows if known is None else rows.unionByName(known)
+    w = Window.partitionBy("agent_id").orderBy("seq", F.col(ROW_ID).asc_nulls_first())
     prev = F.lag("seq").over(w)
-    gaps = (keys.join(firsts, "agent_id")
-            .withColumn("seq_gap", F.when(prev.isNull(), F.col("seq") - F.coalesce(F.col("before"), F.lit(-1)) - 1)
-                        .when(prev == F.col("seq"), F.lit(0)).otherwise(F.col("seq") - prev - 1)))
-    return parsed.join(gaps.select(ROW_ID, "seq_gap"), ROW_ID, "left")
+    gaps = (timeline.withColumn("seq_gap", F.when(prev.isNull(), F.col("seq"))
+                                .when(prev == F.col("seq"), F.lit(0)).otherwise(F.col("seq") - prev - 1))
+            .where(F.col(ROW_ID).isNotNull()).select(ROW_ID, "seq_gap"))
+    return parsed.join(gaps, ROW_ID, "left")
 
 
 class Validator:
@@ -146,6 +151,7 @@ class Validator:
 
         logging.getLogger("great_expectations").setLevel(logging.ERROR)
         self.rules = rules(config)
+        self.columns = sorted({r.expectation.column for r in self.rules})
         self.context = gx.get_context(mode="ephemeral")
         try:
             from great_expectations.data_context.types.base import ProgressBarsConfig
@@ -209,7 +215,7 @@ def validate_batch(spark: SparkSession, config: PipelineConfig, validator: Valid
     parsed = seq_gaps(spark, parse(batch), events_path).persist()
     try:
         rows = parsed.count()
-        reasons, failures = validator.check(parsed)
+        reasons, failures = validator.check(parsed.select(ROW_ID, *validator.columns))
         bad = spark.createDataFrame(sorted(reasons.items()), f"{ROW_ID} string, reasons array<string>")
         lake.insert_new(spark, lake.table_path(config.lake_path, lake.QUARANTINE),
                         parsed.join(bad, ROW_ID).select(*BRONZE_COLUMNS, "reasons",

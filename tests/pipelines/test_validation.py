@@ -84,8 +84,12 @@ def test_late_event_updates_its_episode(spark, kafka, messy):
     late = Fleet(group=fleet.group, seed=99)
     m9 = late.member("m9")
     m9.at(164_000).requests_rebalance()    # arrives after the run, belongs to the crash episode
-    feed(kafka, config.topic, late.keyed())
+    resent = fleet.keyed()[20]              # and the agent resends an old event: a duplicate, not a gap
+    feed(kafka, config.topic, late.keyed() + [resent])
     run_pipeline(spark, config, progress=lambda m: None)
+    last = lake.read(spark, lake.table_path(config.lake_path, lake.VALIDATION_SUMMARY)).orderBy(
+        F.desc("validate_batch")).first()
+    assert (last["rows"], last["duplicates"], last["new_events"], last["missing_events"]) == (2, 1, 1, 0)
     updated = lake.read(spark, episodes).where(f"start_ms <= {crash['end_ms']} AND end_ms >= {crash['start_ms']}")
     rows = updated.collect()
     assert len(rows) == 1 and rows[0]["cause"] == "enforced" and "crash" in rows[0]["causes"]
