@@ -6,9 +6,12 @@ pipelines can compare their gold tables with:
 - duplicates: deliveries of a record id that had been delivered before;
 - ownership intervals: a run of one partition's records at one member process,
   cut where that process got a revoke or lost callback for the partition;
-- handoffs: consecutive ownership intervals of a partition; the pause is the gap
-  between the last record at the previous owner and the first at the next one, and
-  the duplicates are the offsets the next owner re-read (``last_prev - first_next + 1``);
+- handoffs: consecutive ownership intervals of a partition; the duplicates are the
+  offsets the next owner re-read (``last_prev - first_next + 1``); the pause runs until
+  the first record at the next owner, from the moment the previous owner let go: its
+  revoke callback for a graceful handoff (the member logs a batch's records before it
+  processes them, so the partition is still in use until it polls again and the
+  revoke callback runs), else its last record (lost or killed: no clean release);
   an eager rebalance that gives a partition back to the same process is a handoff too;
 - rebalances: assign/revoke/lost callbacks of the whole fleet, clustered in time
   (a quiet gap of ``REBALANCE_GAP_S`` separates two), leaving out each process's own
@@ -45,6 +48,12 @@ class OwnershipInterval:
     first_wall_ns: int
     last_wall_ns: int
     ended_by: str  # revoke | lost | exit (closed) | killed (SIGKILLed: no exit event)
+    released_mono_ns: int | None = None  # the revoke or lost callback that ended it, if any
+
+    @property
+    def let_go_mono_ns(self) -> int:
+        """When the partition stopped being in use here: the revoke callback, else the last record."""
+        return self.released_mono_ns if self.ended_by == "revoke" and self.released_mono_ns else self.last_mono_ns
 
 
 @dataclass(frozen=True)
@@ -111,16 +120,17 @@ def ownership_intervals(deliveries: list[Delivery], events: list[CallbackEvent],
         cut_times = [t for t, _ in cuts]
         # rows between the same two releases form one interval; the release after them ends it
         for k, group in groupby(rows, key=lambda r: bisect.bisect_left(cut_times, r.mono_ns)):
-            ended = cuts[k][1] if k < len(cuts) else ("exit" if key[0] in exited else "killed")
-            intervals.append(_interval(list(group), member_of[key[0]], ended))
+            ended, released = (cuts[k][1], cuts[k][0]) if k < len(cuts) else (
+                "exit" if key[0] in exited else "killed", None)
+            intervals.append(_interval(list(group), member_of[key[0]], ended, released))
     return intervals
 
 
-def _interval(rows: list[Delivery], member: str, ended_by: str) -> OwnershipInterval:
+def _interval(rows: list[Delivery], member: str, ended_by: str, released_mono_ns: int | None) -> OwnershipInterval:
     first, last = rows[0], rows[-1]
     return OwnershipInterval(first.topic, first.partition, member, first.process,
                              min(r.offset for r in rows), max(r.offset for r in rows), len(rows),
-                             first.mono_ns, last.mono_ns, first.wall_ns, last.wall_ns, ended_by)
+                             first.mono_ns, last.mono_ns, first.wall_ns, last.wall_ns, ended_by, released_mono_ns)
 
 
 def handoffs(intervals: list[OwnershipInterval]) -> list[Handoff]:
@@ -134,7 +144,7 @@ def handoffs(intervals: list[OwnershipInterval]) -> list[Handoff]:
             result.append(Handoff(
                 topic, partition, prev.member, prev.process, nxt.member, nxt.process,
                 prev.last_offset, nxt.first_offset, max(0, prev.last_offset - nxt.first_offset + 1),
-                max(0.0, (nxt.first_mono_ns - prev.last_mono_ns) / NS), prev.ended_by, prev.last_wall_ns))
+                max(0.0, (nxt.first_mono_ns - prev.let_go_mono_ns) / NS), prev.ended_by, prev.last_wall_ns))
     return result
 
 

@@ -18,7 +18,8 @@ def _e(process: str, kind: str, t_ms: int, parts=(("t", 0),)) -> CallbackEvent:
 
 def test_a_handoff_with_redelivered_offsets_and_a_pause():
     # a.1 reads offsets 0..9 (one every 20 ms), is revoked at 250 ms having committed up to 5;
-    # b.1 starts at offset 6 at 700 ms: offsets 6..9 come twice, the pause is 700 - 180 ms.
+    # b.1 starts at offset 6 at 700 ms: offsets 6..9 come twice; a.1 let go at its revoke (250 ms),
+    # so the pause is 700 - 250 ms (not from its last record at 180 ms: it was still processing).
     deliveries = [_d("a.1", o, o * 20) for o in range(10)] + [_d("b.1", o, 700 + (o - 6) * 20) for o in range(6, 12)]
     events = [_e("a.1", "assign", 0), _e("a.1", "revoke", 250), _e("b.1", "assign", 650)]
     intervals = ownership_intervals(deliveries, events, {"a.1": "a", "b.1": "b"})
@@ -26,7 +27,7 @@ def test_a_handoff_with_redelivered_offsets_and_a_pause():
         [("a.1", 0, 9, "revoke"), ("b.1", 6, 11, "killed")]
     [h] = handoffs(intervals)
     assert (h.prev_member, h.next_member, h.last_offset_prev, h.first_offset_next, h.duplicates) == ("a", "b", 9, 6, 4)
-    assert abs(h.pause_s - 0.52) < 1e-9 and h.moved
+    assert abs(h.pause_s - 0.45) < 1e-9 and h.moved
     assert duplicate_count(deliveries) == 4
     assert duplicate_count(deliveries, since_mono_ns=710 * MS) == 3
 
@@ -35,7 +36,14 @@ def test_an_eager_revoke_and_reassign_to_the_same_process_is_a_handoff_without_a
     deliveries = [_d("a.1", 0, 0), _d("a.1", 1, 20), _d("a.1", 2, 400)]
     events = [_e("a.1", "assign", 0), _e("a.1", "revoke", 100), _e("a.1", "assign", 300)]
     [h] = handoffs(ownership_intervals(deliveries, events, {"a.1": "a"}))
-    assert not h.moved and abs(h.pause_s - 0.38) < 1e-9
+    assert not h.moved and abs(h.pause_s - 0.30) < 1e-9  # revoked at 100 ms, next record at 400 ms
+
+
+def test_a_killed_owner_pauses_from_its_last_record():
+    deliveries = [_d("a.1", 0, 0), _d("a.1", 1, 20), _d("b.1", 0, 6000)]
+    events = [_e("a.1", "assign", 0), _e("b.1", "assign", 5900)]
+    [h] = handoffs(ownership_intervals(deliveries, events, {"a.1": "a", "b.1": "b"}))
+    assert h.released_by == "killed" and h.duplicates == 2 and abs(h.pause_s - 5.98) < 1e-9
 
 
 def test_own_start_and_close_are_not_rebalances_but_group_callbacks_are():
