@@ -14,8 +14,9 @@ Causes, checked in this order (the first that holds is ``cause``; all that hold 
 - ``poll_interval_exceeded``: a _MAX_POLL_EXCEEDED error or a move to the stale state;
 - ``crash``: a partition lost, or taken from an owner that never released it and did
   not leave (crash or lost member);
-- ``restart``: a member left and a member with the same group_instance_id, or the same
-  host and client id, joined;
+- ``restart``: a member left and then a member with the same group_instance_id, or the
+  same host and client id, joined (a member that joined before the other left is a
+  second instance, not its restart);
 - ``scale_in``: a member left and nobody came back for it;
 - ``scale_out``: a new member joined that replaced nobody;
 - ``start``: the group's first episode (members joining an empty group);
@@ -80,8 +81,12 @@ def causes_of(cluster: list[dict[str, Any]], handoffs: list[dict[str, Any]], fir
     joined = {e["agent_id"]: e for e, b in bodies if e["kind"] == "member_config" and b["reason"] == "start"}
     left = {e["agent_id"]: e for e, b in bodies
             if e["kind"] == "state_transition" and b["to_state"] in LEAVING_STATES}
-    returned = {a for a, e in left.items() if any(_identity(e) & _identity(j) for b, j in joined.items() if b != a)}
-    replacing = {a for a, j in joined.items() if any(_identity(j) & _identity(e) for e in left.values())}
+    def replaces(joiner: dict[str, Any], leaver: dict[str, Any]) -> bool:
+        return (joiner["agent_id"] != leaver["agent_id"] and joiner["event_time_ms"] >= leaver["event_time_ms"]
+                and bool(_identity(joiner) & _identity(leaver)))
+
+    returned = {a for a, e in left.items() if any(replaces(j, e) for j in joined.values())}
+    replacing = {a for a, j in joined.items() if any(replaces(j, e) for e in left.values())}
     crashed = any(h["release_kind"] in ("crash", "lost") and h["prev_agent_id"] not in left for h in handoffs)
     checks = [
         ("enforced", any(e["kind"] == "rebalance_requested" and b["accepted"] for e, b in bodies)),
