@@ -154,15 +154,20 @@ class TelemetryEmitter:
 
     def _drain(self) -> None:
         while self._buffer:
-            event = self._buffer.popleft()
+            with self._counters:
+                event = self._buffer.popleft()
             body = event["body"]
             health = event["kind"] == "agent_health"
             try:
                 self._producer.produce(self.topic, key=self._key, value=json.dumps(event, separators=(",", ":")),
                                        on_delivery=self._delivered(body["dropped_total"] if health else None,
                                                                    body["emitter_errors_total"] if health else None))
-            except BufferError:
-                self._buffer.appendleft(event)  # producer queue full: keep it, the deque bounds memory
+            except BufferError:  # producer queue full: keep the event unless the buffer refilled meanwhile
+                with self._counters:
+                    if len(self._buffer) < self.capacity:
+                        self._buffer.appendleft(event)
+                    else:
+                        self.dropped_total += 1
                 return
             except Exception as exc:
                 with self._counters:

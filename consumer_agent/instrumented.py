@@ -47,6 +47,10 @@ from consumer_agent.version import AGENT_VERSION
 log = logging.getLogger("consumer_agent")
 
 MAX_PROGRESS_PARTITIONS = 100
+# A partition that hands out no record this long after its assignment stops being watched for its
+# first fetch, so idle partitions cannot keep the slow path on. It loses nothing: a backlog (the
+# records a previous owner left uncommitted, i.e. the duplicates) is fetched at once after assignment.
+FIRST_FETCH_WATCH_S = 30.0
 CLOSE_FLUSH_TIMEOUT_S = 5.0
 _FENCING_CODES = frozenset(getattr(KafkaError, name) for name in (
     "UNKNOWN_MEMBER_ID", "FENCED_MEMBER_EPOCH", "ILLEGAL_GENERATION", "FENCED_INSTANCE_ID")
@@ -93,12 +97,12 @@ class InstrumentedConsumer(Consumer):
         options, consumer_config = split_config(config)
         self._options = options
         self._explicit = options.processing == "explicit"
+        self._config_snapshot = redacted_config(consumer_config)
         self._app_on_commit = consumer_config.pop("on_commit", None)
         self._app_stats_cb = consumer_config.pop("stats_cb", None)
         consumer_config["on_commit"] = self._on_commit
         if consumer_config.get("statistics.interval.ms") not in (None, 0, "0"):
             consumer_config["stats_cb"] = self._on_stats
-        self._config_snapshot = redacted_config(consumer_config)
         self._group_protocol, self._rebalance_protocol, self._assignor = _rebalance_protocol(consumer_config)
         self._cooperative = self._rebalance_protocol == "cooperative"
         self._lifecycle = LIFECYCLES[self._group_protocol]
@@ -117,7 +121,8 @@ class InstrumentedConsumer(Consumer):
         }
         # Agent state, all touched on the application thread except where noted.
         self._state = str(self._lifecycle.left[-1].value)
-        self._subscription: list[str] | None = None
+        self._subscription: list[str] | None = None       # None while unsubscribed
+        self._reported_topics: list[str] | None = None    # the subscription of the last member_config event
         self._app_callbacks: tuple[RebalanceCallback | None, ...] = (None, None, None)
         self._owned: set[Key] = set()
         self._committed: dict[Key, int] = {}
@@ -335,9 +340,9 @@ class InstrumentedConsumer(Consumer):
         self._enter(self._lifecycle.in_assign, "assign callback")
 
     def _record_subscribe(self, topics: list[str]) -> None:
-        changed = topics != self._subscription
-        reason = "start" if self._subscription is None else "subscription_changed"
-        self._subscription = topics
+        changed = topics != self._reported_topics
+        reason = "start" if self._reported_topics is None else "subscription_changed"
+        self._subscription = self._reported_topics = topics
         self._leaving = False
         if changed:
             self._emit("member_config", self._member_config(reason, topics))
@@ -543,6 +548,9 @@ class InstrumentedConsumer(Consumer):
         now = _monotonic()
         interval_ms = (now - self._last_tick) * 1000
         self._last_tick = now
+        for key, assigned_at in list(self._awaiting_first.items()):
+            if now - assigned_at > FIRST_FETCH_WATCH_S:
+                del self._awaiting_first[key]
         if self._owned:
             keys = sorted(self._owned)
             shown = keys[:MAX_PROGRESS_PARTITIONS]

@@ -22,12 +22,15 @@ STALL = {"consumer": {"max.poll.interval.ms": 3000}, "cooperative-sticky": {"max
 
 @pytest.mark.parametrize("protocol", list(STALL))
 def test_poll_stall_reports_stale_state_and_lost_partitions(kafka, unique, protocol):
+    app_stats: list[str] = []
+    app_commits: list[object] = []
     topic = kafka.create_topic(f"agent-lost-{unique}", partitions=2)
     kafka.seed(topic, (f"r-{i}" for i in range(20)))
     telemetry = f"telemetry-lost-{unique}"
     consumer = InstrumentedConsumer(kafka.consumer_config(f"g-{unique}", **PROTOCOLS[protocol], **STALL[protocol], **{
         "enable.auto.commit": False, "lens.telemetry.topic": telemetry, "lens.commit.on.revoke": True,
-        "lens.progress.interval.ms": 500}))
+        "lens.progress.interval.ms": 500, "statistics.interval.ms": 1000,
+        "stats_cb": lambda stats: app_stats.append(stats), "on_commit": lambda err, parts: app_commits.append(err)}))
     app_revoked: list[set[int]] = []
     log = TelemetryLog(kafka.bootstrap_servers, telemetry)
     try:
@@ -37,6 +40,11 @@ def test_poll_stall_reports_stale_state_and_lost_partitions(kafka, unique, proto
             msg = consumer.poll(0.2)
             seen += msg is not None and not msg.error()
         assert seen == 20
+        consumer.commit(asynchronous=True)  # reported through on_commit, which the app still receives
+        deadline = time.monotonic() + 10
+        while not app_commits and time.monotonic() < deadline:
+            consumer.poll(0.1)
+        assert app_commits == [None]
         time.sleep(STALL[protocol]["max.poll.interval.ms"] / 1000 + 2.5)  # the application stalls
         errors, deadline = [], time.monotonic() + 30
         while time.monotonic() < deadline and not (errors and app_revoked and consumer.assignment()):
@@ -60,7 +68,13 @@ def test_poll_stall_reports_stale_state_and_lost_partitions(kafka, unique, proto
         transitions = [(e["body"]["to_state"], e["body"]["reason"]) for e in log.of(consumer.agent_id, "state_transition")]
         assert ("stale", "max.poll.interval.ms exceeded") in transitions
         assert all(e["body"]["allowed"] for e in log.of(consumer.agent_id, "state_transition")), transitions
-        assert not [e for e in log.of(consumer.agent_id, "commit") if e["body"]["in_revoke"]]  # never on lost
+        commits = [e["body"] for e in log.of(consumer.agent_id, "commit")]
+        assert not [c for c in commits if c["in_revoke"]]  # never on lost partitions
+        assert [(c["mode"], c["sync"], sorted(o["offset"] for o in c["offsets"])) for c in commits] == \
+            [("manual", False, sorted(p["position"] for p in body["partitions"]))]
+        assert app_stats  # the application's stats_cb is chained
+        stats = [e["body"] for e in log.of(consumer.agent_id, "client_stats")]
+        assert stats and max(s["rebalance_cnt"] for s in stats) >= 1
     finally:
         consumer.close()
         log.close()
