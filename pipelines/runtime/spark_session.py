@@ -16,6 +16,7 @@ storage every executor can reach.
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,6 +50,9 @@ def build_spark(settings: SparkSettings | None = None):
     from pyspark.sql import SparkSession
 
     settings = settings or SparkSettings.resolve()
+    # Python workers must run the driver's interpreter (the venv with our packages), not
+    # whatever python3 is first on PATH. A cluster sets PYSPARK_PYTHON itself.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     if settings.master.startswith("local"):
         # A local driver needs no routable address; this also silences the hostname warning.
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
