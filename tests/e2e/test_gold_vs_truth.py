@@ -1,0 +1,106 @@
+"""Gold against ground truth: the pipeline's per-handoff figures equal what really happened.
+
+Outline: every built-in scenario runs once on the session broker (real member
+processes with the agent, each under a different assignor so all four protocols are
+covered), all writing telemetry to one topic; one pipeline run lands it in Delta. Then,
+per scenario, every handoff the members' ground truth shows must appear in
+gold/handoffs with:
+- graceful (revoked, or released at close): duplicates equal to truth, exactly;
+- lost (max.poll.interval.ms exceeded): duplicates exact too (the member knew its
+  offsets when its lost callback ran);
+- crashed (SIGKILL): truth within the [lower, upper] duplicates bracket;
+- unavailability within 100 ms of truth (graceful), or truth inside the bounds (crash, lost).
+Truth's pause runs from the old owner's last record to the new owner's first record;
+gold's from the revoke event to the first_fetch event: the records flow at 50 per
+second per partition, so the two clocks differ by a poll and an inter-record gap.
+"""
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+
+from pipelines import lake
+from pipelines.config import PipelineConfig
+from pipelines.jobs import run_pipeline
+from pipelines.scenarios.ground_truth import GroundTruth, Handoff
+from pipelines.scenarios.runner import RunOptions, run_scenario
+from pipelines.scenarios.spec import builtin_names, load
+
+TOLERANCE_S = 0.1
+ASSIGNORS = ("range", "cooperative-sticky", "consumer", "roundrobin")
+
+
+def _plan() -> list[tuple[str, str]]:
+    """Each built-in scenario with an assignor, cycling so every protocol is exercised."""
+    return [(name, ASSIGNORS[i % len(ASSIGNORS)]) for i, name in enumerate(builtin_names())]
+
+
+@pytest.fixture(scope="module")
+def landed(kafka, spark, tmp_path_factory) -> dict[str, Any]:
+    telemetry = f"e2e-telemetry-{uuid.uuid4().hex[:6]}"
+    runs = {}
+    for name, assignor in _plan():
+        options = RunOptions(assignor=assignor, commit="batch", out_dir=tmp_path_factory.mktemp("runs"),
+                             bootstrap=kafka.bootstrap_servers, telemetry_topic=telemetry)
+        runs[name] = run_scenario(load(name), options)
+    config = PipelineConfig(bootstrap_servers=kafka.bootstrap_servers, topic=telemetry,
+                            lake_path=str(tmp_path_factory.mktemp("e2e-lake") / "lake"), episode_gap_s=10.0)
+    results = run_pipeline(spark, config, progress=lambda _m: None)
+    handoffs = [r.asDict() for r in lake.read(spark, lake.table_path(config.lake_path, lake.HANDOFFS)).collect()]
+    clients = {r.agent_id: r.client_id for r in
+               lake.read(spark, lake.table_path(config.lake_path, lake.EVENTS)).select("agent_id", "client_id")
+               .distinct().collect()}
+    return {"runs": runs, "handoffs": handoffs, "clients": clients, "results": results}
+
+
+def _gold_for_run(landed: dict[str, Any], run_id: str) -> dict[tuple, dict[str, Any]]:
+    """This run's gold handoffs keyed like truth's: (topic, partition, next process, first offset at next)."""
+    prefix = f"{run_id}-"
+    process = {agent: client[len(prefix):] for agent, client in landed["clients"].items()
+               if client.startswith(prefix)}
+    keyed = {}
+    for h in landed["handoffs"]:
+        if h["next_agent_id"] in process:
+            h = {**h, "prev_process": process.get(h["prev_agent_id"]), "next_process": process[h["next_agent_id"]]}
+            keyed[(h["topic"], h["partition"], h["next_process"], h["first_fetch_offset"])] = h
+    return keyed
+
+
+def _check(truth: Handoff, gold: dict[str, Any]) -> list[str]:
+    """What differs between one truth handoff and its gold row (empty when they agree)."""
+    where = f"{truth.topic}/{truth.partition} {truth.prev_process}->{truth.next_process} ({truth.released_by})"
+    problems = []
+    if gold["prev_process"] != truth.prev_process:
+        problems.append(f"{where}: gold's previous owner is {gold['prev_process']}")
+    if truth.released_by in ("revoke", "exit", "lost"):
+        if gold["duplicates_confirmed"] != truth.duplicates:
+            problems.append(f"{where}: duplicates gold {gold['duplicates_confirmed']} != truth {truth.duplicates}")
+    elif not gold["duplicates_lower"] <= truth.duplicates <= gold["duplicates_upper"]:
+        problems.append(f"{where}: truth duplicates {truth.duplicates} outside "
+                        f"[{gold['duplicates_lower']}, {gold['duplicates_upper']}]")
+    if truth.released_by in ("revoke", "exit"):
+        if gold["unavailable_s"] is None or abs(gold["unavailable_s"] - truth.pause_s) > TOLERANCE_S:
+            problems.append(f"{where}: unavailable gold {gold['unavailable_s']} s vs truth {truth.pause_s:.3f} s")
+    else:
+        low, high = gold["unavailable_lower_s"], gold["unavailable_upper_s"]
+        if low is None or high is None or not low - TOLERANCE_S <= truth.pause_s <= high + TOLERANCE_S:
+            problems.append(f"{where}: truth pause {truth.pause_s:.3f} s outside [{low}, {high}]")
+    return problems
+
+
+@pytest.mark.parametrize("scenario", [name for name, _ in _plan()])
+def test_gold_handoffs_match_ground_truth(landed, scenario):
+    run = landed["runs"][scenario]
+    truth = GroundTruth.load(run.run_dir)
+    gold = _gold_for_run(landed, run.manifest["run_id"])
+    assert truth.handoffs or scenario in ("enforce-rebalance", "subscription-change"), "scenario moved nothing"
+    problems = []
+    for handoff in truth.handoffs:
+        row = gold.get((handoff.topic, handoff.partition, handoff.next_process, handoff.first_offset_next))
+        if row is None:
+            problems.append(f"gold lacks {handoff}")
+        else:
+            problems.extend(_check(handoff, row))
+    assert not problems, "\n".join(problems)
