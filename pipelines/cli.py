@@ -10,7 +10,9 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 
+from pipelines import pipeline_commands
 from pipelines.errors import LensError
+from pipelines.scenarios import scenario_commands
 
 
 def _cmd_setup(args: argparse.Namespace) -> int:
@@ -77,8 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--lake", default=None, help="Delta lake path (default: $LENS_LAKE or <home>/lake)")
     demo.add_argument("--master", default=None, help="Spark master (default: $LENS_SPARK_MASTER or local[2])")
     demo.set_defaults(func=_cmd_demo)
-    __import__("pipelines.scenarios.scenario_commands", fromlist=["register"]).register(sub)
-    __import__("pipelines.pipeline_commands", fromlist=["register"]).register(sub)
+    scenario_commands.register(sub)
+    pipeline_commands.register(sub)
     return parser
 
 

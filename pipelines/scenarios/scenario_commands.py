@@ -24,6 +24,26 @@ def _cmd_list(_args: argparse.Namespace) -> int:
     return 0
 
 
+def _assignor_for(assignor: str | None, protocol: str | None) -> str:
+    """One run choice from --assignor and --protocol: KIP-848 groups have no client-side assignor.
+
+    ``--protocol consumer`` (or ``--assignor consumer``) runs a KIP-848 group whose
+    broker picks the assignment (its default, uniform); ``--protocol classic`` takes a
+    classic assignor (range by default).
+    """
+    from pipelines.errors import LensError
+
+    if protocol == "consumer":
+        if assignor not in (None, "consumer"):
+            raise LensError(f"--assignor {assignor} is a classic, client-side assignor, but --protocol consumer "
+                            "(KIP-848) lets the broker assign. Drop --assignor, or use --protocol classic.")
+        return "consumer"
+    if protocol == "classic" and assignor == "consumer":
+        raise LensError("--assignor consumer means the KIP-848 protocol, not --protocol classic. "
+                        "Pick range, roundrobin or cooperative-sticky, or use --protocol consumer.")
+    return assignor or "range"
+
+
 def _raise_interrupt(_signum: int, _frame: object) -> None:
     raise KeyboardInterrupt
 
@@ -36,7 +56,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from pipelines.scenarios.spec import load
 
     scenario = load(args.scenario)
-    options = RunOptions(assignor=args.assignor, commit=args.commit, out_dir=Path(args.out),
+    assignor = _assignor_for(args.assignor, args.protocol)
+    options = RunOptions(assignor=assignor, commit=args.commit, out_dir=Path(args.out),
                          bootstrap=args.bootstrap, **({"telemetry_topic": args.telemetry_topic}
                                                       if args.telemetry_topic else {}))
     # SIGTERM gets the same clean stop as Ctrl-C: members and broker are stopped before exit.
@@ -45,7 +66,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     columns = (TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[stats]}"),
                TimeElapsedColumn())
     with Progress(*columns, console=console, transient=False) as bar:
-        task = bar.add_task(f"{scenario.name} [{args.assignor}, {args.commit}]", total=scenario.duration_s,
+        task = bar.add_task(f"{scenario.name} [{assignor}, {args.commit}]", total=scenario.duration_s,
                             stats="")
 
         def show(p) -> None:
@@ -56,7 +77,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         result = run_scenario(scenario, options, show)
     s = result.truth.summary()
     console.print(
-        f"[bold]{scenario.name}[/] {args.assignor}/{args.commit} in {result.wall_s:.1f} s: "
+        f"[bold]{scenario.name}[/] {assignor}/{args.commit} in {result.wall_s:.1f} s: "
         f"records {s.records} (unique {s.unique_records}), duplicates by truth {s.duplicates} "
         f"({s.duplicates_in_timeline} during the timeline), rebalances {s.rebalances}, "
         f"partitions revoked {s.partitions_revoked}, handoffs {s.handoffs} (moved {s.moved_partitions}), "
@@ -72,8 +93,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     listing.set_defaults(func=_cmd_list)
     run = actions.add_parser("run", help="run a built-in scenario (by name) or your own scenario file")
     run.add_argument("scenario", metavar="NAME|FILE")
-    run.add_argument("--assignor", choices=ASSIGNORS, default="range",
+    run.add_argument("--assignor", choices=ASSIGNORS, default=None,
                      help="classic assignor, or 'consumer' for the KIP-848 protocol (default: range)")
+    run.add_argument("--protocol", choices=("classic", "consumer"), default=None,
+                     help="group protocol: classic (client-side assignor) or consumer (KIP-848, broker assigns)")
     run.add_argument("--commit", choices=COMMIT_STYLES, default="batch",
                      help="auto: enable.auto.commit; batch: commit every commit_batch_records records; "
                           "revoke: batch plus commit-on-revoke (default: batch)")

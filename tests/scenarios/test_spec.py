@@ -65,3 +65,16 @@ def test_bad_yaml_says_so(tmp_path):
     path.write_text("name: [unclosed\n")
     with pytest.raises(LensError, match="not valid YAML"):
         load(str(path))
+
+
+def test_protocol_flag_picks_the_run_choice():
+    from pipelines.errors import LensError
+    from pipelines.scenarios.scenario_commands import _assignor_for
+
+    assert _assignor_for(None, None) == "range"
+    assert _assignor_for(None, "consumer") == "consumer"
+    assert _assignor_for("cooperative-sticky", "classic") == "cooperative-sticky"
+    with pytest.raises(LensError, match="--protocol consumer .* lets the broker assign"):
+        _assignor_for("range", "consumer")
+    with pytest.raises(LensError, match="--assignor consumer means the KIP-848 protocol"):
+        _assignor_for("consumer", "classic")
