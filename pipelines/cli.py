@@ -54,7 +54,7 @@ def _cmd_kafka(args: argparse.Namespace) -> int:
 def _cmd_demo(args: argparse.Namespace) -> int:
     from pipelines.demo import run_demo
 
-    return run_demo(records=args.records, lake=args.lake, master=args.master)
+    return run_demo(lake=args.lake, master=args.master)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -74,9 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
     kafka.add_argument("--timeout", type=float, default=90.0, help="seconds to wait for the broker to answer")
     kafka.set_defaults(func=_cmd_kafka)
 
-    demo = sub.add_parser("demo", help="the main job end to end on the embedded defaults")
-    demo.add_argument("--records", type=int, default=1000, help="records to produce and consume")
-    demo.add_argument("--lake", default=None, help="Delta lake path (default: $LENS_LAKE or <home>/lake)")
+    demo = sub.add_parser("demo", help="the main job end to end on the embedded defaults: fleet scenarios, "
+                                       "pipeline, costs per run (about 5 minutes)")
+    demo.add_argument("--lake", default=None, help="Delta lake path (default: a new folder under <home>/demo)")
     demo.add_argument("--master", default=None, help="Spark master (default: $LENS_SPARK_MASTER or local[2])")
     demo.set_defaults(func=_cmd_demo)
     scenario_commands.register(sub)

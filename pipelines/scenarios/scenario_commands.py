@@ -48,11 +48,30 @@ def _raise_interrupt(_signum: int, _frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def _cmd_run(args: argparse.Namespace) -> int:
-    from rich.console import Console
+def run_with_progress(scenario, options, console):
+    """Run one scenario with a live progress bar (phase, records, members); returns the RunResult."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from pipelines.scenarios.runner import RunOptions, run_scenario
+    from pipelines.scenarios.runner import run_scenario
+
+    columns = (TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[stats]}"),
+               TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=False) as bar:
+        task = bar.add_task(f"{scenario.name} [{options.assignor}, {options.commit}]", total=scenario.duration_s,
+                            stats="")
+
+        def show(p) -> None:
+            bar.update(task, completed=p.elapsed_s, stats=(
+                f"{p.phase} | produced {p.produced} delivered {p.delivered} | members {p.members} "
+                f"assigned {p.assigned} | {p.last_action}"))
+
+        return run_scenario(scenario, options, show)
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from pipelines.scenarios.runner import RunOptions
     from pipelines.scenarios.spec import load
 
     scenario = load(args.scenario)
@@ -63,18 +82,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     # SIGTERM gets the same clean stop as Ctrl-C: members and broker are stopped before exit.
     signal.signal(signal.SIGTERM, _raise_interrupt)
     console = Console()
-    columns = (TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[stats]}"),
-               TimeElapsedColumn())
-    with Progress(*columns, console=console, transient=False) as bar:
-        task = bar.add_task(f"{scenario.name} [{assignor}, {args.commit}]", total=scenario.duration_s,
-                            stats="")
-
-        def show(p) -> None:
-            bar.update(task, completed=p.elapsed_s, stats=(
-                f"{p.phase} | produced {p.produced} delivered {p.delivered} | members {p.members} "
-                f"assigned {p.assigned} | {p.last_action}"))
-
-        result = run_scenario(scenario, options, show)
+    result = run_with_progress(scenario, options, console)
     s = result.truth.summary()
     console.print(
         f"[bold]{scenario.name}[/] {assignor}/{args.commit} in {result.wall_s:.1f} s: "

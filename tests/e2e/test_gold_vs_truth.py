@@ -23,6 +23,7 @@ import pytest
 
 from pipelines import lake
 from pipelines.config import PipelineConfig
+from pipelines.demo import gold_costs_by_group
 from pipelines.jobs import run_pipeline
 from pipelines.scenarios.ground_truth import GroundTruth, Handoff
 from pipelines.scenarios.runner import RunOptions, run_scenario
@@ -52,7 +53,8 @@ def landed(kafka, spark, tmp_path_factory) -> dict[str, Any]:
     clients = {r.agent_id: r.client_id for r in
                lake.read(spark, lake.table_path(config.lake_path, lake.EVENTS)).select("agent_id", "client_id")
                .distinct().collect()}
-    return {"runs": runs, "handoffs": handoffs, "clients": clients, "results": results}
+    return {"runs": runs, "handoffs": handoffs, "clients": clients, "results": results,
+            "costs": gold_costs_by_group(spark, config.lake_path)}
 
 
 def _gold_for_run(landed: dict[str, Any], run_id: str) -> dict[tuple, dict[str, Any]]:
@@ -104,3 +106,20 @@ def test_gold_handoffs_match_ground_truth(landed, scenario):
         else:
             problems.extend(_check(handoff, row))
     assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("scenario", [name for name, _ in _plan()])
+def test_per_run_totals_match_ground_truth(landed, scenario):
+    """The demo's per-run totals: duplicates exact (or bracketed after a crash), partition-seconds close."""
+    run = landed["runs"][scenario]
+    truth = GroundTruth.load(run.run_dir)
+    gold = landed["costs"].get(run.manifest["group_id"])
+    if not truth.handoffs:
+        assert gold is None or gold.handoffs == 0
+        return
+    assert gold.handoffs >= len(truth.handoffs)
+    assert gold.duplicates <= truth.summary().duplicates <= gold.duplicates_upper
+    if gold.duplicates == gold.duplicates_upper:  # no crash: exact
+        assert gold.duplicates == truth.summary().duplicates
+        assert gold.unavailable_s == pytest.approx(sum(h.pause_s for h in truth.handoffs),
+                                                   abs=TOLERANCE_S * len(truth.handoffs))
