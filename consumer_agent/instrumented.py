@@ -52,6 +52,10 @@ MAX_PROGRESS_PARTITIONS = 100
 # records a previous owner left uncommitted, i.e. the duplicates) is fetched at once after assignment.
 FIRST_FETCH_WATCH_S = 30.0
 CLOSE_FLUSH_TIMEOUT_S = 5.0
+SENTINEL_PREFIX = "__rebalance_lens_"
+# How long an accepted enforce_rebalance call blocks the next one unless a callback or a new
+# generation shows its rebalance first: KIP-848 members learn a new epoch within a heartbeat (5 s).
+ENFORCE_SETTLE_S = 10.0
 _FENCING_CODES = frozenset(getattr(KafkaError, name) for name in (
     "UNKNOWN_MEMBER_ID", "FENCED_MEMBER_EPOCH", "ILLEGAL_GENERATION", "FENCED_INSTANCE_ID")
     if hasattr(KafkaError, name))
@@ -137,6 +141,8 @@ class InstrumentedConsumer(Consumer):
         self._leaving = False
         self._closed = False
         self._pending_manual_async = 0
+        self._enforce_calls = 0     # accepted enforce_rebalance calls: numbers the sentinel patterns
+        self._enforced_at: tuple[float, int] | None = None  # (monotonic time, generation) of the last one
         self._last_tick = _monotonic()
         super().__init__(consumer_config, **kwargs)
         self._emitter = TelemetryEmitter(options.telemetry_topic, options.producer_config,
@@ -162,6 +168,7 @@ class InstrumentedConsumer(Consumer):
         """
         super().subscribe(topics, on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost)
         self._app_callbacks = (on_assign, on_revoke, on_lost)
+        self._enforced_at = None
         self._guard(self._record_subscribe, list(topics))
 
     def poll(self, timeout: float = -1) -> Message | None:
@@ -207,32 +214,48 @@ class InstrumentedConsumer(Consumer):
     def enforce_rebalance(self, reason: str) -> bool:
         """Ask the group to rebalance, in the spirit of KIP-568; non-blocking.
 
-        librdkafka has no enforceRebalance (KIP-568 is "Not supported"). The closest
-        mechanism that keeps the member in the group and revokes nothing it need not is
-        to subscribe again to the unchanged subscription (same callbacks). What that does,
-        as measured on Kafka 4.2 with librdkafka 2.16 (tests/agent/test_enforce_rebalance.py):
-        - classic eager (range, roundrobin): librdkafka revokes all of this member's
-          partitions (the revoke and assign callbacks run) and sends a new JoinGroup. The
-          coordinator starts a group-wide rebalance only if this member is the group
-          leader (or its metadata changed); otherwise it answers with the same assignment
-          and generation, so the cost stays local;
-        - classic cooperative-sticky and KIP-848 (group.protocol=consumer): an unchanged
-          subscription is not a change; nothing is revoked and no rebalance happens.
-          Under KIP-848 the broker owns assignment and Java's enforceRebalance is
-          unusable too; for cooperative-sticky librdkafka offers no rejoin call.
-        It cannot: choose the new owners, force a cooperative or KIP-848 reassignment, or
-        act while a rebalance is in progress (it then returns False and does nothing).
-        Every call is recorded as a ``rebalance_requested`` event.
+        librdkafka has no enforceRebalance (KIP-568 is "Not supported"), and re-subscribing
+        an unchanged subscription is no change. So each accepted call changes the
+        subscription for real and back: it subscribes to the application's topics plus a
+        fresh per-member sentinel pattern ``^__rebalance_lens_<agent_id>_<n>$``, then at
+        once to the application's topics alone (same callbacks). The pattern can never
+        fully match a real topic (KIP-848 evaluates it broker-side with RE2/J, full match),
+        so no partition is added or removed; but the sentinel IS visible outside this
+        process: the broker (KIP-848 SubscribedTopicRegex) and the group see the
+        subscription change. ``member_config`` telemetry keeps reporting the application's
+        own topics. What a call does, measured on Kafka 4.2 with librdkafka 2.16
+        (tests/agent/test_enforce_rebalance.py, two consecutive calls):
+        - KIP-848 (group.protocol=consumer): every call moves EVERY member to a new member
+          epoch; nothing is revoked (the broker's assignors are sticky, owners stay);
+        - classic cooperative-sticky: the first call rebalances the whole group (new
+          generation on every member, nothing revoked); later calls change nothing.
+          librdkafka puts the matched topics, not the patterns, in JoinGroup, so a pattern
+          matching nothing is invisible to the coordinator; it rejoins only when the new
+          wildcard subscription first makes it fetch full-topic metadata;
+        - classic eager (range, roundrobin): a subscription change makes librdkafka revoke
+          ALL of this member's partitions and rejoin, by design of the eager protocol.
+          The group moves to a new generation (revoking everyone's partitions) only when
+          this member leads the group; otherwise only this member's partitions cycle.
+        It cannot: choose the new owners, move a partition, rebalance a classic
+        cooperative-sticky group more than once, or tell the caller that the group really
+        rebalanced. Every call is recorded as a
+        ``rebalance_requested`` event.
 
         Returns:
-            True when the request was issued, False when a rebalance is in progress or the
-            consumer is not subscribed.
+            True when the subscription change was issued; False when the consumer is not
+            subscribed, a rebalance is in progress, or the previous accepted call has not
+            yet shown a rebalance (no callback and the same generation) within
+            ``ENFORCE_SETTLE_S``.
         """
         accepted = (self._subscription is not None and not self._leaving and not self._closed
-                    and self._state in self._lifecycle.stable)
+                    and self._state in self._lifecycle.stable and not self._enforce_pending())
         if accepted:
-            super().subscribe(self._subscription, on_assign=self._on_assign, on_revoke=self._on_revoke,
-                              on_lost=self._on_lost)
+            self._enforce_calls += 1
+            self._enforced_at = (_monotonic(), self._generation())
+            sentinel = f"^{SENTINEL_PREFIX}{self._agent_id}_{self._enforce_calls}$"
+            for topics in ([*self._subscription, sentinel], self._subscription):
+                super().subscribe(topics, on_assign=self._on_assign, on_revoke=self._on_revoke,
+                                  on_lost=self._on_lost)
         self._guard(self._emit, "rebalance_requested",
                     ev.RebalanceRequested(reason=str(reason), mechanism=self._enforce_mechanism(),
                                           accepted=accepted))
@@ -263,6 +286,7 @@ class InstrumentedConsumer(Consumer):
 
     # ------------------------------------------------------------------ rebalance callbacks
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        self._enforced_at = None
         self._guard(self._enter_assign)
         start = _monotonic()
         try:
@@ -272,6 +296,7 @@ class InstrumentedConsumer(Consumer):
             self._guard(self._record_assign, partitions, (_monotonic() - start) * 1000)
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        self._enforced_at = None
         if not self._leaving:
             self._guard(self._enter, self._lifecycle.in_revoke, "revoke callback")
         self._in_revoke = True
@@ -580,7 +605,27 @@ class InstrumentedConsumer(Consumer):
             buffer_size=e.buffered, buffer_capacity=e.capacity, emitter_errors_total=e.errors_total,
             last_error=e.last_error))
 
+    def _generation(self) -> int:
+        try:
+            return generation_from_metadata(self.consumer_group_metadata())
+        except (RuntimeError, KafkaException):
+            return -1
+
+    def _enforce_pending(self) -> bool:
+        """The last accepted call has shown no rebalance yet (no callback, same generation), for a while."""
+        if self._enforced_at is None:
+            return False
+        at, generation = self._enforced_at
+        if _monotonic() - at > ENFORCE_SETTLE_S or self._generation() != generation:
+            self._enforced_at = None
+            return False
+        return True
+
     def _enforce_mechanism(self) -> str:
+        if self._group_protocol == "consumer":
+            return "sentinel-pattern-toggle (KIP-848: new member epoch on every member, nothing revoked)"
         if self._cooperative:
-            return "resubscribe-unchanged (no effect: unchanged subscription under cooperative/KIP-848)"
-        return "resubscribe-unchanged (eager: local revoke and rejoin; group rebalance only if leader)"
+            return ("sentinel-pattern-toggle (cooperative-sticky: the first call rebalances the group without "
+                    "revocation; later calls change nothing)")
+        return ("sentinel-pattern-toggle (eager: revokes this member's partitions and rejoins; "
+                "group-wide rebalance only if this member leads the group)")
