@@ -20,7 +20,7 @@ from pipelines.errors import LensError
 from pipelines.handoffs import HANDOFF_FIELDS
 from pipelines.ingest import run_ingest
 from pipelines.metrics import group_metrics
-from pipelines.silver import ENVELOPE_FOR_LOGIC, changed_groups, events_of, run_silver
+from pipelines.silver import ENVELOPE_FOR_LOGIC, by_group, changed_groups, events_of, run_silver
 from pipelines.validation import run_validate
 
 STAGES = ("ingest", "validate", "silver", "gold")
@@ -44,13 +44,19 @@ def run_gold(spark: SparkSession, config: PipelineConfig, since_ms: int | None =
         return {"groups": 0}
     progress(f"gold: recomputing {n} group(s)")
     gap = config.episode_gap_s
-    intervals = (lake.read(spark, lake.table_path(config.lake_path, lake.OWNERSHIP))
-                 .join(F.broadcast(groups), "group_id").rdd.map(lambda r: (r["group_id"], r.asDict())))
+    intervals = lake.read(spark, lake.table_path(config.lake_path, lake.OWNERSHIP)).join(F.broadcast(groups),
+                                                                                          "group_id")
     events = events_of(spark, config, groups).persist()
-    rebalance_events = (events.where(F.col("kind").isin(sorted(CLUSTER_KINDS))).select(*ENVELOPE_FOR_LOGIC).rdd
-                        .map(lambda r: (r["group_id"], r.asDict())))
-    per_group = (intervals.cogroup(rebalance_events)
-                 .map(lambda kv: gold_of_group(list(kv[1][0]), list(kv[1][1]), gap)).persist())
+    rebalance_events = events.where(F.col("kind").isin(sorted(CLUSTER_KINDS))).select(*ENVELOPE_FOR_LOGIC)
+    tagged = intervals.select("group_id", F.struct(*intervals.columns).alias("interval")).unionByName(
+        rebalance_events.select("group_id", F.struct(*ENVELOPE_FOR_LOGIC).alias("event")),
+        allowMissingColumns=True)
+
+    def gold(group: list) -> list[tuple[list[dict], list[dict]]]:
+        return [gold_of_group([r["interval"].asDict() for r in group if r["interval"] is not None],
+                              [r["event"].asDict() for r in group if r["event"] is not None], gap)]
+
+    per_group = by_group(tagged, gold).persist()
     h_names = [n for n, _ in GOLD_HANDOFF_FIELDS]
     e_names = [n for n, _ in EPISODE_FIELDS]
     handoffs = spark.createDataFrame(per_group.flatMap(lambda he: [tuple(h[k] for k in h_names) for h in he[0]]),

@@ -7,9 +7,11 @@ events writes nothing.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+import itertools
+from collections.abc import Callable, Iterable, Iterator
 
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark import RDD
+from pyspark.sql import DataFrame, Row, SparkSession, Window
 from pyspark.sql import functions as F
 
 from pipelines import lake
@@ -35,16 +37,29 @@ def events_of(spark: SparkSession, config: PipelineConfig, groups: DataFrame) ->
     return events.join(F.broadcast(groups), "group_id")
 
 
+def by_group(rows: DataFrame, fn: Callable[[list[Row]], Iterable[tuple]]) -> RDD:
+    """``fn`` over the rows of each group, in Python, one group at a time.
+
+    The JVM shuffles and sorts by group (a Python ``groupByKey`` would pickle every row
+    through a second, Python-side shuffle); each Python worker then streams its sorted
+    partition and hands ``fn`` one group's rows at a time.
+    """
+    def run(partition: Iterator[Row]) -> Iterator[tuple]:
+        for _, group in itertools.groupby(partition, key=lambda r: r["group_id"]):
+            yield from fn(list(group))
+
+    return rows.repartition("group_id").sortWithinPartitions("group_id").rdd.mapPartitions(run)
+
+
 def per_group(events: DataFrame, fn: Callable[[list[dict]], list[dict]], fields: list[tuple[str, str]],
               ddl: str) -> DataFrame:
     """Apply a pure per-group function to the events of each group (one Python call per group)."""
-    spark = events.sparkSession
     names = [n for n, _ in fields]
-    rdd = (events.select(*ENVELOPE_FOR_LOGIC).rdd
-           .map(lambda r: (r["group_id"], r.asDict()))
-           .groupByKey()
-           .flatMap(lambda kv: [tuple(row[n] for n in names) for row in fn(list(kv[1]))]))
-    return spark.createDataFrame(rdd, ddl)
+
+    def rows_of(group: list[Row]) -> list[tuple]:
+        return [tuple(row[n] for n in names) for row in fn([r.asDict() for r in group])]
+
+    return events.sparkSession.createDataFrame(by_group(events.select(*ENVELOPE_FOR_LOGIC), rows_of), ddl)
 
 
 def member_states(events: DataFrame) -> DataFrame:
