@@ -183,14 +183,14 @@ class Validator:
             self.context.variables.progress_bars = ProgressBarsConfig(globally=False)
         except (ImportError, AttributeError):
             pass
-        source = self.context.data_sources.add_spark(name="bronze")
+        source = self.context.data_sources.add_pandas(name="bronze")
         batch = source.add_dataframe_asset(name="telemetry_batch").add_batch_definition_whole_dataframe("batch")
         suite = self.context.suites.add(gx.ExpectationSuite(
             name="telemetry_v1", expectations=[r.expectation for r in self.rules]))
         self.definition = self.context.validation_definitions.add(
             gx.ValidationDefinition(name="telemetry_v1_batch", data=batch, suite=suite))
 
-    def _run(self, df: DataFrame, result_format: dict[str, Any]) -> list[tuple[Rule, dict[str, Any]]]:
+    def _run(self, df: Any, result_format: dict[str, Any]) -> list[tuple[Rule, dict[str, Any]]]:
         result = self.definition.run(batch_parameters={"dataframe": df}, result_format=result_format)
         by_id = {r.expectation.id: r for r in self.rules}
         out = []
@@ -205,19 +205,19 @@ class Validator:
     def check(self, df: DataFrame) -> tuple[dict[str, list[str]], dict[str, int]]:
         """(bronze row -> reasons for quarantine, rule -> failing rows) for one prepared batch.
 
-        GE runs one Spark job per metric, so it gets only the rows some rule could flag
-        (one pass over the batch selects them; usually none): the failure counts and
-        row ids are the same as over the whole batch, at a fraction of the cost. A first
-        GE pass counts failures per rule; only when a quarantine rule failed does a
-        second pass ask for the failing rows' ids.
+        GE on Spark runs one job per metric (about ten seconds a batch, whatever its
+        size), so one Spark pass selects the rows some rule could flag (usually none)
+        and GE validates those, in pandas, in this process: the failure counts and row
+        ids are the same as over the whole batch. A first GE pass counts failures per
+        rule; only when a quarantine rule failed does a second pass ask for the rows' ids.
         """
-        suspects = df.where(self.suspect).persist()
-        try:
-            return self._check(suspects)
-        finally:
-            suspects.unpersist()
+        import pandas as pd
 
-    def _check(self, df: DataFrame) -> tuple[dict[str, list[str]], dict[str, int]]:
+        suspects = df.where(self.suspect)
+        return self._check(pd.DataFrame.from_records([r.asDict() for r in suspects.collect()],
+                                                     columns=suspects.columns))
+
+    def _check(self, df: Any) -> tuple[dict[str, list[str]], dict[str, int]]:
         counts = self._run(df, {"result_format": "SUMMARY"})
         failures = {rule.name: int(res.get("unexpected_count") or 0) for rule, res in counts}
         reasons: dict[str, list[str]] = {}
@@ -242,40 +242,51 @@ def _event_rows(valid: DataFrame, batch_id: int) -> DataFrame:
                         F.lit(batch_id).cast("bigint").alias("validate_batch"))
 
 
+def _earliest_per_event(rows: DataFrame) -> DataFrame:
+    """Each event id's first record by bronze position (a resent event keeps its first copy)."""
+    first = Window.partitionBy("event_id").orderBy("topic", "kafka_partition", "kafka_offset")
+    return rows.withColumn("_rank", F.row_number().over(first)).where("_rank = 1").drop("_rank")
+
+
 def validate_batch(spark: SparkSession, config: PipelineConfig, validator: Validator,
                    batch: DataFrame, batch_id: int) -> dict[str, Any]:
     """Validate one bronze batch, write quarantine, events and the summary; the summary row."""
     events_path = lake.table_path(config.lake_path, lake.EVENTS)
-    parsed = seq_gaps(spark, parse(batch), events_path).persist()
+    # The checks and the keys, narrow enough to cache; the wide typed rows are parsed again
+    # for the writes (caching them costs more than parsing twice).
+    parsed = parse(batch)
+    keys = [ROW_ID, "topic", "kafka_partition", "kafka_offset"]
+    checks = seq_gaps(spark, parsed, events_path).select(
+        *keys, *[c for c in validator.columns if c not in keys]).persist()
     try:
         # One pass for the batch's figures: rows, events missing by sequence, distinct ids.
-        stats = parsed.agg(F.count("*").alias("rows"),
+        stats = checks.agg(F.count("*").alias("rows"),
                            F.sum(F.greatest(F.col("seq_gap"), F.lit(0))).alias("missing"),
                            F.count_distinct("event_id").alias("ids")).first()
         rows, missing = stats["rows"], stats["missing"] or 0
-        reasons, failures = validator.check(parsed.select(ROW_ID, *validator.columns))
+        reasons, failures = validator.check(checks.select(ROW_ID, *validator.columns))
+        bad = spark.createDataFrame(sorted(reasons.items()), f"{ROW_ID} string, reasons array<string>")
         quarantine_path = lake.table_path(config.lake_path, lake.QUARANTINE)
-        valid, n_first = parsed, stats["ids"]
         if reasons or not lake.exists(spark, quarantine_path):
-            bad = spark.createDataFrame(sorted(reasons.items()), f"{ROW_ID} string, reasons array<string>")
             lake.insert_new(spark, quarantine_path,
-                            parsed.join(bad, ROW_ID).select(*BRONZE_COLUMNS, "reasons",
-                                                            F.lit(batch_id).cast("bigint").alias("validate_batch")),
+                            parsed.join(F.broadcast(bad), ROW_ID).select(
+                                *BRONZE_COLUMNS, "reasons", F.lit(batch_id).cast("bigint").alias("validate_batch")),
                             keys=["topic", "kafka_partition", "kafka_offset"], partition_by=["date"])
+        valid, valid_keys, n_first = parsed, checks, stats["ids"]
         if reasons:
-            valid = parsed.join(bad, ROW_ID, "left_anti")
-            n_first = valid.select(F.count_distinct("event_id")).first()[0]
+            valid = parsed.join(F.broadcast(bad), ROW_ID, "left_anti")
+            valid_keys = checks.join(F.broadcast(bad), ROW_ID, "left_anti")
+            n_first = valid_keys.select(F.count_distinct("event_id")).first()[0]
         n_valid = rows - len(reasons)
-        firsts = valid
+        firsts, first_keys = valid, valid_keys
         if n_first < n_valid:  # the batch repeats event ids: keep each id's earliest record
-            first = Window.partitionBy("event_id").orderBy("topic", "kafka_partition", "kafka_offset")
-            firsts = valid.withColumn("_rank", F.row_number().over(first)).where("_rank = 1").drop("_rank")
+            firsts, first_keys = _earliest_per_event(valid), _earliest_per_event(valid_keys)
         seen_elsewhere = 0
         if lake.exists(spark, events_path):
             existing = lake.read(spark, events_path).select(
                 "event_id", F.col("topic").alias("e_topic"), F.col("kafka_partition").alias("e_partition"),
                 F.col("kafka_offset").alias("e_offset"))
-            seen_elsewhere = (firsts.select("event_id", "topic", "kafka_partition", "kafka_offset")
+            seen_elsewhere = (first_keys.select("event_id", "topic", "kafka_partition", "kafka_offset")
                               .join(existing, "event_id")
                               .where("NOT (topic = e_topic AND kafka_partition = e_partition "
                                      "AND kafka_offset = e_offset)").count())
@@ -291,7 +302,7 @@ def validate_batch(spark: SparkSession, config: PipelineConfig, validator: Valid
         _upsert_summary(spark, config, summary_df)
         return summary
     finally:
-        parsed.unpersist()
+        checks.unpersist()
 
 
 SUMMARY_DDL = ("validate_batch bigint, rows bigint, quarantined bigint, valid bigint, duplicates bigint, "
