@@ -9,7 +9,8 @@ then on a fresh lake:
 1. the floor: a bare Spark batch job that reads the same topic, parses the JSON
    envelope and writes Parquet (the least any pipeline on this stack must do);
 2. the full pipeline, stage by stage (ingest, validate, silver, gold), timed, with the
-   peak RSS of the driver JVM and of the Python driver sampled every 0.2 s;
+   peak RSS of the driver JVM and of the Python driver sampled every 0.2 s, and the
+   driver heap's peak, ceiling and GC time from the JVM's own MXBeans;
 3. 1% more events (new groups, so 1% of the groups change) and an incremental run.
 
 Prints events/s/core per stage, pipeline/floor and incremental/full time ratios.
@@ -30,10 +31,24 @@ ROUNDS = 20
 
 
 class PeakMemory:
-    """Peak RSS of this process and of its Java children while the block runs."""
+    """Peak RSS of this process and of its Java children while the block runs, and the
+    driver JVM's own heap figures: peak used per heap pool (summed, so an upper bound),
+    the heap's ceiling (-Xmx, i.e. spark.driver.memory, default 1g) and GC time."""
+
+    def __init__(self, spark) -> None:
+        self._jvm = spark.sparkContext._jvm
+
+    def _beans(self):
+        factory = self._jvm.java.lang.management.ManagementFactory
+        heap = [p for p in factory.getMemoryPoolMXBeans() if str(p.getType()) == "Heap memory"]
+        return heap, list(factory.getGarbageCollectorMXBeans())
 
     def __enter__(self) -> "PeakMemory":
         self.python = self.jvm = 0
+        pools, collectors = self._beans()
+        for pool in pools:
+            pool.resetPeakUsage()
+        self._gc_ms = sum(c.getCollectionTime() for c in collectors)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
         self._thread.start()
@@ -49,6 +64,14 @@ class PeakMemory:
     def __exit__(self, *exc) -> None:
         self._stop.set()
         self._thread.join()
+        pools, collectors = self._beans()
+        self.heap_peak = sum(p.getPeakUsage().getUsed() for p in pools)
+        self.heap_max = self._jvm.java.lang.Runtime.getRuntime().maxMemory()
+        self.gc_s = (sum(c.getCollectionTime() for c in collectors) - self._gc_ms) / 1000.0
+
+    def __str__(self) -> str:
+        return (f"driver heap peak {self.heap_peak / 2**20:,.0f} of {self.heap_max / 2**20:,.0f} MiB "
+                f"(GC {self.gc_s:.1f} s), JVM RSS {self.jvm / 2**20:,.0f} MiB, Python {self.python / 2**20:,.0f} MiB")
 
 
 def produce(bootstrap: str, topic: str, groups: int, prefix: str, seed: int) -> int:
@@ -114,14 +137,12 @@ def run_size(events: int, cores: int) -> None:
                                     topic=topic)
             total = 0.0
             for stage in STAGES:
-                with PeakMemory() as mem:
+                with PeakMemory(spark) as mem:
                     started = time.monotonic()
                     run_pipeline(spark, config, stages=[stage], progress=lambda m: None)
                     took = time.monotonic() - started
                 total += took
-                print(f"{stage:>9}: {took:7.1f} s  {n / took / cores:10,.0f} events/s/core  "
-                      f"peak driver JVM RSS {mem.jvm / 2**20:,.0f} MiB, Python {mem.python / 2**20:,.0f} MiB",
-                      flush=True)
+                print(f"{stage:>9}: {took:7.1f} s  {n / took / cores:10,.0f} events/s/core  {mem}", flush=True)
             print(f"full pipeline: {total:.1f} s = {total / floor_s:.2f} x the floor", flush=True)
             extra = produce(broker.bootstrap_servers, topic, max(1, groups // 100), "bench-late", seed=2)
             started = time.monotonic()

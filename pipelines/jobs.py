@@ -46,7 +46,7 @@ def run_gold(spark: SparkSession, config: PipelineConfig, since_ms: int | None =
     gap = config.episode_gap_s
     intervals = lake.read(spark, lake.table_path(config.lake_path, lake.OWNERSHIP)).join(F.broadcast(groups),
                                                                                           "group_id")
-    events = events_of(spark, config, groups).persist()
+    events = events_of(spark, config, groups)  # not cached: the two readers need few, different columns
     rebalance_events = events.where(F.col("kind").isin(sorted(CLUSTER_KINDS))).select(*ENVELOPE_FOR_LOGIC)
     tagged = intervals.select("group_id", F.struct(*intervals.columns).alias("interval")).unionByName(
         rebalance_events.select("group_id", F.struct(*ENVELOPE_FOR_LOGIC).alias("event")),
@@ -74,7 +74,7 @@ def run_gold(spark: SparkSession, config: PipelineConfig, since_ms: int | None =
         lake.set_stage_mark(spark, config.lake_path, "gold", silver_mark)
         return {"groups": n, "handoffs": handoffs.count(), "episodes": episodes.count()}
     finally:
-        for df in (handoffs, episodes, events, groups):
+        for df in (handoffs, episodes, groups):
             df.unpersist()
         per_group.unpersist()
 

@@ -100,7 +100,9 @@ def run_silver(spark: SparkSession, config: PipelineConfig, since_ms: int | None
             progress("silver: no new events; nothing to do")
             return {"groups": 0}
         progress(f"silver: recomputing {n} group(s) with new events")
-        events = events_of(spark, config, groups).persist()
+        # Not cached: each output reads a few columns of one kind from Parquet, which costs
+        # less than caching every typed column of every event.
+        events = events_of(spark, config, groups)
         outputs = [
             (lake.MEMBER_STATES, member_states(events), ["event_id"]),
             (lake.COMMITS, commits(events), ["event_id", "topic", "partition"]),
@@ -109,7 +111,6 @@ def run_silver(spark: SparkSession, config: PipelineConfig, since_ms: int | None
         ]
         for table, rows, keys in outputs:
             lake.replace_scope(spark, lake.table_path(config.lake_path, table), rows, keys, "group_id", groups)
-        events.unpersist()
         lake.set_stage_mark(spark, config.lake_path, "silver", high)
         return {"groups": n}
     finally:
