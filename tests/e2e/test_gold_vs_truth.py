@@ -58,7 +58,11 @@ def landed(kafka, spark, tmp_path_factory) -> dict[str, Any]:
 
 
 def _gold_for_run(landed: dict[str, Any], run_id: str) -> dict[tuple, dict[str, Any]]:
-    """This run's gold handoffs keyed like truth's: (topic, partition, next process, first offset at next)."""
+    """This run's gold handoffs keyed like truth's: (topic, partition, previous and next process, first offset at next).
+
+    The previous owner is part of the key: an owner revoked before its first record and
+    the owner after it can both hand over to the same process at the same offset.
+    """
     prefix = f"{run_id}-"
     process = {agent: client[len(prefix):] for agent, client in landed["clients"].items()
                if client.startswith(prefix)}
@@ -66,16 +70,18 @@ def _gold_for_run(landed: dict[str, Any], run_id: str) -> dict[tuple, dict[str, 
     for h in landed["handoffs"]:
         if h["next_agent_id"] in process:
             h = {**h, "prev_process": process.get(h["prev_agent_id"]), "next_process": process[h["next_agent_id"]]}
-            keyed[(h["topic"], h["partition"], h["next_process"], h["first_fetch_offset"])] = h
+            keyed[(h["topic"], h["partition"], h["prev_process"], h["next_process"], h["first_fetch_offset"])] = h
     return keyed
+
+
+def _key(h: Handoff) -> tuple:
+    return (h.topic, h.partition, h.prev_process, h.next_process, h.first_offset_next)
 
 
 def _check(truth: Handoff, gold: dict[str, Any]) -> list[str]:
     """What differs between one truth handoff and its gold row (empty when they agree)."""
     where = f"{truth.topic}/{truth.partition} {truth.prev_process}->{truth.next_process} ({truth.released_by})"
     problems = []
-    if gold["prev_process"] != truth.prev_process:
-        problems.append(f"{where}: gold's previous owner is {gold['prev_process']}")
     if truth.released_by in ("revoke", "exit", "lost"):
         if gold["duplicates_confirmed"] != truth.duplicates:
             problems.append(f"{where}: duplicates gold {gold['duplicates_confirmed']} != truth {truth.duplicates}")
@@ -100,7 +106,7 @@ def test_gold_handoffs_match_ground_truth(landed, scenario):
     assert truth.handoffs or scenario in ("enforce-rebalance", "subscription-change"), "scenario moved nothing"
     problems = []
     for handoff in truth.handoffs:
-        row = gold.get((handoff.topic, handoff.partition, handoff.next_process, handoff.first_offset_next))
+        row = gold.get(_key(handoff))
         if row is None:
             problems.append(f"gold lacks {handoff}")
         else:
@@ -110,7 +116,14 @@ def test_gold_handoffs_match_ground_truth(landed, scenario):
 
 @pytest.mark.parametrize("scenario", [name for name, _ in _plan()])
 def test_per_run_totals_match_ground_truth(landed, scenario):
-    """The demo's per-run totals: duplicates exact (or bracketed after a crash), partition-seconds close."""
+    """The demo's per-run totals: duplicates exact (or bracketed after a crash), partition-seconds close.
+
+    Gold also sees owners that were revoked before their first record (the group
+    forming: the first member is assigned everything, then revoked as the others join);
+    truth, built from delivered records, cannot. Those handoffs carry no duplicates, so
+    the duplicate totals compare whole; the partition-seconds compare over the handoffs
+    truth can see.
+    """
     run = landed["runs"][scenario]
     truth = GroundTruth.load(run.run_dir)
     gold = landed["costs"].get(run.manifest["group_id"])
@@ -121,5 +134,8 @@ def test_per_run_totals_match_ground_truth(landed, scenario):
     assert gold.duplicates <= truth.summary().duplicates <= gold.duplicates_upper
     if gold.duplicates == gold.duplicates_upper:  # no crash: exact
         assert gold.duplicates == truth.summary().duplicates
-        assert gold.unavailable_s == pytest.approx(sum(h.pause_s for h in truth.handoffs),
-                                                   abs=TOLERANCE_S * len(truth.handoffs))
+        rows = _gold_for_run(landed, run.manifest["run_id"])
+        seen = [rows[_key(h)] for h in truth.handoffs if _key(h) in rows]
+        assert len(seen) == len(truth.handoffs)
+        assert sum(r["unavailable_s"] for r in seen) == pytest.approx(sum(h.pause_s for h in truth.handoffs),
+                                                                      abs=TOLERANCE_S * len(truth.handoffs))
