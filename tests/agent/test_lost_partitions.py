@@ -25,7 +25,8 @@ def test_poll_stall_reports_stale_state_and_lost_partitions(kafka, unique, proto
     app_stats: list[str] = []
     app_commits: list[object] = []
     topic = kafka.create_topic(f"agent-lost-{unique}", partitions=2)
-    kafka.seed(topic, (f"r-{i}" for i in range(20)))
+    for partition in (0, 1):  # both partitions hold records, so both have a known position when lost
+        kafka.seed(topic, (f"r-{partition}-{i}" for i in range(10)), partition=partition)
     telemetry = f"telemetry-lost-{unique}"
     consumer = InstrumentedConsumer(kafka.consumer_config(f"g-{unique}", **PROTOCOLS[protocol], **STALL[protocol], **{
         "enable.auto.commit": False, "lens.telemetry.topic": telemetry, "lens.commit.on.revoke": True,
