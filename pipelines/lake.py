@@ -8,8 +8,9 @@ same rows leaves every table at the same Delta version.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import reduce
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 BRONZE = "bronze/telemetry_raw"
@@ -48,16 +49,44 @@ def version(spark: SparkSession, path: str) -> int:
     return DeltaTable.forPath(spark, path).history(1).collect()[0]["version"]
 
 
-def insert_new(spark: SparkSession, path: str, rows: DataFrame, keys: Sequence[str],
-               partition_by: Sequence[str] = ()) -> None:
-    """Insert the rows whose key is not in the table yet (idempotent append)."""
+ROWS_PER_FILE = 250_000  # a file covers a narrow slice of the sort column, so scoped reads skip most files
+
+
+def create(rows: DataFrame, path: str, sort_by: Sequence[str], stats_columns: Sequence[str],
+           partition_by: Sequence[str] = ()) -> None:
+    """Write a new table: rows sorted by ``sort_by`` within each task and cut every
+    ROWS_PER_FILE rows, so each file's min/max of the sort column is a narrow range;
+    Delta keeps statistics only for ``stats_columns`` (the ones reads and MERGEs prune
+    by: collecting them for every nested body field costs a third of the write), and
+    deletion vectors are on, so a MERGE that changes a few rows marks them instead of
+    rewriting their files."""
+    (rows.sortWithinPartitions(*sort_by).write.format("delta").mode("append")
+     .partitionBy(*partition_by)
+     .option("maxRecordsPerFile", ROWS_PER_FILE)
+     .option("delta.dataSkippingStatsColumns", ",".join(stats_columns))
+     .option("delta.enableDeletionVectors", "true")
+     .save(path))
+
+
+def _same(keys: Sequence[str], left: str, right: str) -> Column:
+    """Null-safe equality of the key columns of two aliased sides."""
+    return reduce(lambda a, b: a & b, [F.col(f"{left}.`{k}`").eqNullSafe(F.col(f"{right}.`{k}`")) for k in keys])
+
+
+def insert_new(spark: SparkSession, path: str, rows: DataFrame, keys: Sequence[str], sort_by: Sequence[str],
+               stats_columns: Sequence[str], partition_by: Sequence[str] = ()) -> None:
+    """Insert the rows whose key is not in the table yet (idempotent append). The layout
+    arguments apply when this creates the table (see ``create``)."""
     from delta.tables import DeltaTable
 
     if not exists(spark, path):
-        rows.write.format("delta").partitionBy(*partition_by).mode("append").save(path)
+        create(rows, path, sort_by, stats_columns, partition_by)
         return
-    cond = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in keys)
-    DeltaTable.forPath(spark, path).alias("t").merge(rows.alias("s"), cond).whenNotMatchedInsertAll().execute()
+    (DeltaTable.forPath(spark, path).alias("t").merge(rows.alias("s"), _same(keys, "t", "s"))
+     .whenNotMatchedInsertAll().execute())
+
+
+DELETE = "_lens_delete"  # marks the source rows that stand for a deletion
 
 
 def replace_scope(spark: SparkSession, path: str, rows: DataFrame, keys: Sequence[str],
@@ -68,25 +97,45 @@ def replace_scope(spark: SparkSession, path: str, rows: DataFrame, keys: Sequenc
     recomputation no longer produces are deleted (a late event moved an episode's
     start, say). Unchanged rows are not touched, so recomputing the same result
     commits nothing that changes data.
+
+    Why not ``whenNotMatchedBySource``: with it, every file of the table may hold a row
+    to delete, so Delta scans and rewrites the whole table on each run. Here the
+    deletions are computed from the scope's rows only and sent as source rows marked
+    for deletion; the merge condition carries the scope as a literal list, so Delta
+    skips every file whose min/max of ``scope_column`` excludes it (files are sorted by
+    it, see ``create``) and touches only files that hold rows of the scope.
     """
     from delta.tables import DeltaTable
 
     if not exists(spark, path):
-        rows.write.format("delta").mode("append").save(path)
+        columns = list(dict.fromkeys([scope_column, *keys]))
+        create(rows, path, columns, columns)
         return
     scope_values = [r[0] for r in scope.select(scope_column).distinct().collect()]
     if not scope_values:
         return
-    values = [c for c in rows.columns if c not in keys]
-    cond = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in keys)
-    changed = " OR ".join(f"NOT (t.`{c}` <=> s.`{c}`)" for c in values) or "false"
-    in_scope = F.col(f"t.`{scope_column}`").isin(scope_values)
-    (DeltaTable.forPath(spark, path).alias("t")
-     .merge(rows.alias("s"), cond)
-     .whenMatchedUpdateAll(condition=changed)
-     .whenNotMatchedInsertAll()
-     .whenNotMatchedBySourceDelete(condition=in_scope)
-     .execute())
+    cached_here = not rows.is_cached  # the source is read twice (rows and deletions): compute it once
+    if cached_here:
+        rows.persist()
+    try:
+        target = read(spark, path).where(F.col(scope_column).isin(scope_values))
+        gone = target.select(*keys).alias("g").join(rows.select(*keys).alias("r"), _same(keys, "g", "r"), "left_anti")
+        source = rows.withColumn(DELETE, F.lit(False)).unionByName(
+            gone.withColumn(DELETE, F.lit(True)), allowMissingColumns=True)
+        values = [c for c in rows.columns if c not in keys]
+        changed = reduce(lambda a, b: a | b, [~F.col(f"t.`{c}`").eqNullSafe(F.col(f"s.`{c}`")) for c in values],
+                         F.lit(False))
+        deleting = F.col(f"s.{DELETE}")
+        every = {f"`{c}`": F.col(f"s.`{c}`") for c in rows.columns}
+        (DeltaTable.forPath(spark, path).alias("t")
+         .merge(source.alias("s"), _same(keys, "t", "s") & F.col(f"t.`{scope_column}`").isin(scope_values))
+         .whenMatchedDelete(condition=deleting)
+         .whenMatchedUpdate(condition=~deleting & changed, set=every)
+         .whenNotMatchedInsert(condition=~deleting, values=every)
+         .execute())
+    finally:
+        if cached_here:
+            rows.unpersist()
 
 
 def stage_mark(spark: SparkSession, lake_path: str, stage: str) -> int:

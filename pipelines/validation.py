@@ -28,6 +28,7 @@ from pipelines.config import PipelineConfig
 from pipelines.errors import LensError
 
 ROW_ID = "bronze_row"
+BRONZE_KEYS = ["topic", "kafka_partition", "kafka_offset"]  # a record's place in the topic
 
 
 @dataclass(frozen=True)
@@ -147,13 +148,12 @@ def seq_gaps(spark: SparkSession, parsed: DataFrame, events_path: str) -> DataFr
     (after a crash) gets the same gaps as the first attempt.
     """
     keys = parsed.where("agent_id IS NOT NULL AND seq IS NOT NULL").select(
-        "agent_id", "seq", ROW_ID, "topic", "kafka_partition", "kafka_offset")
+        "agent_id", "seq", ROW_ID, *BRONZE_KEYS)
     known = None
     if lake.exists(spark, events_path):
         agents = keys.select("agent_id").distinct()
         known = (lake.read(spark, events_path).join(F.broadcast(agents), "agent_id")
-                 .join(keys.select("topic", "kafka_partition", "kafka_offset"),
-                       ["topic", "kafka_partition", "kafka_offset"], "left_anti")
+                 .join(keys.select(*BRONZE_KEYS), BRONZE_KEYS, "left_anti")
                  .select("agent_id", "seq", F.lit(None).cast("string").alias(ROW_ID)))
     rows = keys.select("agent_id", "seq", ROW_ID)
     timeline = rows if known is None else rows.unionByName(known)
@@ -232,6 +232,8 @@ class Validator:
 
 ENVELOPE = [f for f in ts.contract()["properties"]]
 BRONZE_COLUMNS = ["topic", "kafka_partition", "kafka_offset", "kafka_timestamp", "key", "value", "date"]
+# What the later stages prune events by: a group's events (silver, gold), a batch's (changed groups), an agent's (gaps).
+EVENT_STATS = ["group_id", "validate_batch", "agent_id", "event_time_ms"]
 
 
 def _event_rows(valid: DataFrame, batch_id: int) -> DataFrame:
@@ -244,7 +246,7 @@ def _event_rows(valid: DataFrame, batch_id: int) -> DataFrame:
 
 def _earliest_per_event(rows: DataFrame) -> DataFrame:
     """Each event id's first record by bronze position (a resent event keeps its first copy)."""
-    first = Window.partitionBy("event_id").orderBy("topic", "kafka_partition", "kafka_offset")
+    first = Window.partitionBy("event_id").orderBy(*BRONZE_KEYS)
     return rows.withColumn("_rank", F.row_number().over(first)).where("_rank = 1").drop("_rank")
 
 
@@ -255,7 +257,7 @@ def validate_batch(spark: SparkSession, config: PipelineConfig, validator: Valid
     # The checks and the keys, narrow enough to cache; the wide typed rows are parsed again
     # for the writes (caching them costs more than parsing twice).
     parsed = parse(batch)
-    keys = [ROW_ID, "topic", "kafka_partition", "kafka_offset"]
+    keys = [ROW_ID, *BRONZE_KEYS]
     checks = seq_gaps(spark, parsed, events_path).select(
         *keys, *[c for c in validator.columns if c not in keys]).persist()
     try:
@@ -268,10 +270,12 @@ def validate_batch(spark: SparkSession, config: PipelineConfig, validator: Valid
         bad = spark.createDataFrame(sorted(reasons.items()), f"{ROW_ID} string, reasons array<string>")
         quarantine_path = lake.table_path(config.lake_path, lake.QUARANTINE)
         if reasons or not lake.exists(spark, quarantine_path):
-            lake.insert_new(spark, quarantine_path,
-                            parsed.join(F.broadcast(bad), ROW_ID).select(
-                                *BRONZE_COLUMNS, "reasons", F.lit(batch_id).cast("bigint").alias("validate_batch")),
-                            keys=["topic", "kafka_partition", "kafka_offset"], partition_by=["date"])
+            quarantined = parsed.join(F.broadcast(bad), ROW_ID).select(
+                *BRONZE_COLUMNS, "reasons", F.lit(batch_id).cast("bigint").alias("validate_batch"))
+            if not reasons:  # create the table empty, without parsing the batch again to join it with nothing
+                quarantined = spark.createDataFrame([], quarantined.schema)
+            lake.insert_new(spark, quarantine_path, quarantined, keys=BRONZE_KEYS, sort_by=BRONZE_KEYS,
+                            stats_columns=[*BRONZE_KEYS, "validate_batch"], partition_by=["date"])
         valid, valid_keys, n_first = parsed, checks, stats["ids"]
         if reasons:
             valid = parsed.join(F.broadcast(bad), ROW_ID, "left_anti")
@@ -293,6 +297,7 @@ def validate_batch(spark: SparkSession, config: PipelineConfig, validator: Valid
         passed = len(reasons) <= config.max_bad_row_fraction * rows
         if passed:
             lake.insert_new(spark, events_path, _event_rows(firsts, batch_id), keys=["event_id"],
+                            sort_by=["group_id", "event_time_ms"], stats_columns=EVENT_STATS,
                             partition_by=["event_date"])
         summary = {"validate_batch": batch_id, "rows": rows, "quarantined": len(reasons), "valid": n_valid,
                    "duplicates": n_valid - n_first + seen_elsewhere, "new_events": n_first - seen_elsewhere,
