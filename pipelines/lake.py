@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import reduce
+from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -74,16 +75,22 @@ def _same(keys: Sequence[str], left: str, right: str) -> Column:
 
 
 def insert_new(spark: SparkSession, path: str, rows: DataFrame, keys: Sequence[str], sort_by: Sequence[str],
-               stats_columns: Sequence[str], partition_by: Sequence[str] = ()) -> None:
+               stats_columns: Sequence[str], partition_by: Sequence[str] = (),
+               scope: tuple[str, list[Any] | None] = ("", None)) -> None:
     """Insert the rows whose key is not in the table yet (idempotent append). The layout
-    arguments apply when this creates the table (see ``create``)."""
+    arguments apply when this creates the table (see ``create``). ``scope`` (column,
+    values), when given, says where a row with the same key can only be: Delta then
+    reads only the files whose statistics allow those values."""
     from delta.tables import DeltaTable
 
     if not exists(spark, path):
         create(rows, path, sort_by, stats_columns, partition_by)
         return
-    (DeltaTable.forPath(spark, path).alias("t").merge(rows.alias("s"), _same(keys, "t", "s"))
-     .whenNotMatchedInsertAll().execute())
+    cond = _same(keys, "t", "s")
+    column, values = scope
+    if values is not None:
+        cond = cond & F.col(f"t.`{column}`").isin(values)
+    DeltaTable.forPath(spark, path).alias("t").merge(rows.alias("s"), cond).whenNotMatchedInsertAll().execute()
 
 
 DELETE = "_lens_delete"  # marks the source rows that stand for a deletion

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import reduce
 from typing import Any
@@ -139,30 +140,45 @@ def rules(config: PipelineConfig) -> list[Rule]:
     return out
 
 
-def seq_gaps(spark: SparkSession, parsed: DataFrame, events_path: str) -> DataFrame:
+def events_of_groups(spark: SparkSession, events_path: str, groups: list[str]) -> DataFrame:
+    """Silver events of the batch's groups, through a literal list that Delta prunes files
+    by (events files are sorted by group): a small batch reads a few files, not the table."""
+    return lake.read(spark, events_path).where(F.col("group_id").isin(groups))
+
+
+def known_sequence(spark: SparkSession, events_path: str, batch: DataFrame, groups: list[str]) -> DataFrame:
+    """The sequence numbers silver already holds for the batch's agents.
+
+    Read through the batch's ``groups`` (an agent belongs to one group). Silver rows that
+    came from this very batch are left out, so a replayed batch (after a crash) gets the
+    same gaps as the first attempt.
+    """
+    agents = batch.select("agent_id").distinct()
+    return (events_of_groups(spark, events_path, groups)
+            .join(F.broadcast(agents), "agent_id")
+            .join(batch.select(*BRONZE_KEYS), BRONZE_KEYS, "left_anti")
+            .select("agent_id", "seq"))
+
+
+def with_seq_gaps(batch: DataFrame, known: DataFrame | None) -> DataFrame:
     """Per row, how many of the agent's sequence numbers are missing just before it.
 
     The previous number is the highest one below it among the batch and the agent's
-    events already in silver, so a resent (duplicate) event neither opens nor hides a
-    gap. Silver rows that came from this very batch are left out, so a replayed batch
-    (after a crash) gets the same gaps as the first attempt.
+    events already in silver (``known``), so a resent (duplicate) event neither opens
+    nor hides a gap. Rows without an agent or a sequence number get no gap (another
+    rule flags them).
     """
-    keys = parsed.where("agent_id IS NOT NULL AND seq IS NOT NULL").select(
-        "agent_id", "seq", ROW_ID, *BRONZE_KEYS)
-    known = None
-    if lake.exists(spark, events_path):
-        agents = keys.select("agent_id").distinct()
-        known = (lake.read(spark, events_path).join(F.broadcast(agents), "agent_id")
-                 .join(keys.select(*BRONZE_KEYS), BRONZE_KEYS, "left_anti")
-                 .select("agent_id", "seq", F.lit(None).cast("string").alias(ROW_ID)))
-    rows = keys.select("agent_id", "seq", ROW_ID)
-    timeline = rows if known is None else rows.unionByName(known)
-    w = Window.partitionBy("agent_id").orderBy("seq", F.col(ROW_ID).asc_nulls_first())
+    timeline = batch if known is None else batch.unionByName(known, allowMissingColumns=True)
+    # Rows without a sequence number sit in their own partition: they precede nobody.
+    w = Window.partitionBy("agent_id", F.col("seq").isNull()).orderBy("seq", F.col(ROW_ID).asc_nulls_first())
     prev = F.lag("seq").over(w)
-    gaps = (timeline.withColumn("seq_gap", F.when(prev.isNull(), F.col("seq"))
-                                .when(prev == F.col("seq"), F.lit(0)).otherwise(F.col("seq") - prev - 1))
-            .where(F.col(ROW_ID).isNotNull()).select(ROW_ID, "seq_gap"))
-    return parsed.join(gaps, ROW_ID, "left")
+    gap = (F.when(F.col("agent_id").isNull() | F.col("seq").isNull(), F.lit(None))
+           .when(prev.isNull(), F.col("seq")).when(prev == F.col("seq"), F.lit(0))
+           .otherwise(F.col("seq") - prev - 1))
+    return timeline.withColumn("seq_gap", gap).where(F.col(ROW_ID).isNotNull())
+
+
+NULL_CHECKS = {"ExpectColumnValuesToBeNull", "ExpectColumnValuesToNotBeNull"}
 
 
 class Validator:
@@ -175,6 +191,8 @@ class Validator:
         logging.getLogger("great_expectations").setLevel(logging.ERROR)
         self.rules = rules(config)
         self.columns = sorted({r.expectation.column for r in self.rules})
+        self.null_only = {c for c in self.columns if all(type(r.expectation).__name__ in NULL_CHECKS
+                                                         for r in self.rules if r.expectation.column == c)}
         self.suspect = reduce(lambda a, b: a | b, [may_fail(r.expectation) for r in self.rules])
         self.context = gx.get_context(mode="ephemeral")
         try:
@@ -189,6 +207,20 @@ class Validator:
             name="telemetry_v1", expectations=[r.expectation for r in self.rules]))
         self.definition = self.context.validation_definitions.add(
             gx.ValidationDefinition(name="telemetry_v1_batch", data=batch, suite=suite))
+
+    def inputs(self, parsed: DataFrame, keep: Sequence[str]) -> list[Column]:
+        """The columns the rules read, except the sequence gap (computed over the batch later).
+
+        A column only checked for null is replaced by a marker that is null exactly when
+        it is (the raw body, the corrupt text), unless ``keep`` asks for its value: the
+        rules see the same thing and the cached batch stays narrow.
+        """
+        out = []
+        for c in self.columns:
+            if c == "seq_gap" or c in keep:
+                continue
+            out.append(F.when(F.col(c).isNotNull(), F.lit(True)).alias(c) if c in self.null_only else F.col(c))
+        return [*[F.col(k) for k in keep], *out]
 
     def _run(self, df: Any, result_format: dict[str, Any]) -> list[tuple[Rule, dict[str, Any]]]:
         result = self.definition.run(batch_parameters={"dataframe": df}, result_format=result_format)
@@ -258,13 +290,19 @@ def validate_batch(spark: SparkSession, config: PipelineConfig, validator: Valid
     # for the writes (caching them costs more than parsing twice).
     parsed = parse(batch)
     keys = [ROW_ID, *BRONZE_KEYS]
-    checks = seq_gaps(spark, parsed, events_path).select(
-        *keys, *[c for c in validator.columns if c not in keys]).persist()
+    base = parsed.select(*validator.inputs(parsed, keep=[*keys, "event_id", "agent_id", "seq", "group_id"]))
+    groups, known = None, None
+    if lake.exists(spark, events_path):
+        base = base.persist()  # read twice: for its groups and agents, then for the checks
+        groups = [r[0] for r in base.select("group_id").distinct().collect()]
+        known = known_sequence(spark, events_path, base, groups)
+    checks = with_seq_gaps(base, known).persist()
     try:
         # One pass for the batch's figures: rows, events missing by sequence, distinct ids.
         stats = checks.agg(F.count("*").alias("rows"),
                            F.sum(F.greatest(F.col("seq_gap"), F.lit(0))).alias("missing"),
                            F.count_distinct("event_id").alias("ids")).first()
+        base.unpersist()
         rows, missing = stats["rows"], stats["missing"] or 0
         reasons, failures = validator.check(checks.select(ROW_ID, *validator.columns))
         bad = spark.createDataFrame(sorted(reasons.items()), f"{ROW_ID} string, reasons array<string>")
@@ -286,8 +324,8 @@ def validate_batch(spark: SparkSession, config: PipelineConfig, validator: Valid
         if n_first < n_valid:  # the batch repeats event ids: keep each id's earliest record
             firsts, first_keys = _earliest_per_event(valid), _earliest_per_event(valid_keys)
         seen_elsewhere = 0
-        if lake.exists(spark, events_path):
-            existing = lake.read(spark, events_path).select(
+        if groups is not None:  # a resent event has its first copy's group
+            existing = events_of_groups(spark, events_path, groups).select(
                 "event_id", F.col("topic").alias("e_topic"), F.col("kafka_partition").alias("e_partition"),
                 F.col("kafka_offset").alias("e_offset"))
             seen_elsewhere = (first_keys.select("event_id", "topic", "kafka_partition", "kafka_offset")
@@ -298,7 +336,8 @@ def validate_batch(spark: SparkSession, config: PipelineConfig, validator: Valid
         if passed:
             lake.insert_new(spark, events_path, _event_rows(firsts, batch_id), keys=["event_id"],
                             sort_by=["group_id", "event_time_ms"], stats_columns=EVENT_STATS,
-                            partition_by=["event_date"])
+                            partition_by=["event_date"],
+                            scope=("group_id", groups))  # a resent event id carries its first copy's group
         summary = {"validate_batch": batch_id, "rows": rows, "quarantined": len(reasons), "valid": n_valid,
                    "duplicates": n_valid - n_first + seen_elsewhere, "new_events": n_first - seen_elsewhere,
                    "sequence_gaps": failures.get("sequence_gap", 0), "missing_events": int(missing),
