@@ -61,18 +61,22 @@ def may_fail(expectation: Any) -> Column:
     return F.lit(True)
 
 
-def _offset_columns(node: dict[str, Any], path: str) -> list[str]:
-    """SQL expressions for every offset field of a body definition (by the contract's $ref)."""
+def _offset_arrays(node: dict[str, Any], path: str, in_array: bool = False) -> list[str]:
+    """SQL arrays holding every offset field of a body definition (found by the contract's $ref).
+
+    Field access through an array of structs (``p.partitions.position``) yields the
+    array of that field without a lambda: lambdas (``transform``) are interpreted row by
+    row and made this check cost as much as parsing the JSON.
+    """
     out = []
     for name, sub in node.get("properties", {}).items():
+        field = f"{path}.`{name}`"
         if sub.get("$ref", "").endswith("/offset") or name == "offset":
-            out.append(f"array({path}.`{name}`)")
+            out.append(field if in_array else f"array({field})")
         elif sub.get("type") == "array":
-            items = ts.contract()["$defs"][sub["items"]["$ref"].rsplit("/", 1)[-1]] if "$ref" in sub["items"] \
-                else sub["items"]
-            inner = _offset_columns(items, "x")
-            if inner:
-                out.append(f"flatten(transform({path}.`{name}`, x -> concat({', '.join(inner)})))")
+            items = sub["items"]
+            items = ts.contract()["$defs"][items["$ref"].rsplit("/", 1)[-1]] if "$ref" in items else items
+            out += [f"flatten({e})" if in_array else e for e in _offset_arrays(items, field, in_array=True)]
     return out
 
 
@@ -80,9 +84,9 @@ def _min_offset() -> Column:
     """The smallest offset in the body, -1001 (unknown) excepted."""
     branches = F.lit(None).cast("bigint")
     for definition in sorted(set(ts.body_definitions().values())):
-        parts = _offset_columns(ts.contract()["$defs"][definition], f"`{definition}`")
+        parts = _offset_arrays(ts.contract()["$defs"][definition], f"`{definition}`")
         if parts:
-            expr = F.expr(f"array_min(filter(concat({', '.join(parts)}), o -> o != -1001))")
+            expr = F.expr(f"array_min(array_except(concat({', '.join(parts)}), array(-1001L)))")
             branches = F.when(F.col(f"`{definition}`").isNotNull(), expr).otherwise(branches)
     return branches
 
