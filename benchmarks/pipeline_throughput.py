@@ -6,12 +6,14 @@ For each size: start the embedded broker, produce the synthetic fleet's telemetr
 (pipelines.synthetic.fleet_telemetry: graceful eager rebalances, some skipped commits),
 then on a fresh lake:
 
-1. the floor: a bare Spark batch job that reads the same topic, parses the JSON
-   envelope and writes Parquet (the least any pipeline on this stack must do);
+1. the floors: bare Spark batch jobs that read the same topic, parse the JSON and
+   write Parquet: the envelope only, and the whole event typed (what the pipeline must
+   parse: the least any pipeline on this stack must do);
 2. the full pipeline, stage by stage (ingest, validate, silver, gold), timed, with the
    peak RSS of the driver JVM and of the Python driver sampled every 0.2 s, and the
    driver heap's peak, ceiling and GC time from the JVM's own MXBeans;
-3. 1% more events (new groups, so 1% of the groups change) and an incremental run.
+3. 1% more events and an incremental run, twice: new groups, then 1% of the groups
+   going on (their whole history is recomputed: the incremental unit is the group).
 
 Prints events/s/core per stage, pipeline/floor and incremental/full time ratios.
 """
@@ -74,7 +76,9 @@ class PeakMemory:
                 f"(GC {self.gc_s:.1f} s), JVM RSS {self.jvm / 2**20:,.0f} MiB, Python {self.python / 2**20:,.0f} MiB")
 
 
-def produce(bootstrap: str, topic: str, groups: int, prefix: str, seed: int) -> int:
+def produce(bootstrap: str, topic: str, groups: int, prefix: str, seed: int, from_round: int = 0) -> int:
+    """Produce ``groups`` synthetic groups' telemetry; ``from_round`` > 0 continues groups
+    already produced with the same prefix and seed (their rounds from_round..2*from_round-1)."""
     from confluent_kafka import Producer
 
     from pipelines.synthetic import fleet_telemetry
@@ -82,7 +86,9 @@ def produce(bootstrap: str, topic: str, groups: int, prefix: str, seed: int) -> 
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50, "batch.size": 1_000_000,
                          "compression.type": "lz4", "queue.buffering.max.messages": 1_000_000})
     n = 0
-    for key, value, ts in fleet_telemetry(groups, members=4, partitions=12, rounds=ROUNDS, seed=seed, prefix=prefix):
+    rounds = ROUNDS + from_round
+    for key, value, ts in fleet_telemetry(groups, members=4, partitions=12, rounds=rounds, seed=seed, prefix=prefix,
+                                          from_round=from_round):
         while True:
             try:
                 producer.produce(topic, key=key, value=value, timestamp=ts)
@@ -96,17 +102,30 @@ def produce(bootstrap: str, topic: str, groups: int, prefix: str, seed: int) -> 
     return n
 
 
-def floor_job(spark, bootstrap: str, topic: str, out: str) -> float:
+def floor_jobs(spark, bootstrap: str, topic: str, out: str) -> dict[str, float]:
+    """Two floors, each a bare batch job Kafka -> parse -> Parquet: the envelope only (the
+    body kept as text), and the whole event typed (envelope, then each body by its kind,
+    as pipelines.validation.parse does: the JSON the pipeline must parse)."""
     from pyspark.sql import functions as F
 
+    from pipelines import validation
     from pipelines.telemetry_schema import envelope_schema
 
-    started = time.monotonic()
-    (spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
-     .option("startingOffsets", "earliest").load()
-     .select(F.from_json(F.col("value").cast("string"), envelope_schema()).alias("e")).select("e.*")
-     .write.mode("overwrite").parquet(out))
-    return time.monotonic() - started
+    raw = (spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
+           .option("startingOffsets", "earliest").load())
+    jobs = {
+        "envelope": lambda: raw.select(F.from_json(F.col("value").cast("string"), envelope_schema()).alias("e"))
+        .select("e.*"),
+        "typed": lambda: validation.parse(raw.select(
+            "topic", F.col("partition").alias("kafka_partition"), F.col("offset").alias("kafka_offset"),
+            F.col("timestamp").alias("kafka_timestamp"), "value")).drop("value"),
+    }
+    took = {}
+    for name, job in jobs.items():
+        started = time.monotonic()
+        job().write.mode("overwrite").parquet(f"{out}/{name}")
+        took[name] = time.monotonic() - started
+    return took
 
 
 def run_size(events: int, cores: int) -> None:
@@ -130,9 +149,10 @@ def run_size(events: int, cores: int) -> None:
         spark = build_spark(SparkSettings.resolve(master=f"local[{cores}]", lake=str(work / "lake"),
                                                   app_name="pipeline-benchmark"))
         try:
-            floor_s = floor_job(spark, broker.bootstrap_servers, topic, str(work / "floor"))
-            print(f"floor (Kafka -> parse JSON -> Parquet): {floor_s:.1f} s, "
-                  f"{n / floor_s / cores:,.0f} events/s/core", flush=True)
+            floors = floor_jobs(spark, broker.bootstrap_servers, topic, str(work / "floor"))
+            for name, took in floors.items():
+                print(f"floor, {name} (Kafka -> parse JSON -> Parquet): {took:.1f} s, "
+                      f"{n / took / cores:,.0f} events/s/core", flush=True)
             config = PipelineConfig(bootstrap_servers=broker.bootstrap_servers, lake_path=str(work / "lake"),
                                     topic=topic)
             total = 0.0
@@ -143,13 +163,23 @@ def run_size(events: int, cores: int) -> None:
                     took = time.monotonic() - started
                 total += took
                 print(f"{stage:>9}: {took:7.1f} s  {n / took / cores:10,.0f} events/s/core  {mem}", flush=True)
-            print(f"full pipeline: {total:.1f} s = {total / floor_s:.2f} x the floor", flush=True)
-            extra = produce(broker.bootstrap_servers, topic, max(1, groups // 100), "bench-late", seed=2)
-            started = time.monotonic()
-            run_pipeline(spark, config, progress=lambda m: None)
-            incremental = time.monotonic() - started
-            print(f"incremental over {extra:,} new events ({extra / n:.1%}, new groups): {incremental:.1f} s = "
-                  f"{incremental / total:.1%} of the full run", flush=True)
+            print(f"full pipeline: {total:.1f} s = " + ", ".join(
+                f"{total / took:.2f} x the {name} floor" for name, took in floors.items()), flush=True)
+            # 1% more events, twice: new groups (only they are recomputed), then 1% of the
+            # groups going on for as many rounds again (their whole history is recomputed).
+            batches = [("new groups", lambda: produce(broker.bootstrap_servers, topic, max(1, groups // 100),
+                                                      "bench-late", seed=2)),
+                       ("1% of the groups going on", lambda: produce(broker.bootstrap_servers, topic,
+                                                                     max(1, groups // 100), "bench", seed=1,
+                                                                     from_round=ROUNDS))]
+            for label, make in batches:
+                extra = make()
+                with PeakMemory(spark) as mem:
+                    started = time.monotonic()
+                    run_pipeline(spark, config, progress=lambda m: None)
+                    incremental = time.monotonic() - started
+                print(f"incremental over {extra:,} new events ({extra / n:.1%}, {label}): {incremental:.1f} s = "
+                      f"{incremental / total:.1%} of the full run  {mem}", flush=True)
         finally:
             spark.stop()
 

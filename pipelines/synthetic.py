@@ -193,12 +193,15 @@ class Fleet:
 
 
 def fleet_telemetry(groups: int, members: int, partitions: int, rounds: int, seed: int = 1,
-                    records_per_round: int = 1000, prefix: str = "bench") -> Iterator[tuple[str, str, int]]:
+                    records_per_round: int = 1000, prefix: str = "bench",
+                    from_round: int = 0) -> Iterator[tuple[str, str, int]]:
     """(key, value, timestamp ms) triples for ``groups`` groups that each go through ``rounds`` graceful rebalances.
 
     Each round every member processes and commits part of its partitions, then all
     revoke (eager) and the partitions rotate one member along; one member in ten skips
     its last commit, so handoffs carry duplicates. Deterministic for a given seed.
+    ``from_round`` > 0 emits only the later rounds: the same groups' telemetry going on
+    (the earlier rounds are generated, so offsets and sequence numbers continue).
     """
     for g in range(groups):
         fleet = Fleet(group=f"{prefix}-{g}", seed=seed * 100_003 + g)
@@ -208,7 +211,10 @@ def fleet_telemetry(groups: int, members: int, partitions: int, rounds: int, see
         for m in mems:
             m.at(t).joins()
         offsets = {p: 0 for p in parts}
+        start = 0
         for r in range(rounds):
+            if r == from_round:
+                start = len(fleet.events)
             t += 1000
             for i, m in enumerate(mems):
                 mine = tuple(p for k, p in enumerate(parts) if (k + r) % members == i)
@@ -226,5 +232,5 @@ def fleet_telemetry(groups: int, members: int, partitions: int, rounds: int, see
             t += 500
             for m in mems:
                 m.at(t).revokes(*list(m.owned), callback_ms=2.0)
-        yield from fleet.keyed()
+        yield from fleet.keyed()[start:]
         fleet.events.clear()
