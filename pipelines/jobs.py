@@ -15,17 +15,25 @@ from pyspark.sql import functions as F
 
 from pipelines import lake
 from pipelines.config import PipelineConfig
-from pipelines.episodes import CLUSTER_KINDS, EPISODE_DDL, EPISODE_FIELDS, gold_of_group
+from pipelines.episodes import CLUSTER_KINDS, EPISODE_FIELDS, gold_of_group
 from pipelines.errors import LensError
+from pipelines.group_apply import apply_per_group
 from pipelines.handoffs import HANDOFF_FIELDS
 from pipelines.ingest import run_ingest
 from pipelines.metrics import group_metrics
-from pipelines.silver import ENVELOPE_FOR_LOGIC, by_group, changed_groups, events_of, run_silver
+from pipelines.silver import ENVELOPE_FOR_LOGIC, changed_groups, events_of, run_silver
 from pipelines.validation import run_validate
 
 STAGES = ("ingest", "validate", "silver", "gold")
 GOLD_HANDOFF_FIELDS = [*HANDOFF_FIELDS, ("episode_id", "string"), ("cause", "string")]
-GOLD_HANDOFF_DDL = ", ".join(f"{n} {k}" for n, k in GOLD_HANDOFF_FIELDS)
+
+
+def _struct(fields: list[tuple[str, str]]) -> str:
+    return "struct<" + ", ".join(f"{n}: {k}" for n, k in fields) + ">"
+
+
+# One row per group carrying both outputs of its single gold_of_group call, split in Spark.
+GOLD_OF_GROUP_DDL = f"handoffs array<{_struct(GOLD_HANDOFF_FIELDS)}>, episodes array<{_struct(EPISODE_FIELDS)}>"
 
 
 def run_gold(spark: SparkSession, config: PipelineConfig, since_ms: int | None = None,
@@ -52,17 +60,15 @@ def run_gold(spark: SparkSession, config: PipelineConfig, since_ms: int | None =
         rebalance_events.select("group_id", F.struct(*ENVELOPE_FOR_LOGIC).alias("event")),
         allowMissingColumns=True)
 
-    def gold(group: list) -> list[tuple[list[dict], list[dict]]]:
-        return [gold_of_group([r["interval"].asDict() for r in group if r["interval"] is not None],
-                              [r["event"].asDict() for r in group if r["event"] is not None], gap)]
+    def gold(group: list[dict]) -> list[dict]:
+        handoffs, episodes = gold_of_group([r["interval"] for r in group if r["interval"] is not None],
+                                           [r["event"] for r in group if r["event"] is not None], gap)
+        return [{"handoffs": handoffs, "episodes": episodes}]
 
-    per_group = by_group(tagged, gold).persist()
-    h_names = [n for n, _ in GOLD_HANDOFF_FIELDS]
-    e_names = [n for n, _ in EPISODE_FIELDS]
-    handoffs = spark.createDataFrame(per_group.flatMap(lambda he: [tuple(h[k] for k in h_names) for h in he[0]]),
-                                     GOLD_HANDOFF_DDL).persist()
-    episodes = spark.createDataFrame(per_group.flatMap(lambda he: [tuple(e[k] for k in e_names) for e in he[1]]),
-                                     EPISODE_DDL).persist()
+    # Persisted so the Python pass runs once for both outputs.
+    per_group = apply_per_group(tagged, "group_id", gold, GOLD_OF_GROUP_DDL).persist()
+    handoffs = per_group.select(F.explode("handoffs").alias("h")).select("h.*").persist()
+    episodes = per_group.select(F.explode("episodes").alias("e")).select("e.*").persist()
     try:
         lake.replace_scope(spark, lake.table_path(config.lake_path, lake.HANDOFFS), handoffs, ["handoff_id"],
                            "group_id", groups)

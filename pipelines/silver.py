@@ -7,16 +7,13 @@ events writes nothing.
 """
 from __future__ import annotations
 
-import itertools
-from collections.abc import Callable, Iterable, Iterator
-
-from pyspark import RDD
-from pyspark.sql import DataFrame, Row, SparkSession, Window
+from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from pipelines import lake
 from pipelines.config import PipelineConfig
-from pipelines.ownership import INTERVAL_DDL, INTERVAL_FIELDS, ownership_intervals
+from pipelines.group_apply import apply_per_group
+from pipelines.ownership import INTERVAL_DDL, ownership_intervals
 
 ENVELOPE_FOR_LOGIC = ["event_id", "kind", "event_time_ms", "agent_id", "seq", "group_id", "member_id",
                       "group_instance_id", "client_id", "host", "generation", "body"]
@@ -35,31 +32,6 @@ def changed_groups(spark: SparkSession, config: PipelineConfig, after_batch: int
 def events_of(spark: SparkSession, config: PipelineConfig, groups: DataFrame) -> DataFrame:
     events = lake.read(spark, lake.table_path(config.lake_path, lake.EVENTS))
     return events.join(F.broadcast(groups), "group_id")
-
-
-def by_group(rows: DataFrame, fn: Callable[[list[Row]], Iterable[tuple]]) -> RDD:
-    """``fn`` over the rows of each group, in Python, one group at a time.
-
-    The JVM shuffles and sorts by group (a Python ``groupByKey`` would pickle every row
-    through a second, Python-side shuffle); each Python worker then streams its sorted
-    partition and hands ``fn`` one group's rows at a time.
-    """
-    def run(partition: Iterator[Row]) -> Iterator[tuple]:
-        for _, group in itertools.groupby(partition, key=lambda r: r["group_id"]):
-            yield from fn(list(group))
-
-    return rows.repartition("group_id").sortWithinPartitions("group_id").rdd.mapPartitions(run)
-
-
-def per_group(events: DataFrame, fn: Callable[[list[dict]], list[dict]], fields: list[tuple[str, str]],
-              ddl: str) -> DataFrame:
-    """Apply a pure per-group function to the events of each group (one Python call per group)."""
-    names = [n for n, _ in fields]
-
-    def rows_of(group: list[Row]) -> list[tuple]:
-        return [tuple(row[n] for n in names) for row in fn([r.asDict() for r in group])]
-
-    return events.sparkSession.createDataFrame(by_group(events.select(*ENVELOPE_FOR_LOGIC), rows_of), ddl)
 
 
 def member_states(events: DataFrame) -> DataFrame:
@@ -106,7 +78,8 @@ def run_silver(spark: SparkSession, config: PipelineConfig, since_ms: int | None
         outputs = [
             (lake.MEMBER_STATES, member_states(events), ["event_id"]),
             (lake.COMMITS, commits(events), ["event_id", "topic", "partition"]),
-            (lake.OWNERSHIP, per_group(events, ownership_intervals, INTERVAL_FIELDS, INTERVAL_DDL),
+            (lake.OWNERSHIP,
+             apply_per_group(events.select(*ENVELOPE_FOR_LOGIC), "group_id", ownership_intervals, INTERVAL_DDL),
              ["assign_event_id", "topic", "partition"]),
         ]
         for table, rows, keys in outputs:

@@ -1,0 +1,47 @@
+"""Run a pure Python function over the rows of each group, with rows moved by Arrow.
+
+The per-group logic (ownership intervals, handoffs, episodes) is plain Python over
+dicts so it can be tested without Spark. The JVM shuffles and sorts the rows by the
+key; each Python worker streams its sorted partition as Arrow record batches, hands
+``fn`` one group's rows at a time and returns ``fn``'s output as Arrow: columnar both
+ways, with no per-row pickling (the ``Row``/RDD path this replaced spent most of its
+time pickling rows and converting them back in ``createDataFrame``).
+
+``mapInArrow`` over a repartitioned and sorted DataFrame rather than
+``groupBy().applyInArrow``: both shuffle and sort the same way, and on the 1M-event
+benchmark lake ``mapInArrow`` was as fast or up to ~15 % faster (it ships
+full batches rather than one Arrow stream per group).
+"""
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import DataFrame
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import StructType
+
+GroupFunction = Callable[[list[dict[str, Any]]], list[dict[str, Any]]]
+
+
+def apply_per_group(rows: DataFrame, key: str, fn: GroupFunction, ddl: str) -> DataFrame:
+    """``fn`` over the rows (as dicts) of each ``key`` group, one call per group; its dicts become rows of ``ddl``.
+
+    Each output dict must carry every column of ``ddl`` (a missing one is a bug in ``fn``
+    and raises ``KeyError`` rather than becoming a null). Struct values may be dicts and
+    arrays lists: pyarrow converts them by field name.
+    """
+    schema = StructType.fromDDL(ddl)  # parsed by the driver's JVM; the workers get the Arrow schema
+    arrow_schema = to_arrow_schema(schema)
+    names = arrow_schema.names
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        # The partition is sorted by key, so a group is a run of rows, possibly spanning batches.
+        rows_of_partition = itertools.chain.from_iterable(batch.to_pylist() for batch in batches)
+        for _, group in itertools.groupby(rows_of_partition, key=lambda row: row[key]):
+            out = fn(list(group))
+            yield pa.RecordBatch.from_pydict({n: [row[n] for row in out] for n in names}, schema=arrow_schema)
+
+    return rows.repartition(key).sortWithinPartitions(key).mapInArrow(run, schema)
