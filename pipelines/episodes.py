@@ -42,7 +42,6 @@ EPISODE_FIELDS = [
     ("partitions_moved", "bigint"), ("partitions_lost", "bigint"), ("events", "bigint"),
     ("cause", "string"), ("causes", "array<string>"),
 ]
-EPISODE_DDL = ", ".join(f"{name} {kind}" for name, kind in EPISODE_FIELDS)
 
 
 def _body(event: dict[str, Any]) -> dict[str, Any]:

@@ -47,7 +47,6 @@ HANDOFF_FIELDS = [
     ("duplicates_estimated", "bigint"), ("duplicates_confirmed", "bigint"),
     ("duplicates_lower", "bigint"), ("duplicates_upper", "bigint"),
 ]
-HANDOFF_DDL = ", ".join(f"{name} {kind}" for name, kind in HANDOFF_FIELDS)
 
 
 def _seconds(later: int | None, earlier: int | None) -> float | None:
