@@ -128,11 +128,19 @@ def floor_jobs(spark, bootstrap: str, topic: str, out: str) -> dict[str, float]:
     return took
 
 
+def timed_stage(spark, config, stage: str) -> float:
+    from pipelines.jobs import run_pipeline
+
+    started = time.monotonic()
+    run_pipeline(spark, config, stages=[stage], progress=lambda m: None)
+    return time.monotonic() - started
+
+
 def run_size(events: int, cores: int) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
 
     from pipelines.config import PipelineConfig
-    from pipelines.jobs import STAGES, run_pipeline
+    from pipelines.jobs import STAGES
     from pipelines.runtime.kafka_broker import EmbeddedKafka
     from pipelines.runtime.spark_session import SparkSettings, build_spark
 
@@ -156,11 +164,11 @@ def run_size(events: int, cores: int) -> None:
             config = PipelineConfig(bootstrap_servers=broker.bootstrap_servers, lake_path=str(work / "lake"),
                                     topic=topic)
             total = 0.0
+            full_took = {}
             for stage in STAGES:
                 with PeakMemory(spark) as mem:
-                    started = time.monotonic()
-                    run_pipeline(spark, config, stages=[stage], progress=lambda m: None)
-                    took = time.monotonic() - started
+                    full_took[stage] = timed_stage(spark, config, stage)
+                took = full_took[stage]
                 total += took
                 print(f"{stage:>9}: {took:7.1f} s  {n / took / cores:10,.0f} events/s/core  {mem}", flush=True)
             print(f"full pipeline: {total:.1f} s = " + ", ".join(
@@ -175,11 +183,12 @@ def run_size(events: int, cores: int) -> None:
             for label, make in batches:
                 extra = make()
                 with PeakMemory(spark) as mem:
-                    started = time.monotonic()
-                    run_pipeline(spark, config, progress=lambda m: None)
-                    incremental = time.monotonic() - started
+                    took = {stage: timed_stage(spark, config, stage) for stage in STAGES}
+                incremental = sum(took.values())
                 print(f"incremental over {extra:,} new events ({extra / n:.1%}, {label}): {incremental:.1f} s = "
-                      f"{incremental / total:.1%} of the full run  {mem}", flush=True)
+                      f"{incremental / total:.1%} of the full run  {mem}\n    by stage: " + ", ".join(
+                          f"{stage} {took[stage]:.1f} s ({took[stage] / full_took[stage]:.0%})" for stage in STAGES),
+                      flush=True)
         finally:
             spark.stop()
 

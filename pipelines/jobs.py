@@ -44,16 +44,13 @@ def run_gold(spark: SparkSession, config: PipelineConfig, since_ms: int | None =
     if silver_mark < 0:
         progress("gold: silver has not run yet; nothing to do")
         return {"groups": 0}
-    groups = changed_groups(spark, config, last, silver_mark, since_ms).persist()
-    n = groups.count()
-    if n == 0:
+    groups = changed_groups(spark, config, last, silver_mark, since_ms)
+    if not groups:
         progress("gold: no new events; nothing to do")
-        groups.unpersist()
         return {"groups": 0}
-    progress(f"gold: recomputing {n} group(s)")
+    progress(f"gold: recomputing {len(groups)} group(s)")
     gap = config.episode_gap_s
-    intervals = lake.read(spark, lake.table_path(config.lake_path, lake.OWNERSHIP)).join(F.broadcast(groups),
-                                                                                          "group_id")
+    intervals = lake.rows_of(spark, lake.table_path(config.lake_path, lake.OWNERSHIP), "group_id", groups)
     events = events_of(spark, config, groups)  # not cached: the two readers need few, different columns
     rebalance_events = events.where(F.col("kind").isin(sorted(CLUSTER_KINDS))).select(*ENVELOPE_FOR_LOGIC)
     tagged = intervals.select("group_id", F.struct(*intervals.columns).alias("interval")).unionByName(
@@ -78,9 +75,9 @@ def run_gold(spark: SparkSession, config: PipelineConfig, since_ms: int | None =
                            group_metrics(handoffs, episodes, events),
                            ["group_id", "grain", "period_start", "cause"], "group_id", groups)
         lake.set_stage_mark(spark, config.lake_path, "gold", silver_mark)
-        return {"groups": n, "handoffs": handoffs.count(), "episodes": episodes.count()}
+        return {"groups": len(groups), "handoffs": handoffs.count(), "episodes": episodes.count()}
     finally:
-        for df in (handoffs, episodes, groups):
+        for df in (handoffs, episodes):
             df.unpersist()
         per_group.unpersist()
 

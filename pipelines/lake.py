@@ -41,6 +41,13 @@ def read(spark: SparkSession, path: str) -> DataFrame:
     return spark.read.format("delta").load(path)
 
 
+def rows_of(spark: SparkSession, path: str, column: str, values: Sequence[Any]) -> DataFrame:
+    """The table's rows whose ``column`` is one of ``values``, through a literal list:
+    Delta skips every file whose min/max of the column excludes them (tables are sorted
+    by their scope column, see ``create``), so a small scope reads a few files."""
+    return read(spark, path).where(F.col(column).isin(list(values)))
+
+
 def version(spark: SparkSession, path: str) -> int:
     """The table's latest Delta version, -1 when it does not exist yet."""
     from delta.tables import DeltaTable
@@ -97,8 +104,8 @@ DELETE = "_lens_delete"  # marks the source rows that stand for a deletion
 
 
 def replace_scope(spark: SparkSession, path: str, rows: DataFrame, keys: Sequence[str],
-                  scope_column: str, scope: DataFrame) -> None:
-    """Make the table's rows for the keys in ``scope`` equal to ``rows``.
+                  scope_column: str, scope_values: Sequence[Any]) -> None:
+    """Make the table's rows whose ``scope_column`` is in ``scope_values`` equal to ``rows``.
 
     Changed rows are updated, new ones inserted, rows of the scope that the
     recomputation no longer produces are deleted (a late event moved an episode's
@@ -118,14 +125,13 @@ def replace_scope(spark: SparkSession, path: str, rows: DataFrame, keys: Sequenc
         columns = list(dict.fromkeys([scope_column, *keys]))
         create(rows, path, columns, columns)
         return
-    scope_values = [r[0] for r in scope.select(scope_column).distinct().collect()]
     if not scope_values:
         return
     cached_here = not rows.is_cached  # the source is read twice (rows and deletions): compute it once
     if cached_here:
         rows.persist()
     try:
-        target = read(spark, path).where(F.col(scope_column).isin(scope_values))
+        target = rows_of(spark, path, scope_column, scope_values)
         gone = target.select(*keys).alias("g").join(rows.select(*keys).alias("r"), _same(keys, "g", "r"), "left_anti")
         source = rows.withColumn(DELETE, F.lit(False)).unionByName(
             gone.withColumn(DELETE, F.lit(True)), allowMissingColumns=True)
@@ -135,7 +141,7 @@ def replace_scope(spark: SparkSession, path: str, rows: DataFrame, keys: Sequenc
         deleting = F.col(f"s.{DELETE}")
         every = {f"`{c}`": F.col(f"s.`{c}`") for c in rows.columns}
         (DeltaTable.forPath(spark, path).alias("t")
-         .merge(source.alias("s"), _same(keys, "t", "s") & F.col(f"t.`{scope_column}`").isin(scope_values))
+         .merge(source.alias("s"), _same(keys, "t", "s") & F.col(f"t.`{scope_column}`").isin(list(scope_values)))
          .whenMatchedDelete(condition=deleting)
          .whenMatchedUpdate(condition=~deleting & changed, set=every)
          .whenNotMatchedInsert(condition=~deleting, values=every)
@@ -158,4 +164,4 @@ def set_stage_mark(spark: SparkSession, lake_path: str, stage: str, last_batch: 
     """Record progress after the stage's outputs are written (a crash before this replays the stage)."""
     path = table_path(lake_path, STAGE_PROGRESS)
     row = spark.createDataFrame([(stage, last_batch)], "stage string, last_batch bigint")
-    replace_scope(spark, path, row, keys=["stage"], scope_column="stage", scope=row)
+    replace_scope(spark, path, row, keys=["stage"], scope_column="stage", scope_values=[stage])

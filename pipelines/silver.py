@@ -20,18 +20,20 @@ ENVELOPE_FOR_LOGIC = ["event_id", "kind", "event_time_ms", "agent_id", "seq", "g
 
 
 def changed_groups(spark: SparkSession, config: PipelineConfig, after_batch: int, upto_batch: int,
-                   since_ms: int | None) -> DataFrame:
-    """Groups with events validated in (after_batch, upto_batch], or with events since ``since_ms``."""
+                   since_ms: int | None) -> list[str]:
+    """Groups with events validated in (after_batch, upto_batch], or with events since ``since_ms``.
+
+    A list, not a DataFrame: the reads and MERGEs downstream take it as a literal list,
+    which Delta skips files by (a join skips none)."""
     events = lake.read(spark, lake.table_path(config.lake_path, lake.EVENTS))
     cond = (F.col("validate_batch") > after_batch) & (F.col("validate_batch") <= upto_batch)
     if since_ms is not None:
         cond = cond | (F.col("event_time_ms") >= since_ms)
-    return events.where(cond).select("group_id").distinct()
+    return sorted(r[0] for r in events.where(cond).select("group_id").distinct().collect())
 
 
-def events_of(spark: SparkSession, config: PipelineConfig, groups: DataFrame) -> DataFrame:
-    events = lake.read(spark, lake.table_path(config.lake_path, lake.EVENTS))
-    return events.join(F.broadcast(groups), "group_id")
+def events_of(spark: SparkSession, config: PipelineConfig, groups: list[str]) -> DataFrame:
+    return lake.rows_of(spark, lake.table_path(config.lake_path, lake.EVENTS), "group_id", groups)
 
 
 def member_states(events: DataFrame) -> DataFrame:
@@ -65,26 +67,22 @@ def run_silver(spark: SparkSession, config: PipelineConfig, since_ms: int | None
         return {"groups": 0}
     last = lake.stage_mark(spark, config.lake_path, "silver")
     high = lake.read(spark, events_path).agg(F.max("validate_batch")).first()[0]
-    groups = changed_groups(spark, config, last, high, since_ms).persist()
-    try:
-        n = groups.count()
-        if n == 0:
-            progress("silver: no new events; nothing to do")
-            return {"groups": 0}
-        progress(f"silver: recomputing {n} group(s) with new events")
-        # Not cached: each output reads a few columns of one kind from Parquet, which costs
-        # less than caching every typed column of every event.
-        events = events_of(spark, config, groups)
-        outputs = [
-            (lake.MEMBER_STATES, member_states(events), ["event_id"]),
-            (lake.COMMITS, commits(events), ["event_id", "topic", "partition"]),
-            (lake.OWNERSHIP,
-             apply_per_group(events.select(*ENVELOPE_FOR_LOGIC), "group_id", ownership_intervals, INTERVAL_DDL),
-             ["assign_event_id", "topic", "partition"]),
-        ]
-        for table, rows, keys in outputs:
-            lake.replace_scope(spark, lake.table_path(config.lake_path, table), rows, keys, "group_id", groups)
-        lake.set_stage_mark(spark, config.lake_path, "silver", high)
-        return {"groups": n}
-    finally:
-        groups.unpersist()
+    groups = changed_groups(spark, config, last, high, since_ms)
+    if not groups:
+        progress("silver: no new events; nothing to do")
+        return {"groups": 0}
+    progress(f"silver: recomputing {len(groups)} group(s) with new events")
+    # Not cached: each output reads a few columns of one kind from Parquet, which costs
+    # less than caching every typed column of every event.
+    events = events_of(spark, config, groups)
+    outputs = [
+        (lake.MEMBER_STATES, member_states(events), ["event_id"]),
+        (lake.COMMITS, commits(events), ["event_id", "topic", "partition"]),
+        (lake.OWNERSHIP,
+         apply_per_group(events.select(*ENVELOPE_FOR_LOGIC), "group_id", ownership_intervals, INTERVAL_DDL),
+         ["assign_event_id", "topic", "partition"]),
+    ]
+    for table, rows, keys in outputs:
+        lake.replace_scope(spark, lake.table_path(config.lake_path, table), rows, keys, "group_id", groups)
+    lake.set_stage_mark(spark, config.lake_path, "silver", high)
+    return {"groups": len(groups)}

@@ -144,12 +144,6 @@ def rules(config: PipelineConfig) -> list[Rule]:
     return out
 
 
-def events_of_groups(spark: SparkSession, events_path: str, groups: list[str]) -> DataFrame:
-    """Silver events of the batch's groups, through a literal list that Delta prunes files
-    by (events files are sorted by group): a small batch reads a few files, not the table."""
-    return lake.read(spark, events_path).where(F.col("group_id").isin(groups))
-
-
 def known_sequence(spark: SparkSession, events_path: str, batch: DataFrame, groups: list[str]) -> DataFrame:
     """The sequence numbers silver already holds for the batch's agents.
 
@@ -158,7 +152,7 @@ def known_sequence(spark: SparkSession, events_path: str, batch: DataFrame, grou
     same gaps as the first attempt.
     """
     agents = batch.select("agent_id").distinct()
-    return (events_of_groups(spark, events_path, groups)
+    return (lake.rows_of(spark, events_path, "group_id", groups)
             .join(F.broadcast(agents), "agent_id")
             .join(batch.select(*BRONZE_KEYS), BRONZE_KEYS, "left_anti")
             .select("agent_id", "seq"))
@@ -329,7 +323,7 @@ def validate_batch(spark: SparkSession, config: PipelineConfig, validator: Valid
             firsts, first_keys = _earliest_per_event(valid), _earliest_per_event(valid_keys)
         seen_elsewhere = 0
         if groups is not None:  # a resent event has its first copy's group
-            existing = events_of_groups(spark, events_path, groups).select(
+            existing = lake.rows_of(spark, events_path, "group_id", groups).select(
                 "event_id", F.col("topic").alias("e_topic"), F.col("kafka_partition").alias("e_partition"),
                 F.col("kafka_offset").alias("e_offset"))
             seen_elsewhere = (first_keys.select("event_id", "topic", "kafka_partition", "kafka_offset")
