@@ -11,7 +11,7 @@ then on a fresh lake:
    parse: the least any pipeline on this stack must do);
 2. the full pipeline, stage by stage (ingest, validate, silver, gold), timed, with the
    peak RSS of the driver JVM and of the Python driver sampled every 0.2 s, and the
-   driver heap's peak, ceiling and GC time from the JVM's own MXBeans;
+   driver heap ceiling, peak in use, peak live after GC and GC time from the JVM's MXBeans;
 3. 1% more events and an incremental run, twice: new groups, then 1% of the groups
    going on (their whole history is recomputed: the incremental unit is the group).
 
@@ -33,28 +33,39 @@ ROUNDS = 20
 
 
 class PeakMemory:
-    """Peak RSS of this process and of its Java children while the block runs, and the
-    driver JVM's own heap figures: peak used per heap pool (summed, so an upper bound),
-    the heap's ceiling (-Xmx, i.e. spark.driver.memory, default 1g) and GC time."""
+    """Memory while the block runs: the driver JVM's heap ceiling (-Xmx, i.e.
+    spark.driver.memory, default 1g; in local mode the executors live in this JVM too),
+    its heap in use (sampled every 0.2 s), its live heap after each collection (what the
+    job really holds: the in-use figure also counts garbage not collected yet), GC time,
+    and the peak RSS of the JVM and of this Python process."""
 
     def __init__(self, spark) -> None:
         self._jvm = spark.sparkContext._jvm
-
-    def _beans(self):
         factory = self._jvm.java.lang.management.ManagementFactory
-        heap = [p for p in factory.getMemoryPoolMXBeans() if str(p.getType()) == "Heap memory"]
-        return heap, list(factory.getGarbageCollectorMXBeans())
+        self._heap_pools = {str(p.getName()) for p in factory.getMemoryPoolMXBeans()
+                            if str(p.getType()) == "Heap memory"}
+        self._collectors = list(factory.getGarbageCollectorMXBeans())
+        self._runtime = self._jvm.java.lang.Runtime.getRuntime()
+
+    def _gc_ms(self) -> int:
+        return sum(c.getCollectionTime() for c in self._collectors)
 
     def __enter__(self) -> "PeakMemory":
-        self.python = self.jvm = 0
-        pools, collectors = self._beans()
-        for pool in pools:
-            pool.resetPeakUsage()
-        self._gc_ms = sum(c.getCollectionTime() for c in collectors)
+        self.python = self.jvm = self.heap_used = self.heap_live = 0
+        self._start_gc_ms = self._gc_ms()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
         self._thread.start()
         return self
+
+    def _live_after_last_gc(self) -> int:
+        live = 0
+        for collector in self._collectors:
+            info = collector.getLastGcInfo()  # com.sun.management.GarbageCollectorMXBean, on HotSpot
+            if info is not None:
+                after = info.getMemoryUsageAfterGc()
+                live = max(live, sum(after[name].getUsed() for name in after.keySet() if name in self._heap_pools))
+        return live
 
     def _sample(self) -> None:
         me = psutil.Process()
@@ -62,18 +73,20 @@ class PeakMemory:
             self.python = max(self.python, me.memory_info().rss)
             jvm = sum(c.memory_info().rss for c in me.children(recursive=True) if "java" in c.name())
             self.jvm = max(self.jvm, jvm)
+            self.heap_used = max(self.heap_used, self._runtime.totalMemory() - self._runtime.freeMemory())
+            self.heap_live = max(self.heap_live, self._live_after_last_gc())
 
     def __exit__(self, *exc) -> None:
         self._stop.set()
         self._thread.join()
-        pools, collectors = self._beans()
-        self.heap_peak = sum(p.getPeakUsage().getUsed() for p in pools)
-        self.heap_max = self._jvm.java.lang.Runtime.getRuntime().maxMemory()
-        self.gc_s = (sum(c.getCollectionTime() for c in collectors) - self._gc_ms) / 1000.0
+        self.heap_max = self._runtime.maxMemory()
+        self.gc_s = (self._gc_ms() - self._start_gc_ms) / 1000.0
 
     def __str__(self) -> str:
-        return (f"driver heap peak {self.heap_peak / 2**20:,.0f} of {self.heap_max / 2**20:,.0f} MiB "
-                f"(GC {self.gc_s:.1f} s), JVM RSS {self.jvm / 2**20:,.0f} MiB, Python {self.python / 2**20:,.0f} MiB")
+        mib = 2**20
+        return (f"driver heap: ceiling {self.heap_max / mib:,.0f} MiB, in use <= {self.heap_used / mib:,.0f}, "
+                f"live after GC <= {self.heap_live / mib:,.0f} (GC {self.gc_s:.1f} s); "
+                f"JVM RSS {self.jvm / mib:,.0f} MiB, Python {self.python / mib:,.0f} MiB")
 
 
 def produce(bootstrap: str, topic: str, groups: int, prefix: str, seed: int, from_round: int = 0) -> int:
