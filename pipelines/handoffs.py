@@ -28,6 +28,15 @@ L_p, fastest rate r seen). The group detected the loss at the next assignment (t
 A ``lost`` owner knew its offsets at the lost callback (exact duplicates), but not when
 the coordinator took the partition: unavailability within [first_fetch - min(lost, next
 assign), first_fetch - (last progress or assignment)].
+
+A next owner that gave the partition up again without reading it (revoked before its
+first fetch, a quick double rebalance) neither confirms nor causes duplicates: the
+previous owner's uncommitted records are read again by the first later owner that
+fetches, so that owner's first fetch offset confirms this handoff's duplicates (the
+next handoff, from an owner that processed nothing, counts none). The pause of this
+handoff ends when the idle owner gave the partition up (its release, or the next
+assignment if it never released it); the next handoff counts on from there, so the
+partition-seconds add up without overlap.
 """
 from __future__ import annotations
 
@@ -62,10 +71,20 @@ def _max_known(*offsets: int | None) -> int | None:
     return max(known) if known else None
 
 
-def handoff(prev: dict[str, Any], nxt: dict[str, Any]) -> dict[str, Any]:
-    """The handoff from interval ``prev`` to the next interval ``nxt`` of the same partition."""
+def _pause_end_ms(nxt: dict[str, Any]) -> int | None:
+    """When the partition became available again after being handed to ``nxt``: its first
+    fetch, or, if it gave the partition up without reading, when it did."""
+    if nxt["first_fetch_ms"] is not None or nxt["release_kind"] is None:
+        return nxt["first_fetch_ms"]
+    return nxt["released_ms"] if nxt["released_ms"] is not None else nxt["next_assigned_ms"]
+
+
+def handoff(prev: dict[str, Any], nxt: dict[str, Any], reader: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The handoff from interval ``prev`` to the next interval ``nxt`` of the same partition;
+    ``reader`` is the first interval from ``nxt`` on that fetched (default ``nxt``)."""
     kind = prev["release_kind"]
-    ff_ms, ff_off = nxt["first_fetch_ms"], nxt["first_fetch_offset"]
+    reader = nxt if reader is None else reader
+    ff_ms, ff_off = _pause_end_ms(nxt), reader["first_fetch_offset"]
     committed = _max_known(prev["committed_at_release"], prev["committed_max"])
     row = {
         "handoff_id": f"{prev['assign_event_id']}>{nxt['assign_event_id']}:{prev['topic']}/{prev['partition']}",
@@ -73,7 +92,8 @@ def handoff(prev: dict[str, Any], nxt: dict[str, Any]) -> dict[str, Any]:
         "prev_agent_id": prev["agent_id"], "prev_member_id": prev["member_id"], "next_agent_id": nxt["agent_id"],
         "next_member_id": nxt["member_id"], "same_owner": prev["agent_id"] == nxt["agent_id"],
         "release_kind": "crash" if kind == "unreleased" else kind, "revoke_ms": prev["released_ms"],
-        "assigned_ms": nxt["assigned_ms"], "first_fetch_ms": ff_ms, "first_fetch_offset": ff_off,
+        "assigned_ms": nxt["assigned_ms"], "first_fetch_ms": nxt["first_fetch_ms"],
+        "first_fetch_offset": nxt["first_fetch_offset"],
         "last_processed_at_revoke": prev["last_processed_at_release"], "committed_at_revoke": committed,
         "revoke_callback_ms": prev["callback_ms"], "revoke_event_id": prev["release_event_id"],
         "commit_in_revoke": prev["commit_in_revoke"],
@@ -97,8 +117,8 @@ def handoff(prev: dict[str, Any], nxt: dict[str, Any]) -> dict[str, Any]:
         if lower is not None and prev["last_progress_ms"] is not None:
             window_s = max(0.0, (nxt["assigned_ms"] - prev["last_progress_ms"]) / 1000.0)
             upper = lower + math.ceil((prev["max_rate_per_s"] or 0.0) * window_s)
-            if nxt["first_progress_log_end"] is not None and ff_off is not None:
-                upper = max(lower, min(upper, nxt["first_progress_log_end"] - ff_off))
+            if reader["first_progress_log_end"] is not None and ff_off is not None:
+                upper = max(lower, min(upper, reader["first_progress_log_end"] - ff_off))
         row.update(unavailable_s=None, unavailable_lower_s=_seconds(ff_ms, nxt["assigned_ms"]),
                    unavailable_upper_s=_seconds(ff_ms, prev["last_progress_ms"] or prev["assigned_ms"]),
                    duplicates_confirmed=None, duplicates_lower=lower, duplicates_upper=upper,
@@ -115,5 +135,10 @@ def handoffs_of(intervals: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for rows in by_partition.values():
         rows.sort(key=lambda r: (r["assigned_ms"], r["assign_event_id"]))
-        out.extend(handoff(prev, nxt) for prev, nxt in zip(rows, rows[1:]) if prev["release_kind"] is not None)
+        readers: list[dict[str, Any] | None] = [None] * len(rows)  # per interval: it, or the first later one that fetched
+        for i in reversed(range(len(rows))):
+            fetched = rows[i]["first_fetch_offset"] is not None
+            readers[i] = rows[i] if fetched or i + 1 == len(rows) else readers[i + 1]
+        out.extend(handoff(rows[i], rows[i + 1], readers[i + 1])
+                   for i in range(len(rows) - 1) if rows[i]["release_kind"] is not None)
     return out
