@@ -33,8 +33,8 @@ def _struct(fields: list[tuple[str, str]]) -> str:
 
 
 # Both outputs of one gold_of_group call, one handoff or one episode per row (the other
-# is null), split in Spark. Not one row per group with two arrays: Spark caches rows in
-# batches of 10k, and 10k groups' arrays (the 10M-event benchmark) filled the 1 GiB heap.
+# is null), split in Spark: rows of bounded size, where one row per group with two
+# arrays grows with the group's history.
 GOLD_ROW_DDL = f"handoff {_struct(GOLD_HANDOFF_FIELDS)}, episode {_struct(EPISODE_FIELDS)}"
 
 
@@ -65,22 +65,20 @@ def run_gold(spark: SparkSession, config: PipelineConfig, since_ms: int | None =
         return ([{"handoff": h, "episode": None} for h in handoffs]
                 + [{"handoff": None, "episode": e} for e in episodes])
 
-    # Persisted so the Python pass runs once for both outputs.
-    rows = apply_per_group(tagged, "group_id", gold, GOLD_ROW_DDL).persist()
+    # Spilled (written once, read back) so the Python pass runs once for both outputs.
+    rows = lake.spill(spark, apply_per_group(tagged, "group_id", gold, GOLD_ROW_DDL),
+                      f"{config.checkpoint_path}/gold_rows")
     handoffs = rows.where(F.col("handoff").isNotNull()).select("handoff.*")
     episodes = rows.where(F.col("episode").isNotNull()).select("episode.*")
-    try:
-        lake.replace_scope(spark, lake.table_path(config.lake_path, lake.HANDOFFS), handoffs, ["handoff_id"],
-                           "group_id", groups)
-        lake.replace_scope(spark, lake.table_path(config.lake_path, lake.EPISODES), episodes, ["episode_id"],
-                           "group_id", groups)
-        lake.replace_scope(spark, lake.table_path(config.lake_path, lake.METRICS),
-                           group_metrics(handoffs, episodes, events),
-                           ["group_id", "grain", "period_start", "cause"], "group_id", groups)
-        lake.set_stage_mark(spark, config.lake_path, "gold", silver_mark)
-        return {"groups": len(groups), "handoffs": handoffs.count(), "episodes": episodes.count()}
-    finally:
-        rows.unpersist()
+    lake.replace_scope(spark, lake.table_path(config.lake_path, lake.HANDOFFS), handoffs, ["handoff_id"],
+                       "group_id", groups)
+    lake.replace_scope(spark, lake.table_path(config.lake_path, lake.EPISODES), episodes, ["episode_id"],
+                       "group_id", groups)
+    lake.replace_scope(spark, lake.table_path(config.lake_path, lake.METRICS),
+                       group_metrics(handoffs, episodes, events),
+                       ["group_id", "grain", "period_start", "cause"], "group_id", groups)
+    lake.set_stage_mark(spark, config.lake_path, "gold", silver_mark)
+    return {"groups": len(groups), "handoffs": handoffs.count(), "episodes": episodes.count()}
 
 
 def _stage_runners(since_ms: int | None, progress: Callable[[str], Any]):

@@ -48,6 +48,17 @@ def rows_of(spark: SparkSession, path: str, column: str, values: Sequence[Any]) 
     return read(spark, path).where(F.col(column).isin(list(values)))
 
 
+def spill(spark: SparkSession, rows: DataFrame, path: str) -> DataFrame:
+    """``rows`` computed once and written to Parquet at ``path`` (replacing what a previous
+    run left), read back: for a result read several times that is too big to cache.
+
+    Why not ``persist()``: Spark caches rows in columnar batches of 10k rows built on the
+    heap, and in local mode the executors share the driver's heap (1 GiB by default);
+    gold's rows ran the 10M-event benchmark out of it. Parquet streams them to disk."""
+    rows.write.mode("overwrite").parquet(path)
+    return spark.read.parquet(path)
+
+
 def version(spark: SparkSession, path: str) -> int:
     """The table's latest Delta version, -1 when it does not exist yet."""
     from delta.tables import DeltaTable
