@@ -66,19 +66,20 @@ def run_gold(spark: SparkSession, config: PipelineConfig, since_ms: int | None =
                 + [{"handoff": None, "episode": e} for e in episodes])
 
     # Spilled (written once, read back) so the Python pass runs once for both outputs.
-    rows = lake.spill(spark, apply_per_group(tagged, "group_id", gold, GOLD_ROW_DDL),
-                      f"{config.checkpoint_path}/gold_rows")
-    handoffs = rows.where(F.col("handoff").isNotNull()).select("handoff.*")
-    episodes = rows.where(F.col("episode").isNotNull()).select("episode.*")
-    lake.replace_scope(spark, lake.table_path(config.lake_path, lake.HANDOFFS), handoffs, ["handoff_id"],
-                       "group_id", groups)
-    lake.replace_scope(spark, lake.table_path(config.lake_path, lake.EPISODES), episodes, ["episode_id"],
-                       "group_id", groups)
-    lake.replace_scope(spark, lake.table_path(config.lake_path, lake.METRICS),
-                       group_metrics(handoffs, episodes, events),
-                       ["group_id", "grain", "period_start", "cause"], "group_id", groups)
+    with lake.spilled(spark, apply_per_group(tagged, "group_id", gold, GOLD_ROW_DDL),
+                      f"{config.checkpoint_path}/gold_rows") as rows:
+        handoffs = rows.where(F.col("handoff").isNotNull()).select("handoff.*")
+        episodes = rows.where(F.col("episode").isNotNull()).select("episode.*")
+        lake.replace_scope(spark, lake.table_path(config.lake_path, lake.HANDOFFS), handoffs, ["handoff_id"],
+                           "group_id", groups)
+        lake.replace_scope(spark, lake.table_path(config.lake_path, lake.EPISODES), episodes, ["episode_id"],
+                           "group_id", groups)
+        lake.replace_scope(spark, lake.table_path(config.lake_path, lake.METRICS),
+                           group_metrics(handoffs, episodes, events),
+                           ["group_id", "grain", "period_start", "cause"], "group_id", groups)
+        counts = {"handoffs": handoffs.count(), "episodes": episodes.count()}
     lake.set_stage_mark(spark, config.lake_path, "gold", silver_mark)
-    return {"groups": len(groups), "handoffs": handoffs.count(), "episodes": episodes.count()}
+    return {"groups": len(groups), **counts}
 
 
 def _stage_runners(since_ms: int | None, progress: Callable[[str], Any]):

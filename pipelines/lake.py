@@ -7,7 +7,8 @@ same rows leaves every table at the same Delta version.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from functools import reduce
 from typing import Any
 
@@ -48,15 +49,22 @@ def rows_of(spark: SparkSession, path: str, column: str, values: Sequence[Any]) 
     return read(spark, path).where(F.col(column).isin(list(values)))
 
 
-def spill(spark: SparkSession, rows: DataFrame, path: str) -> DataFrame:
-    """``rows`` computed once and written to Parquet at ``path`` (replacing what a previous
-    run left), read back: for a result read several times that is too big to cache.
+@contextmanager
+def spilled(spark: SparkSession, rows: DataFrame, path: str) -> Iterator[DataFrame]:
+    """``rows`` computed once and written to Parquet at ``path`` (replacing what a crashed
+    run left), read back for the block and deleted after it: for a result read several
+    times that is too big to cache.
 
     Why not ``persist()``: Spark caches rows in columnar batches of 10k rows built on the
     heap, and in local mode the executors share the driver's heap (1 GiB by default);
     gold's rows ran the 10M-event benchmark out of it. Parquet streams them to disk."""
     rows.write.mode("overwrite").parquet(path)
-    return spark.read.parquet(path)
+    try:
+        yield spark.read.parquet(path)
+    finally:
+        jvm = spark.sparkContext._jvm
+        hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
+        hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).delete(hadoop_path, True)
 
 
 def version(spark: SparkSession, path: str) -> int:

@@ -1,6 +1,8 @@
 """The spine: telemetry on a real topic -> bronze -> validated events -> silver -> gold, checked by hand."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from pipelines import lake
@@ -57,3 +59,11 @@ def test_metrics_add_up(spark, landed):
     assert day_all["lost_partitions"] == 1
     assert day_all["records_processed"] == 100 + 50 + 70 + 30 + 20 + 181
     assert day_all["partition_seconds_unavailable"] == pytest.approx(0.7 + 0.8 + 0.7)
+
+
+def test_spilled_rows_do_not_outlive_the_run(landed):
+    """Gold's Python pass is spilled to Parquet under the checkpoints; a finished run
+    removes it, so the lake does not keep a second copy of its gold rows."""
+    config = landed[2]
+    assert Path(config.checkpoint_path, "validate").is_dir()  # the checkpoints are where we look
+    assert not Path(config.checkpoint_path, "gold_rows").exists()
