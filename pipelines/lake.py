@@ -79,20 +79,30 @@ def version(spark: SparkSession, path: str) -> int:
 ROWS_PER_FILE = 250_000  # a file covers a narrow slice of the sort column, so scoped reads skip most files
 
 
+def _layout(rows: DataFrame, sort_by: Sequence[str]):
+    """The writer of every table's data files: rows sorted by ``sort_by`` within each task
+    and cut every ROWS_PER_FILE rows, so each file's min/max of the sort column is a
+    narrow range."""
+    return (rows.sortWithinPartitions(*sort_by).write.format("delta").mode("append")
+            .option("maxRecordsPerFile", ROWS_PER_FILE))
+
+
 def create(rows: DataFrame, path: str, sort_by: Sequence[str], stats_columns: Sequence[str],
            partition_by: Sequence[str] = ()) -> None:
-    """Write a new table: rows sorted by ``sort_by`` within each task and cut every
-    ROWS_PER_FILE rows, so each file's min/max of the sort column is a narrow range;
-    Delta keeps statistics only for ``stats_columns`` (the ones reads and MERGEs prune
-    by: collecting them for every nested body field costs a third of the write), and
-    deletion vectors are on, so a MERGE that changes a few rows marks them instead of
-    rewriting their files."""
-    (rows.sortWithinPartitions(*sort_by).write.format("delta").mode("append")
-     .partitionBy(*partition_by)
-     .option("maxRecordsPerFile", ROWS_PER_FILE)
+    """Write a new table in ``_layout``; Delta keeps statistics only for ``stats_columns``
+    (the ones reads and MERGEs prune by: collecting them for every nested body field
+    costs a third of the write), and deletion vectors are on, so a MERGE that changes a
+    few rows marks them instead of rewriting their files."""
+    (_layout(rows, sort_by).partitionBy(*partition_by)
      .option("delta.dataSkippingStatsColumns", ",".join(stats_columns))
      .option("delta.enableDeletionVectors", "true")
      .save(path))
+
+
+def _holds_any(spark: SparkSession, path: str, column: str, values: Sequence[Any]) -> bool:
+    """Whether the table has a row whose ``column`` is one of ``values`` (reads the few
+    files whose statistics allow them)."""
+    return not rows_of(spark, path, column, values).limit(1).isEmpty()
 
 
 def _same(keys: Sequence[str], left: str, right: str) -> Column:
@@ -115,6 +125,9 @@ def insert_new(spark: SparkSession, path: str, rows: DataFrame, keys: Sequence[s
     cond = _same(keys, "t", "s")
     column, values = scope
     if values is not None:
+        if not _holds_any(spark, path, column, values):  # nothing to match: an append, without a MERGE's joins
+            _layout(rows, sort_by).save(path)
+            return
         cond = cond & F.col(f"t.`{column}`").isin(values)
     DeltaTable.forPath(spark, path).alias("t").merge(rows.alias("s"), cond).whenNotMatchedInsertAll().execute()
 
@@ -140,11 +153,14 @@ def replace_scope(spark: SparkSession, path: str, rows: DataFrame, keys: Sequenc
     """
     from delta.tables import DeltaTable
 
+    columns = list(dict.fromkeys([scope_column, *keys]))
     if not exists(spark, path):
-        columns = list(dict.fromkeys([scope_column, *keys]))
         create(rows, path, columns, columns)
         return
     if not scope_values:
+        return
+    if not _holds_any(spark, path, scope_column, scope_values):  # a new scope: an append, without a MERGE's joins
+        _layout(rows, columns).save(path)
         return
     cached_here = not rows.is_cached  # the source is read twice (rows and deletions): compute it once
     if cached_here:
