@@ -1,9 +1,10 @@
 """Table names and paths of the lake, and the one way the jobs write to them.
 
 Layout under ``lake_path``: ``bronze/``, ``silver/``, ``gold/``, ``audit/`` (validation
-summary, stage progress). Writes are MERGEs scoped to what a run recomputed, and a
-row is only rewritten when one of its values changed, so a rerun that recomputes the
-same rows leaves every table at the same Delta version.
+summary, stage progress). Writes are MERGEs scoped to what a run recomputed (an
+append when the table holds nothing of that scope yet), and a row is only rewritten
+when one of its values changed, so a rerun that recomputes the same rows leaves every
+table at the same Delta version.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from contextlib import contextmanager
 from functools import reduce
 from typing import Any
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, DataFrameWriter, SparkSession
 from pyspark.sql import functions as F
 
 BRONZE = "bronze/telemetry_raw"
@@ -79,7 +80,7 @@ def version(spark: SparkSession, path: str) -> int:
 ROWS_PER_FILE = 250_000  # a file covers a narrow slice of the sort column, so scoped reads skip most files
 
 
-def _layout(rows: DataFrame, sort_by: Sequence[str]):
+def _layout(rows: DataFrame, sort_by: Sequence[str]) -> DataFrameWriter:
     """The writer of every table's data files: rows sorted by ``sort_by`` within each task
     and cut every ROWS_PER_FILE rows, so each file's min/max of the sort column is a
     narrow range."""
