@@ -67,12 +67,20 @@ class PeakMemory:
                 live = max(live, sum(after[name].getUsed() for name in after.keySet() if name in self._heap_pools))
         return live
 
+    @staticmethod
+    def _rss_of_jvm(child: psutil.Process) -> int:
+        """A child's RSS if it is a JVM; 0 for others and for children that exited while we
+        looked (Python workers come and go: an unchecked exit killed this sampler once)."""
+        try:
+            return child.memory_info().rss if "java" in child.name() else 0
+        except psutil.NoSuchProcess:
+            return 0
+
     def _sample(self) -> None:
         me = psutil.Process()
         while not self._stop.wait(0.2):
             self.python = max(self.python, me.memory_info().rss)
-            jvm = sum(c.memory_info().rss for c in me.children(recursive=True) if "java" in c.name())
-            self.jvm = max(self.jvm, jvm)
+            self.jvm = max(self.jvm, sum(self._rss_of_jvm(c) for c in me.children(recursive=True)))
             self.heap_used = max(self.heap_used, self._runtime.totalMemory() - self._runtime.freeMemory())
             self.heap_live = max(self.heap_live, self._live_after_last_gc())
 

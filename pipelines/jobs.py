@@ -53,7 +53,7 @@ def run_gold(spark: SparkSession, config: PipelineConfig, since_ms: int | None =
     progress(f"gold: recomputing {len(groups)} group(s)")
     gap = config.episode_gap_s
     intervals = lake.rows_of(spark, lake.table_path(config.lake_path, lake.OWNERSHIP), "group_id", groups)
-    events = events_of(spark, config, groups)  # not cached: the two readers need few, different columns
+    events = events_of(spark, config, groups, silver_mark)  # not cached: the two readers need few, different columns
     rebalance_events = events.where(F.col("kind").isin(sorted(CLUSTER_KINDS))).select(*ENVELOPE_FOR_LOGIC)
     tagged = intervals.select("group_id", F.struct(*intervals.columns).alias("interval")).unionByName(
         rebalance_events.select("group_id", F.struct(*ENVELOPE_FOR_LOGIC).alias("event")),

@@ -80,24 +80,43 @@ def version(spark: SparkSession, path: str) -> int:
 ROWS_PER_FILE = 250_000  # a file covers a narrow slice of the sort column, so scoped reads skip most files
 
 
-def _layout(rows: DataFrame, sort_by: Sequence[str]) -> DataFrameWriter:
+def _layout(rows: DataFrame, sort_by: Sequence[str], partition_by: Sequence[str] = ()) -> DataFrameWriter:
     """The writer of every table's data files: rows sorted by ``sort_by`` within each task
     and cut every ROWS_PER_FILE rows, so each file's min/max of the sort column is a
-    narrow range."""
-    return (rows.sortWithinPartitions(*sort_by).write.format("delta").mode("append")
-            .option("maxRecordsPerFile", ROWS_PER_FILE))
+    narrow range. The partition columns lead the sort: the file writer needs rows
+    grouped by them and would otherwise sort the rows a second time, by them alone."""
+    return (rows.sortWithinPartitions(*partition_by, *sort_by).write.format("delta").mode("append")
+            .partitionBy(*partition_by).option("maxRecordsPerFile", ROWS_PER_FILE))
 
 
 def create(rows: DataFrame, path: str, sort_by: Sequence[str], stats_columns: Sequence[str],
            partition_by: Sequence[str] = ()) -> None:
     """Write a new table in ``_layout``; Delta keeps statistics only for ``stats_columns``
     (the ones reads and MERGEs prune by: collecting them for every nested body field
-    costs a third of the write), and deletion vectors are on, so a MERGE that changes a
-    few rows marks them instead of rewriting their files."""
-    (_layout(rows, sort_by).partitionBy(*partition_by)
+    costs a third of the write), and deletion vectors are on, so a MERGE or DELETE that
+    removes a few rows marks them instead of rewriting their files."""
+    (_layout(rows, sort_by, partition_by)
      .option("delta.dataSkippingStatsColumns", ",".join(stats_columns))
      .option("delta.enableDeletionVectors", "true")
      .save(path))
+
+
+def append(spark: SparkSession, path: str, rows: DataFrame, sort_by: Sequence[str], stats_columns: Sequence[str],
+           partition_by: Sequence[str] = ()) -> None:
+    """Append ``rows`` in ``_layout`` (creating the table as ``create`` does)."""
+    if exists(spark, path):
+        _layout(rows, sort_by, partition_by).save(path)
+    else:
+        create(rows, path, sort_by, stats_columns, partition_by)
+
+
+def delete_rows(spark: SparkSession, path: str, condition: Column) -> None:
+    """Delete the rows matching ``condition``; when no file's statistics allow one, a
+    look at the statistics and no commit."""
+    from delta.tables import DeltaTable
+
+    if exists(spark, path) and not read(spark, path).where(condition).limit(1).isEmpty():
+        DeltaTable.forPath(spark, path).delete(condition)
 
 
 def _holds_any(spark: SparkSession, path: str, column: str, values: Sequence[Any]) -> bool:
@@ -106,7 +125,7 @@ def _holds_any(spark: SparkSession, path: str, column: str, values: Sequence[Any
     return not rows_of(spark, path, column, values).limit(1).isEmpty()
 
 
-def _same(keys: Sequence[str], left: str, right: str) -> Column:
+def same_keys(keys: Sequence[str], left: str, right: str) -> Column:
     """Null-safe equality of the key columns of two aliased sides."""
     return reduce(lambda a, b: a & b, [F.col(f"{left}.`{k}`").eqNullSafe(F.col(f"{right}.`{k}`")) for k in keys])
 
@@ -120,15 +139,13 @@ def insert_new(spark: SparkSession, path: str, rows: DataFrame, keys: Sequence[s
     reads only the files whose statistics allow those values."""
     from delta.tables import DeltaTable
 
-    if not exists(spark, path):
-        create(rows, path, sort_by, stats_columns, partition_by)
-        return
-    cond = _same(keys, "t", "s")
     column, values = scope
+    # A new table, or nothing of the scope to match: an append, without a MERGE's joins.
+    if not exists(spark, path) or (values is not None and not _holds_any(spark, path, column, values)):
+        append(spark, path, rows, sort_by, stats_columns, partition_by)
+        return
+    cond = same_keys(keys, "t", "s")
     if values is not None:
-        if not _holds_any(spark, path, column, values):  # nothing to match: an append, without a MERGE's joins
-            _layout(rows, sort_by).save(path)
-            return
         cond = cond & F.col(f"t.`{column}`").isin(values)
     DeltaTable.forPath(spark, path).alias("t").merge(rows.alias("s"), cond).whenNotMatchedInsertAll().execute()
 
@@ -155,20 +172,19 @@ def replace_scope(spark: SparkSession, path: str, rows: DataFrame, keys: Sequenc
     from delta.tables import DeltaTable
 
     columns = list(dict.fromkeys([scope_column, *keys]))
-    if not exists(spark, path):
-        create(rows, path, columns, columns)
+    if exists(spark, path) and not scope_values:
         return
-    if not scope_values:
-        return
-    if not _holds_any(spark, path, scope_column, scope_values):  # a new scope: an append, without a MERGE's joins
-        _layout(rows, columns).save(path)
+    # A new table or a new scope: an append, without a MERGE's joins.
+    if not exists(spark, path) or not _holds_any(spark, path, scope_column, scope_values):
+        append(spark, path, rows, columns, columns)
         return
     cached_here = not rows.is_cached  # the source is read twice (rows and deletions): compute it once
     if cached_here:
         rows.persist()
     try:
         target = rows_of(spark, path, scope_column, scope_values)
-        gone = target.select(*keys).alias("g").join(rows.select(*keys).alias("r"), _same(keys, "g", "r"), "left_anti")
+        gone = (target.select(*keys).alias("g")
+                .join(rows.select(*keys).alias("r"), same_keys(keys, "g", "r"), "left_anti"))
         source = rows.withColumn(DELETE, F.lit(False)).unionByName(
             gone.withColumn(DELETE, F.lit(True)), allowMissingColumns=True)
         values = [c for c in rows.columns if c not in keys]
@@ -177,7 +193,7 @@ def replace_scope(spark: SparkSession, path: str, rows: DataFrame, keys: Sequenc
         deleting = F.col(f"s.{DELETE}")
         every = {f"`{c}`": F.col(f"s.`{c}`") for c in rows.columns}
         (DeltaTable.forPath(spark, path).alias("t")
-         .merge(source.alias("s"), _same(keys, "t", "s") & F.col(f"t.`{scope_column}`").isin(list(scope_values)))
+         .merge(source.alias("s"), same_keys(keys, "t", "s") & F.col(f"t.`{scope_column}`").isin(list(scope_values)))
          .whenMatchedDelete(condition=deleting)
          .whenMatchedUpdate(condition=~deleting & changed, set=every)
          .whenNotMatchedInsert(condition=~deleting, values=every)
@@ -185,6 +201,19 @@ def replace_scope(spark: SparkSession, path: str, rows: DataFrame, keys: Sequenc
     finally:
         if cached_here:
             rows.unpersist()
+
+
+def validated_through(spark: SparkSession, lake_path: str) -> int:
+    """The last validation batch whose events are final: its summary passed (-1: none).
+
+    Validation appends a batch's rows to events before it deletes the ones that failed
+    or repeat; rows of a later batch id are in flight (or left by a crashed attempt,
+    which the replay deletes), and readers of events stop here."""
+    path = table_path(lake_path, VALIDATION_SUMMARY)
+    if not exists(spark, path):
+        return -1
+    high = read(spark, path).where("passed").agg(F.max("validate_batch")).first()[0]
+    return -1 if high is None else int(high)
 
 
 def stage_mark(spark: SparkSession, lake_path: str, stage: str) -> int:

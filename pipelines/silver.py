@@ -32,8 +32,10 @@ def changed_groups(spark: SparkSession, config: PipelineConfig, after_batch: int
     return sorted(r[0] for r in events.where(cond).select("group_id").distinct().collect())
 
 
-def events_of(spark: SparkSession, config: PipelineConfig, groups: list[str]) -> DataFrame:
-    return lake.rows_of(spark, lake.table_path(config.lake_path, lake.EVENTS), "group_id", groups)
+def events_of(spark: SparkSession, config: PipelineConfig, groups: list[str], upto_batch: int) -> DataFrame:
+    """The groups' events of validation batches up to ``upto_batch`` (later ones may be in flight)."""
+    return (lake.rows_of(spark, lake.table_path(config.lake_path, lake.EVENTS), "group_id", groups)
+            .where(F.col("validate_batch") <= upto_batch))
 
 
 def member_states(events: DataFrame) -> DataFrame:
@@ -61,12 +63,11 @@ def commits(events: DataFrame) -> DataFrame:
 
 def run_silver(spark: SparkSession, config: PipelineConfig, since_ms: int | None = None,
                progress=print) -> dict[str, int]:
-    events_path = lake.table_path(config.lake_path, lake.EVENTS)
-    if not lake.exists(spark, events_path):
+    high = lake.validated_through(spark, config.lake_path)
+    if high < 0:
         progress("silver: no events yet (run validate first); nothing to do")
         return {"groups": 0}
     last = lake.stage_mark(spark, config.lake_path, "silver")
-    high = lake.read(spark, events_path).agg(F.max("validate_batch")).first()[0]
     groups = changed_groups(spark, config, last, high, since_ms)
     if not groups:
         progress("silver: no new events; nothing to do")
@@ -74,7 +75,7 @@ def run_silver(spark: SparkSession, config: PipelineConfig, since_ms: int | None
     progress(f"silver: recomputing {len(groups)} group(s) with new events")
     # Not cached: each output reads a few columns of one kind from Parquet, which costs
     # less than caching every typed column of every event.
-    events = events_of(spark, config, groups)
+    events = events_of(spark, config, groups, high)
     outputs = [
         (lake.MEMBER_STATES, member_states(events), ["event_id"]),
         (lake.COMMITS, commits(events), ["event_id", "topic", "partition"]),

@@ -16,19 +16,17 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import reduce
 from typing import Any
 
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, Row, SparkSession, Window
 from pyspark.sql import functions as F
 
 from pipelines import lake, telemetry_schema as ts
 from pipelines.config import PipelineConfig
 from pipelines.errors import LensError
 
-ROW_ID = "bronze_row"
 BRONZE_KEYS = ["topic", "kafka_partition", "kafka_offset"]  # a record's place in the topic
 
 
@@ -81,42 +79,53 @@ def _offset_arrays(node: dict[str, Any], path: str, in_array: bool = False) -> l
 
 
 def _min_offset() -> Column:
-    """The smallest offset in the body, -1001 (unknown) excepted."""
+    """The smallest offset in the body, -1001 (unknown) excepted. (``array_remove`` scans
+    the array; ``array_except`` built a hash set per row and cost five times as much.)"""
     branches = F.lit(None).cast("bigint")
     for definition in sorted(set(ts.body_definitions().values())):
         parts = _offset_arrays(ts.contract()["$defs"][definition], f"`{definition}`")
         if parts:
-            expr = F.expr(f"array_min(array_except(concat({', '.join(parts)}), array(-1001L)))")
+            expr = F.expr(f"array_min(array_remove(concat({', '.join(parts)}), -1001L))")
             branches = F.when(F.col(f"`{definition}`").isNotNull(), expr).otherwise(branches)
     return branches
 
 
 def _body_missing() -> Column:
-    """Names of the kind's required body fields that are absent, or null when complete."""
-    out = F.lit(None).cast("string")
-    for kind, definition in ts.body_definitions().items():
-        required = ts.required_body_fields(definition)
-        missing = F.concat_ws(",", *[F.when(F.col(f"`{definition}`.`{f}`").isNull(), F.lit(f)) for f in required])
-        out = F.when(F.col("kind") == kind, F.when(F.col(f"`{definition}`").isNull(), F.lit("body"))
-                     .otherwise(F.nullif(missing, F.lit("")))).otherwise(out)
+    """Names of the kind's required body fields that are absent ("body" when the body
+    did not parse), or null when complete. Per row only a test for nulls runs: the
+    names are built only for an incomplete body."""
+    out = F.when(F.col("kind").isin(list(ts.body_definitions())), F.lit("body"))
+    for definition in sorted(set(ts.body_definitions().values())):
+        fields = [F.col(f"`{definition}`.`{f}`") for f in ts.required_body_fields(definition)]
+        names = F.concat_ws(",", *[F.when(c.isNull(), F.lit(f))
+                                   for c, f in zip(fields, ts.required_body_fields(definition))])
+        incomplete = reduce(lambda a, b: a | b, [c.isNull() for c in fields], F.lit(False))
+        out = F.when(F.col(f"`{definition}`").isNotNull(), F.when(incomplete, names)).otherwise(out)
     return out
 
 
 def parse(bronze: DataFrame) -> DataFrame:
-    """Bronze rows with the envelope, a typed struct per body definition, and the derived checks."""
+    """Bronze rows with the envelope and a typed struct per body definition (what silver
+    ``events`` holds), and the corrupt-record column of from_json."""
     text = F.col("value").cast("string")
     env = F.from_json(text, ts.envelope_schema(), {"columnNameOfCorruptRecord": ts.CORRUPT_COLUMN,
                                                    "mode": "PERMISSIVE"})
-    df = bronze.withColumn(ROW_ID, F.concat_ws(":", "topic", "kafka_partition", "kafka_offset")) \
-        .withColumn("_env", env).select("*", "_env.*").drop("_env")
+    df = bronze.withColumn("_env", env).select("*", "_env.*").drop("_env")
     df = df.withColumn(ts.CORRUPT_COLUMN, F.when(text.isNull(), F.lit("<null value>"))
                        .otherwise(F.col(ts.CORRUPT_COLUMN)))
     for definition in sorted(set(ts.body_definitions().values())):
         kinds = [k for k, d in ts.body_definitions().items() if d == definition]
         df = df.withColumn(definition, F.when(F.col("kind").isin(kinds),
                                               F.from_json("body", ts.body_schema(definition))))
+    return df
+
+
+def with_checks(typed: DataFrame) -> DataFrame:
+    """Typed rows (parsed, or read back from ``events``) with the columns the rules check
+    that the contract does not hold as such: lag behind Kafka, smallest offset, missing
+    body fields."""
     ts_ms = (F.unix_micros(F.col("kafka_timestamp")) / 1000).cast("bigint")
-    return (df.withColumn("event_lag_ms", ts_ms - F.col("event_time_ms"))
+    return (typed.withColumn("event_lag_ms", ts_ms - F.col("event_time_ms"))
             .withColumn("min_offset", _min_offset())
             .withColumn("body_missing", _body_missing()))
 
@@ -144,22 +153,21 @@ def rules(config: PipelineConfig) -> list[Rule]:
     return out
 
 
-def known_sequence(spark: SparkSession, events_path: str, batch: DataFrame, groups: list[str]) -> DataFrame:
-    """The sequence numbers silver already holds for the batch's agents.
+def known_sequence(spark: SparkSession, events_path: str, batch_id: int, groups: list[str],
+                   agents: DataFrame) -> DataFrame:
+    """The sequence numbers earlier batches left in silver for ``agents``.
 
-    Read through the batch's ``groups`` (an agent belongs to one group). Silver rows that
-    came from this very batch are left out, so a replayed batch (after a crash) gets the
-    same gaps as the first attempt.
+    Read through the batch's ``groups`` (an agent belongs to one group). Rows of this
+    batch id are left out, so a replayed batch (after a crash) gets the gaps of its
+    first attempt.
     """
-    agents = batch.select("agent_id").distinct()
-    return (lake.rows_of(spark, events_path, "group_id", groups)
-            .join(F.broadcast(agents), "agent_id")
-            .join(batch.select(*BRONZE_KEYS), BRONZE_KEYS, "left_anti")
-            .select("agent_id", "seq"))
+    return (lake.rows_of(spark, events_path, "group_id", groups).where(F.col("validate_batch") < batch_id)
+            .join(F.broadcast(agents), "agent_id").select("agent_id", "seq"))
 
 
 def with_seq_gaps(batch: DataFrame, known: DataFrame | None) -> DataFrame:
-    """Per row, how many of the agent's sequence numbers are missing just before it.
+    """Per row of ``batch`` (agent_id, seq, bronze keys), how many of the agent's sequence
+    numbers are missing just before it.
 
     The previous number is the highest one below it among the batch and the agent's
     events already in silver (``known``), so a resent (duplicate) event neither opens
@@ -168,19 +176,24 @@ def with_seq_gaps(batch: DataFrame, known: DataFrame | None) -> DataFrame:
     """
     timeline = batch if known is None else batch.unionByName(known, allowMissingColumns=True)
     # Rows without a sequence number sit in their own partition: they precede nobody.
-    w = Window.partitionBy("agent_id", F.col("seq").isNull()).orderBy("seq", F.col(ROW_ID).asc_nulls_first())
+    # Known rows have no bronze keys: they come first among equal sequence numbers.
+    w = Window.partitionBy("agent_id", F.col("seq").isNull()).orderBy(
+        "seq", *[F.col(k).asc_nulls_first() for k in BRONZE_KEYS])
     prev = F.lag("seq").over(w)
     gap = (F.when(F.col("agent_id").isNull() | F.col("seq").isNull(), F.lit(None))
            .when(prev.isNull(), F.col("seq")).when(prev == F.col("seq"), F.lit(0))
            .otherwise(F.col("seq") - prev - 1))
-    return timeline.withColumn("seq_gap", gap).where(F.col(ROW_ID).isNotNull())
+    return timeline.withColumn("seq_gap", gap).where(F.col(BRONZE_KEYS[0]).isNotNull())
 
 
 NULL_CHECKS = {"ExpectColumnValuesToBeNull", "ExpectColumnValuesToNotBeNull"}
+TIMELINE_COLUMNS = {"seq_gap"}  # computed across the rows of an agent, not from one row
 
 
 class Validator:
-    """One GE context and suite for a run; ``check`` validates one batch."""
+    """One GE context for a run, with two suites: the row rules, checked on each row,
+    and the timeline rules (sequence gaps), checked on the rows of a gap. ``check``
+    validates one batch."""
 
     def __init__(self, config: PipelineConfig) -> None:
         os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
@@ -188,10 +201,13 @@ class Validator:
 
         logging.getLogger("great_expectations").setLevel(logging.ERROR)
         self.rules = rules(config)
-        self.columns = sorted({r.expectation.column for r in self.rules})
+        row_rules = [r for r in self.rules if r.expectation.column not in TIMELINE_COLUMNS]
+        self.columns = sorted({r.expectation.column for r in row_rules})
         self.null_only = {c for c in self.columns if all(type(r.expectation).__name__ in NULL_CHECKS
-                                                         for r in self.rules if r.expectation.column == c)}
-        self.suspect = reduce(lambda a, b: a | b, [may_fail(r.expectation) for r in self.rules])
+                                                         for r in row_rules if r.expectation.column == c)}
+        self.suspected_by = F.nullif(F.concat_ws(",", *[F.when(may_fail(r.expectation), F.lit(r.name))
+                                                      for r in row_rules]), F.lit(""))
+        self.suspect = reduce(lambda a, b: a | b, [may_fail(r.expectation) for r in row_rules])
         self.context = gx.get_context(mode="ephemeral")
         try:
             from great_expectations.data_context.types.base import ProgressBarsConfig
@@ -201,27 +217,26 @@ class Validator:
             pass
         source = self.context.data_sources.add_pandas(name="bronze")
         batch = source.add_dataframe_asset(name="telemetry_batch").add_batch_definition_whole_dataframe("batch")
-        suite = self.context.suites.add(gx.ExpectationSuite(
-            name="telemetry_v1", expectations=[r.expectation for r in self.rules]))
-        self.definition = self.context.validation_definitions.add(
-            gx.ValidationDefinition(name="telemetry_v1_batch", data=batch, suite=suite))
+        self.definitions = []
+        for name, suite_rules in (("rows", row_rules), ("timeline", [r for r in self.rules if r not in row_rules])):
+            suite = self.context.suites.add(gx.ExpectationSuite(
+                name=f"telemetry_v1_{name}", expectations=[r.expectation for r in suite_rules]))
+            self.definitions.append(self.context.validation_definitions.add(
+                gx.ValidationDefinition(name=f"telemetry_v1_{name}", data=batch, suite=suite)))
 
-    def inputs(self, parsed: DataFrame, keep: Sequence[str]) -> list[Column]:
-        """The columns the rules read, except the sequence gap (computed over the batch later).
+    def inputs(self, typed: DataFrame) -> list[Column]:
+        """The bronze keys and the columns the row rules read.
 
         A column only checked for null is replaced by a marker that is null exactly when
-        it is (the raw body, the corrupt text), unless ``keep`` asks for its value: the
-        rules see the same thing and the cached batch stays narrow.
+        it is (the raw body, the corrupt text): the rules see the same thing and the rows
+        sent to GE stay narrow.
         """
-        out = []
-        for c in self.columns:
-            if c == "seq_gap" or c in keep:
-                continue
-            out.append(F.when(F.col(c).isNotNull(), F.lit(True)).alias(c) if c in self.null_only else F.col(c))
-        return [*[F.col(k) for k in keep], *out]
+        return [*[F.col(k) for k in BRONZE_KEYS],
+                *[F.when(F.col(c).isNotNull(), F.lit(True)).alias(c) if c in self.null_only else F.col(c)
+                  for c in self.columns]]
 
-    def _run(self, df: Any, result_format: dict[str, Any]) -> list[tuple[Rule, dict[str, Any]]]:
-        result = self.definition.run(batch_parameters={"dataframe": df}, result_format=result_format)
+    def _run(self, definition: Any, df: Any, result_format: dict[str, Any]) -> list[tuple[Rule, dict[str, Any]]]:
+        result = definition.run(batch_parameters={"dataframe": df}, result_format=result_format)
         by_id = {r.expectation.id: r for r in self.rules}
         out = []
         for res in result.results:
@@ -232,8 +247,10 @@ class Validator:
             out.append((rule, res.result))
         return out
 
-    def check(self, df: DataFrame) -> tuple[dict[str, list[str]], dict[str, int]]:
-        """(bronze row -> reasons for quarantine, rule -> failing rows) for one prepared batch.
+    def check(self, suspects: DataFrame, gaps: list[Row]) -> tuple[dict[tuple, list[str]], dict[str, int]]:
+        """(bronze keys -> reasons for quarantine, rule -> failing rows) for one batch:
+        ``suspects``, its rows ``self.suspect`` selects, with ``inputs``; ``gaps``, the
+        bronze keys and seq_gap of its rows whose gap is not 0.
 
         GE on Spark runs one job per metric (about ten seconds a batch, whatever its
         size), so one Spark pass selects the rows some rule could flag (usually none)
@@ -243,108 +260,142 @@ class Validator:
         """
         import pandas as pd
 
-        suspects = df.where(self.suspect)
-        return self._check(pd.DataFrame.from_records([r.asDict() for r in suspects.collect()],
-                                                     columns=suspects.columns))
-
-    def _check(self, df: Any) -> tuple[dict[str, list[str]], dict[str, int]]:
-        counts = self._run(df, {"result_format": "SUMMARY"})
-        failures = {rule.name: int(res.get("unexpected_count") or 0) for rule, res in counts}
-        reasons: dict[str, list[str]] = {}
-        if not any(failures[r.name] for r in self.rules if r.quarantine):
-            return reasons, failures
-        for rule, res in self._run(df, {"result_format": "COMPLETE", "unexpected_index_column_names": [ROW_ID]}):
-            if rule.quarantine:
-                for row in res.get("unexpected_index_list") or []:
-                    reasons.setdefault(row[ROW_ID], []).append(rule.name)
+        frames = [pd.DataFrame.from_records([r.asDict() for r in suspects.collect()], columns=suspects.columns),
+                  pd.DataFrame.from_records([r.asDict() for r in gaps], columns=[*BRONZE_KEYS, "seq_gap"])]
+        failures: dict[str, int] = {}
+        reasons: dict[tuple, list[str]] = {}
+        for definition, df in zip(self.definitions, frames):
+            counts = self._run(definition, df, {"result_format": "SUMMARY"})
+            failures.update({rule.name: int(res.get("unexpected_count") or 0) for rule, res in counts})
+            if not any(failures[rule.name] for rule, _ in counts if rule.quarantine):
+                continue
+            for rule, res in self._run(definition, df, {"result_format": "COMPLETE",
+                                                        "unexpected_index_column_names": BRONZE_KEYS}):
+                if rule.quarantine:
+                    for row in res.get("unexpected_index_list") or []:
+                        key = (str(row["topic"]), int(row["kafka_partition"]), int(row["kafka_offset"]))  # not numpy's
+                        reasons.setdefault(key, []).append(rule.name)
         return reasons, failures
 
 
 ENVELOPE = [f for f in ts.contract()["properties"]]
 BRONZE_COLUMNS = ["topic", "kafka_partition", "kafka_offset", "kafka_timestamp", "key", "value", "date"]
-# What the later stages prune events by: a group's events (silver, gold), a batch's (changed groups), an agent's (gaps).
-EVENT_STATS = ["group_id", "validate_batch", "agent_id", "event_time_ms"]
+# What the later stages prune events by: a group's events (silver, gold), a batch's (changed
+# groups), an agent's (gaps); and validation, the rows some rule could flag (SUSPECTED_BY).
+SUSPECTED_BY = "suspected_by"
+EVENT_STATS = ["group_id", "validate_batch", "agent_id", "event_time_ms", SUSPECTED_BY]
 
 
-def _event_rows(valid: DataFrame, batch_id: int) -> DataFrame:
-    """Typed silver event rows: the envelope, raw body, a struct per body definition, provenance."""
+def _event_rows(validator: Validator, parsed: DataFrame, batch_id: int) -> DataFrame:
+    """Typed silver event rows of the parsable rows: the envelope, raw body, a struct per
+    body definition, provenance, and ``suspected_by``: the row rules that could flag the
+    row (GE then decided; the rows it failed are deleted), null for most rows. Delta
+    keeps a null count per file, so reading the suspects skips every file without one."""
     definitions = sorted(set(ts.body_definitions().values()))
-    return valid.select(*ENVELOPE, *definitions, "topic", "kafka_partition", "kafka_offset", "kafka_timestamp",
-                        F.to_date(F.timestamp_millis("event_time_ms")).alias("event_date"),
-                        F.lit(batch_id).cast("bigint").alias("validate_batch"))
+    return with_checks(parsed).where(F.col(ts.CORRUPT_COLUMN).isNull()).select(
+        *ENVELOPE, *definitions, "topic", "kafka_partition", "kafka_offset", "kafka_timestamp",
+        F.to_date(F.timestamp_millis("event_time_ms")).alias("event_date"),
+        F.lit(batch_id).cast("bigint").alias("validate_batch"), validator.suspected_by.alias(SUSPECTED_BY))
 
 
-def _earliest_per_event(rows: DataFrame) -> DataFrame:
-    """Each event id's first record by bronze position (a resent event keeps its first copy)."""
+def _repeats(good: DataFrame, earlier: DataFrame | None) -> DataFrame:
+    """Bronze keys of the ``good`` rows that repeat an event id: one of an earlier batch
+    (``earlier``, its events), or an earlier record of this batch (by bronze position).
+    A resent event keeps its first copy."""
     first = Window.partitionBy("event_id").orderBy(*BRONZE_KEYS)
-    return rows.withColumn("_rank", F.row_number().over(first)).where("_rank = 1").drop("_rank")
+    ranked = good.withColumn("_rank", F.row_number().over(first))
+    repeats = ranked.where("_rank > 1")
+    if earlier is not None:
+        resent = ranked.where("_rank = 1").join(earlier.select("event_id"), "event_id", "left_semi")
+        repeats = repeats.unionByName(resent)
+    return repeats.select(*BRONZE_KEYS)
+
+
+def _suspects(validator: Validator, typed: DataFrame) -> DataFrame:
+    """The rows of ``typed`` (parsed, or landed in events) some row rule could flag, with
+    the bronze keys and the columns the rules read."""
+    checked = with_checks(typed)
+    return checked.where(validator.suspect).select(*validator.inputs(checked))
+
+
+KEYS_DDL = "topic string, kafka_partition int, kafka_offset bigint"
 
 
 def validate_batch(spark: SparkSession, config: PipelineConfig, validator: Validator,
                    batch: DataFrame, batch_id: int) -> dict[str, Any]:
-    """Validate one bronze batch, write quarantine, events and the summary; the summary row."""
+    """Validate one bronze batch, write quarantine, events and the summary; the summary row.
+
+    The JSON is parsed once: every parsable row is appended to ``events`` as it is
+    parsed, the rules run over columns read back from there (Parquet, not JSON; the
+    unparsable rows, usually none, are parsed again on their own), and the rows that
+    failed a rule or repeat an event are then deleted (deletion vectors: a few marks, no
+    file rewritten). Parsing once instead of twice (checks, then the write) halves this
+    stage. Until its summary row is written a batch is in flight: silver reads events
+    only up to the last batch the summary passed (``lake.validated_through``), and a
+    replay after a crash first deletes what the crashed attempt landed.
+    """
     events_path = lake.table_path(config.lake_path, lake.EVENTS)
-    # The checks and the keys, narrow enough to cache; the wide typed rows are parsed again
-    # for the writes (caching them costs more than parsing twice).
-    parsed = parse(batch)
-    keys = [ROW_ID, *BRONZE_KEYS]
-    base = parsed.select(*validator.inputs(parsed, keep=[*keys, "event_id", "agent_id", "seq", "group_id"]))
-    groups, known = None, None
-    if lake.exists(spark, events_path):
-        base = base.persist()  # read twice: for its groups and agents, then for the checks
-        groups = [r[0] for r in base.select("group_id").distinct().collect()]
-        known = known_sequence(spark, events_path, base, groups)
-    checks = with_seq_gaps(base, known).persist()
-    try:
-        # One pass for the batch's figures: rows, events missing by sequence, distinct ids.
-        stats = checks.agg(F.count("*").alias("rows"),
-                           F.sum(F.greatest(F.col("seq_gap"), F.lit(0))).alias("missing"),
-                           F.count_distinct("event_id").alias("ids")).first()
-        base.unpersist()
-        rows, missing = stats["rows"], stats["missing"] or 0
-        reasons, failures = validator.check(checks.select(ROW_ID, *validator.columns))
-        bad = spark.createDataFrame(sorted(reasons.items()), f"{ROW_ID} string, reasons array<string>")
-        quarantine_path = lake.table_path(config.lake_path, lake.QUARANTINE)
-        if reasons or not lake.exists(spark, quarantine_path):
-            quarantined = parsed.join(F.broadcast(bad), ROW_ID).select(
-                *BRONZE_COLUMNS, "reasons", F.lit(batch_id).cast("bigint").alias("validate_batch"))
-            if not reasons:  # create the table empty, without parsing the batch again to join it with nothing
-                quarantined = spark.createDataFrame([], quarantined.schema)
-            lake.insert_new(spark, quarantine_path, quarantined, keys=BRONZE_KEYS, sort_by=BRONZE_KEYS,
-                            stats_columns=[*BRONZE_KEYS, "validate_batch"], partition_by=["date"])
-        valid, valid_keys, n_first = parsed, checks, stats["ids"]
-        if reasons:
-            valid = parsed.join(F.broadcast(bad), ROW_ID, "left_anti")
-            valid_keys = checks.join(F.broadcast(bad), ROW_ID, "left_anti")
-            n_first = valid_keys.select(F.count_distinct("event_id")).first()[0]
-        n_valid = rows - len(reasons)
-        firsts, first_keys = valid, valid_keys
-        if n_first < n_valid:  # the batch repeats event ids: keep each id's earliest record
-            firsts, first_keys = _earliest_per_event(valid), _earliest_per_event(valid_keys)
-        seen_elsewhere = 0
-        if groups is not None:  # a resent event has its first copy's group
-            existing = lake.rows_of(spark, events_path, "group_id", groups).select(
-                "event_id", F.col("topic").alias("e_topic"), F.col("kafka_partition").alias("e_partition"),
-                F.col("kafka_offset").alias("e_offset"))
-            seen_elsewhere = (first_keys.select("event_id", "topic", "kafka_partition", "kafka_offset")
-                              .join(existing, "event_id")
-                              .where("NOT (topic = e_topic AND kafka_partition = e_partition "
-                                     "AND kafka_offset = e_offset)").count())
-        passed = len(reasons) <= config.max_bad_row_fraction * rows
-        if passed:
-            lake.insert_new(spark, events_path, _event_rows(firsts, batch_id), keys=["event_id"],
-                            sort_by=["group_id", "event_time_ms"], stats_columns=EVENT_STATS,
-                            partition_by=["event_date"],
-                            scope=("group_id", groups))  # a resent event id carries its first copy's group
-        summary = {"validate_batch": batch_id, "rows": rows, "quarantined": len(reasons), "valid": n_valid,
-                   "duplicates": n_valid - n_first + seen_elsewhere, "new_events": n_first - seen_elsewhere,
-                   "sequence_gaps": failures.get("sequence_gap", 0), "missing_events": int(missing),
-                   "rule_failures": failures, "passed": passed, "max_bad_row_fraction": config.max_bad_row_fraction}
-        summary_df = spark.createDataFrame([summary], SUMMARY_DDL).withColumn("validated_at", F.current_timestamp())
-        _upsert_summary(spark, config, summary_df)
-        return summary
-    finally:
-        checks.unpersist()
+    of_batch = F.col("validate_batch") == batch_id
+    lake.delete_rows(spark, events_path, of_batch)  # a crashed attempt's rows, if any
+    lake.append(spark, events_path, _event_rows(validator, parse(batch), batch_id),
+                sort_by=["group_id", "event_time_ms"], stats_columns=EVENT_STATS, partition_by=["event_date"])
+    landed = lake.read(spark, events_path).where(of_batch)
+    stats = landed.agg(F.count("*").alias("landed"), F.count_distinct("event_id").alias("ids")).first()
+    rows = batch.count()
+    groups = sorted(r[0] for r in landed.where(F.col("group_id").isNotNull()).select("group_id").distinct().collect())
+    earlier = lake.rows_of(spark, events_path, "group_id", groups).where(F.col("validate_batch") < batch_id)
+    if not groups or earlier.limit(1).isEmpty():
+        earlier = None
+    known = None if earlier is None else known_sequence(spark, events_path, batch_id, groups,
+                                                        landed.select("agent_id").distinct())
+    gaps = (with_seq_gaps(landed.select("agent_id", "seq", *BRONZE_KEYS), known)
+            .where(F.col("seq_gap") != 0).select(*BRONZE_KEYS, "seq_gap").collect())
+    suspects = _suspects(validator, landed.where(F.col(SUSPECTED_BY).isNotNull()).withColumn(ts.CORRUPT_COLUMN,
+                                                                            F.lit(None).cast("string")))
+    if stats["landed"] < rows:  # rows from_json could not parse: not in events, parsed again here
+        suspects = suspects.unionByName(_suspects(validator, parse(
+            batch.join(landed.select(*BRONZE_KEYS), BRONZE_KEYS, "left_anti"))))
+    reasons, failures = validator.check(suspects, gaps)
+    bad = spark.createDataFrame([(*k, v) for k, v in sorted(reasons.items())], f"{KEYS_DDL}, reasons array<string>")
+    quarantine_path = lake.table_path(config.lake_path, lake.QUARANTINE)
+    if reasons or not lake.exists(spark, quarantine_path):
+        quarantined = batch.join(F.broadcast(bad), BRONZE_KEYS).select(
+            *BRONZE_COLUMNS, "reasons", F.lit(batch_id).cast("bigint").alias("validate_batch"))
+        if not reasons:  # create the table empty, without reading the batch to join it with nothing
+            quarantined = spark.createDataFrame([], quarantined.schema)
+        lake.insert_new(spark, quarantine_path, quarantined, keys=BRONZE_KEYS, sort_by=BRONZE_KEYS,
+                        stats_columns=[*BRONZE_KEYS, "validate_batch"], partition_by=["date"])
+    passed = len(reasons) <= config.max_bad_row_fraction * rows
+    good = landed.select("event_id", *BRONZE_KEYS)
+    if reasons:
+        good = good.join(F.broadcast(bad), BRONZE_KEYS, "left_anti")
+    n_repeats, valid = 0, rows - len(reasons)
+    if stats["ids"] < stats["landed"] or earlier is not None:  # some event id may repeat
+        with lake.spilled(spark, _repeats(good, earlier), f"{config.checkpoint_path}/validate_repeats") as repeats:
+            n_repeats = repeats.count()
+            if passed and n_repeats:
+                _delete_landed(spark, events_path, batch_id, repeats)
+    if not passed:
+        lake.delete_rows(spark, events_path, of_batch)
+    elif reasons:
+        _delete_landed(spark, events_path, batch_id, bad.select(*BRONZE_KEYS))
+    summary = {"validate_batch": batch_id, "rows": rows, "quarantined": len(reasons), "valid": valid,
+               "duplicates": n_repeats, "new_events": valid - n_repeats,
+               "sequence_gaps": failures.get("sequence_gap", 0),
+               "missing_events": sum(max(r["seq_gap"], 0) for r in gaps),
+               "rule_failures": failures, "passed": passed, "max_bad_row_fraction": config.max_bad_row_fraction}
+    summary_df = spark.createDataFrame([summary], SUMMARY_DDL).withColumn("validated_at", F.current_timestamp())
+    _upsert_summary(spark, config, summary_df)
+    return summary
+
+
+def _delete_landed(spark: SparkSession, events_path: str, batch_id: int, keys: DataFrame) -> None:
+    """Delete the rows of ``keys`` (bronze keys) that batch ``batch_id`` landed in events."""
+    from delta.tables import DeltaTable
+
+    (DeltaTable.forPath(spark, events_path).alias("t")
+     .merge(keys.alias("s"), (F.col("t.validate_batch") == batch_id) & lake.same_keys(BRONZE_KEYS, "t", "s"))
+     .whenMatchedDelete().execute())
 
 
 SUMMARY_DDL = ("validate_batch bigint, rows bigint, quarantined bigint, valid bigint, duplicates bigint, "

@@ -8,7 +8,7 @@ import json
 import pytest
 from pyspark.sql import functions as F
 
-from pipelines import lake
+from pipelines import lake, validation
 from pipelines.errors import LensError
 from pipelines.jobs import run_pipeline
 from pipelines.synthetic import P0, Fleet
@@ -104,4 +104,35 @@ def test_too_many_bad_rows_fail_loudly(spark, kafka, tmp_path):
     with pytest.raises(LensError, match="max_bad_row_fraction"):
         run_pipeline(spark, config, stages=["ingest", "validate"], progress=lambda m: None)
     assert lake.read(spark, lake.table_path(config.lake_path, lake.QUARANTINE)).count() == 1
-    assert not lake.exists(spark, lake.table_path(config.lake_path, lake.EVENTS))
+    # The batch's rows were landed, then deleted with the batch: no events, nothing for silver.
+    assert lake.read(spark, lake.table_path(config.lake_path, lake.EVENTS)).count() == 0
+    assert lake.validated_through(spark, config.lake_path) == -1
+
+
+def test_a_replayed_batch_deletes_what_its_crashed_attempt_landed(spark, kafka, tmp_path, monkeypatch):
+    """Validation appends a batch's parsable rows to events, then deletes the bad and
+    repeated ones. A crash in between leaves them in flight: silver does not read them,
+    and the replay of the batch deletes them before landing it again."""
+    config = fresh_config(kafka, tmp_path, max_bad_row_fraction=0.5)
+    fleet = Fleet()
+    fleet.member("m1").at(0).joins().assigned(P0)
+    records = fleet.keyed()
+    unknown_kind = ("x", json.dumps({**fleet.events[0], "kind": "nonsense", "event_id": "odd" * 8}), records[0][2])
+    sent = feed(kafka, config.topic, records + records[:1] + [unknown_kind])
+
+    def crash(*args, **kwargs):
+        raise RuntimeError("killed after landing the batch")
+
+    monkeypatch.setattr(validation.Validator, "check", crash)
+    with pytest.raises(Exception, match="killed after landing"):
+        run_pipeline(spark, config, stages=["ingest", "validate"], progress=lambda m: None)
+    events = lake.table_path(config.lake_path, lake.EVENTS)
+    assert lake.read(spark, events).count() == sent  # in flight: every parsable row, the bad and the repeat too
+    assert run_pipeline(spark, config, stages=["silver"], progress=lambda m: None)["silver"] == {"groups": 0}
+    monkeypatch.undo()
+    run_pipeline(spark, config, progress=lambda m: None)
+    summary = lake.read(spark, lake.table_path(config.lake_path, lake.VALIDATION_SUMMARY)).collect()
+    assert [(r["rows"], r["quarantined"], r["duplicates"], r["new_events"]) for r in summary] == \
+        [(sent, 1, 1, len(records))]
+    assert sorted(r["event_id"] for r in lake.read(spark, events).collect()) == sorted(e["event_id"]
+                                                                                     for e in fleet.events)
