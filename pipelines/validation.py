@@ -1,16 +1,18 @@
-"""Validation: each new bronze batch checked by a Great Expectations suite, bad rows quarantined.
+"""Validation: each new bronze batch checked by Great Expectations suites, bad rows quarantined.
 
 The rules are GE expectations over columns derived from the contract (parse errors,
 missing fields, offsets, times). GE's row-level result (``unexpected_index_list``, by
-bronze coordinates) decides which rows go to quarantine and why, so each rule exists
-once. Sequence gaps (lost telemetry) are a warning: the row itself is fine, the gap
-is counted in the summary.
+bronze keys) decides which rows go to quarantine and why, so each rule exists once.
+Sequence gaps (lost telemetry) are a warning: the row itself is fine, the gap is
+counted in the summary.
 
-Per batch, counts add up: ``rows = quarantined + valid`` and ``valid = duplicates +
-new_events``. Valid rows are MERGEd into silver ``events`` keyed by event_id, so a
-duplicate never lands twice, and a replayed batch (after a crash) changes nothing.
-A batch whose quarantined share exceeds ``max_bad_row_fraction`` writes its
-quarantine rows and a failed summary, adds no events, and fails the run.
+The JSON is parsed once per batch: parsable rows land in silver ``events`` as they are
+parsed, the checks run on what landed, and the rows GE failed or that repeat an event
+id are deleted after (see ``validate_batch``). Per batch, counts add up: ``rows =
+quarantined + valid`` and ``valid = duplicates + new_events``; a duplicate never stays
+twice, and a replayed batch (after a crash) ends as its first attempt would have. A
+batch whose quarantined share exceeds ``max_bad_row_fraction`` writes its quarantine
+rows and a failed summary, keeps no events, and fails the run.
 """
 from __future__ import annotations
 
