@@ -83,9 +83,8 @@ ROWS_PER_FILE = 250_000  # a file covers a narrow slice of the sort column, so s
 def _layout(rows: DataFrame, sort_by: Sequence[str], partition_by: Sequence[str] = ()) -> DataFrameWriter:
     """The writer of every table's data files: rows sorted by ``sort_by`` within each task
     and cut every ROWS_PER_FILE rows, so each file's min/max of the sort column is a
-    narrow range. The partition columns lead the sort: the file writer needs rows
-    grouped by them and would otherwise sort the rows a second time, by them alone."""
-    return (rows.sortWithinPartitions(*partition_by, *sort_by).write.format("delta").mode("append")
+    narrow range."""
+    return (rows.sortWithinPartitions(*sort_by).write.format("delta").mode("append")
             .partitionBy(*partition_by).option("maxRecordsPerFile", ROWS_PER_FILE))
 
 
