@@ -59,7 +59,8 @@ def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
 
 
 def _cluster_id() -> str:
-    """Kafka's Uuid string form: URL-safe base64 of 16 random bytes, unpadded."""
+    """Kafka's Uuid string form: URL-safe base64 of 16 random bytes, unpadded. It starts
+    with '-' one time in 64: pass it as ``--cluster-id=ID``, or the tool takes it for an option."""
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
 
@@ -140,7 +141,7 @@ class EmbeddedKafka:
         props_file = self.workdir / "server.properties"
         props_file.write_text("".join(f"{k}={v}\n" for k, v in self.server_properties().items()))
 
-        fmt = self._java("kafka.tools.StorageTool", "format", "-t", _cluster_id(), "-c", str(props_file),
+        fmt = self._java("kafka.tools.StorageTool", "format", f"--cluster-id={_cluster_id()}", "-c", str(props_file),
                          "--ignore-formatted", detach=False)
         if fmt.wait(timeout=120) != 0:
             raise LensError(f"Formatting the Kafka storage failed; see {self.log_path}")
