@@ -143,8 +143,10 @@ def gold_of_group(intervals: list[dict], events: list[dict], gap_s: float) -> tu
     """
     handoffs = handoffs_of(intervals)
     episodes, owner_of = episodes_of(events, handoffs, gap_s)
-    cause = {e["episode_id"]: e["cause"] for e in episodes}
+    of_id = {e["episode_id"]: e for e in episodes}
     for h in handoffs:
-        h["episode_id"] = owner_of.get(h["handoff_id"])
-        h["cause"] = cause.get(h["episode_id"])
+        episode = of_id.get(owner_of.get(h["handoff_id"]), {})
+        h["episode_id"] = episode.get("episode_id")
+        h["episode_start_ms"] = episode.get("start_ms")
+        h["cause"] = episode.get("cause")
     return handoffs, episodes

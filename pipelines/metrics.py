@@ -21,13 +21,19 @@ def _periods(df: DataFrame, time_ms: str) -> DataFrame:
         "period_start", F.expr(f"date_trunc(grain, timestamp_millis({time_ms}))"))
 
 
+def _by_cause_and_all(df: DataFrame) -> DataFrame:
+    return df.unionByName(df.withColumn("cause", F.lit("all")))
+
+
 def group_metrics(handoffs: DataFrame, episodes: DataFrame, events: DataFrame) -> DataFrame:
-    """One row per (group, grain, period_start, cause)."""
-    ep = episodes.select("group_id", "episode_id", "start_ms", "cause")
-    ep = _periods(ep.unionByName(ep.withColumn("cause", F.lit("all"))), "start_ms")
+    """One row per (group, grain, period_start, cause).
+
+    A handoff carries its episode's start and cause, so its period needs no join with
+    the episodes (the join cost a shuffle of every handoff, twice)."""
     keys = ["group_id", "grain", "period_start", "cause"]
-    rebalances = ep.groupBy(*keys).agg(F.count("*").alias("rebalances"))
-    h = handoffs.drop("cause").join(ep.select("episode_id", *keys), ["episode_id", "group_id"])
+    rebalances = (_periods(_by_cause_and_all(episodes.select("group_id", "start_ms", "cause")), "start_ms")
+                  .groupBy(*keys).agg(F.count("*").alias("rebalances")))
+    h = _periods(_by_cause_and_all(handoffs.where(F.col("episode_id").isNotNull())), "episode_start_ms")
     revokes = (h.where("revoke_event_id IS NOT NULL").select(*keys, "revoke_event_id", "revoke_callback_ms")
                .dropDuplicates([*keys, "revoke_event_id"]).groupBy(*keys)
                .agg((F.sum("revoke_callback_ms") / 1000.0).alias("revoke_callback_s")))
