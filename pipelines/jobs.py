@@ -25,7 +25,8 @@ from pipelines.silver import ENVELOPE_FOR_LOGIC, changed_groups, events_of, run_
 from pipelines.validation import run_validate
 
 STAGES = ("ingest", "validate", "silver", "gold")
-GOLD_HANDOFF_FIELDS = [*HANDOFF_FIELDS, ("episode_id", "string"), ("episode_start_ms", "bigint"), ("cause", "string")]
+GOLD_HANDOFF_FIELDS = [*HANDOFF_FIELDS, ("episode_id", "string"), ("episode_start_ms", "bigint"),
+                       ("cause", "string")]
 
 
 def _struct(fields: list[tuple[str, str]]) -> str:

@@ -348,9 +348,9 @@ def validate_batch(spark: SparkSession, config: PipelineConfig, validator: Valid
     lake.append(spark, events_path, _event_rows(validator, parse(batch), batch_id),
                 sort_by=["group_id", "event_time_ms"], stats_columns=EVENT_STATS, partition_by=["event_date"])
     landed = lake.read(spark, events_path).where(of_batch)
-    # Ids compared by a 64-bit hash: a narrower shuffle than the id strings (33 s of 10M events'
-    # validation counted them). As many distinct hashes as ids proves the ids distinct; a
-    # collision only sends the batch through the exact repeat search below.
+    # Ids compared by a 64-bit hash, a narrower shuffle than the id strings (this count took
+    # 33.5 s at 10M events with strings, 17.1 s with hashes). As many distinct hashes as ids
+    # proves the ids distinct; a collision only sends the batch through the exact repeat search.
     stats = landed.agg(F.count("*").alias("rows"), F.count("event_id").alias("ids"),
                        F.count_distinct(F.when(F.col("event_id").isNotNull(), F.xxhash64("event_id")))
                        .alias("distinct_ids")).first()
