@@ -97,6 +97,16 @@ class PeakMemory:
                 f"JVM RSS {self.jvm / mib:,.0f} MiB, Python {self.python / mib:,.0f} MiB")
 
 
+def create_topic(bootstrap: str, topic: str = "rebalance-lens-telemetry") -> str:
+    """The benchmark's telemetry topic (4 partitions, kept forever), created; its name."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # keep it until the future resolves
+    admin.create_topics([NewTopic(topic, num_partitions=4, replication_factor=1,
+                                  config={"retention.ms": "-1"})])[topic].result(30)
+    return topic
+
+
 def produce(bootstrap: str, topic: str, groups: int, prefix: str, seed: int, from_round: int = 0) -> int:
     """Produce ``groups`` synthetic groups' telemetry; ``from_round`` > 0 continues groups
     already produced with the same prefix and seed (their rounds from_round..2*from_round-1)."""
@@ -158,8 +168,6 @@ def timed_stage(spark, config, stage: str) -> float:
 
 
 def run_size(events: int, cores: int) -> None:
-    from confluent_kafka.admin import AdminClient, NewTopic
-
     from pipelines.config import PipelineConfig
     from pipelines.jobs import STAGES
     from pipelines.runtime.kafka_broker import EmbeddedKafka
@@ -168,10 +176,7 @@ def run_size(events: int, cores: int) -> None:
     groups = max(1, events // (EVENTS_PER_GROUP * ROUNDS))
     work = Path(tempfile.mkdtemp(prefix="lens-bench-"))
     with EmbeddedKafka() as broker:
-        topic = "rebalance-lens-telemetry"
-        admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})  # keep it: futures need the handle
-        admin.create_topics([NewTopic(topic, num_partitions=4, replication_factor=1,
-                                      config={"retention.ms": "-1"})])[topic].result(30)
+        topic = create_topic(broker.bootstrap_servers)
         t0 = time.monotonic()
         n = produce(broker.bootstrap_servers, topic, groups, "bench", seed=1)
         print(f"\n== {n:,} events ({groups} groups), produced in {time.monotonic() - t0:.1f} s", flush=True)

@@ -19,12 +19,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from pipeline_throughput import EVENTS_PER_GROUP, ROUNDS, produce
+from pipeline_throughput import EVENTS_PER_GROUP, ROUNDS, create_topic, produce
 
 
 def build_bronze(lake: Path, events: int) -> None:
-    from confluent_kafka.admin import AdminClient, NewTopic
-
     from pipelines.config import PipelineConfig
     from pipelines.jobs import run_pipeline
     from pipelines.runtime.kafka_broker import EmbeddedKafka
@@ -32,10 +30,7 @@ def build_bronze(lake: Path, events: int) -> None:
 
     groups = max(1, events // (EVENTS_PER_GROUP * ROUNDS))
     with EmbeddedKafka() as broker:
-        topic = "rebalance-lens-telemetry"
-        admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})  # keep it: futures need the handle
-        admin.create_topics([NewTopic(topic, num_partitions=4, replication_factor=1,
-                                      config={"retention.ms": "-1"})])[topic].result(30)
+        topic = create_topic(broker.bootstrap_servers)
         n = produce(broker.bootstrap_servers, topic, groups, "bench", seed=1)
         print(f"produced {n:,} events ({groups} groups); ingesting into {lake}", flush=True)
         spark = build_spark(SparkSettings.resolve(master="local[2]", lake=str(lake), app_name="stage-profile"))
