@@ -45,6 +45,14 @@ class SparkSettings:
         )
 
 
+# Whole-stage codegen of a wide projection (validation's typed rows and their checks)
+# yields methods over the JVM's 8000-byte JIT limit, which then run interpreted: the
+# validate write pass took ~40% longer on 1M events (noop sink, same run) than with
+# this flag, which lets the JIT compile them. Spark's alternative,
+# spark.sql.codegen.hugeMethodLimit=8000, falls back to row-at-a-time plans and was slower.
+JIT_HUGE_METHODS = "-XX:-DontCompileHugeMethods"
+
+
 def build_spark(settings: SparkSettings | None = None):
     """A SparkSession with Delta's extension and catalog and the project's jars."""
     from pyspark.sql import SparkSession
@@ -72,7 +80,8 @@ def build_spark(settings: SparkSettings | None = None):
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.extraJavaOptions",
-                f"-Dlog4j2.configurationFile={DRIVER_LOG4J2} -Dderby.system.home={lake}/_derby")
+                f"-Dlog4j2.configurationFile={DRIVER_LOG4J2} -Dderby.system.home={lake}/_derby {JIT_HUGE_METHODS}")
+        .config("spark.executor.extraJavaOptions", JIT_HUGE_METHODS)
         .config("spark.databricks.delta.snapshotPartitions", "2")
     )
     spark = builder.getOrCreate()
