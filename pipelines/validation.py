@@ -321,8 +321,8 @@ def _repeats(good: DataFrame, earlier: DataFrame | None) -> DataFrame:
 
 
 def _suspects(validator: Validator, typed: DataFrame) -> DataFrame:
-    """The rows of ``typed`` (parsed, or landed in events) some row rule could flag, with
-    the bronze keys and the columns the rules read."""
+    """The rows of ``typed`` (a batch's rows as they landed in events) some row rule could
+    flag, with the bronze keys and the columns the rules read."""
     checked = with_checks(typed)
     return checked.where(validator.suspect).select(*validator.inputs(checked))
 

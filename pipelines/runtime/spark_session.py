@@ -46,10 +46,10 @@ class SparkSettings:
 
 
 # Whole-stage codegen of a wide projection (validation's typed rows and their checks)
-# yields methods over the JVM's 8000-byte JIT limit, which then run interpreted: the
-# validate write pass took ~40% longer on 1M events (noop sink, same run) than with
-# this flag, which lets the JIT compile them. Spark's alternative,
-# spark.sql.codegen.hugeMethodLimit=8000, falls back to row-at-a-time plans and was slower.
+# yields methods over the JVM's 8000-byte JIT limit, which then run interpreted. This
+# flag lets the JIT compile them: on 1M events (noop sink, best of 5) the validate write
+# pass took 7.3 s with it, 10.0 s without. Spark's alternative,
+# spark.sql.codegen.hugeMethodLimit=8000, falls back to row-at-a-time plans: 8.8 s.
 JIT_HUGE_METHODS = "-XX:-DontCompileHugeMethods"
 
 
