@@ -3,7 +3,7 @@
 An episode is a cluster of one group's rebalance events (assign, revoke, lost, state
 transitions, member configs, rebalance requests, poll-interval errors) where each event
 follows the previous one by at most ``gap_s`` seconds. A late event lands in the
-cluster its time belongs to (the whole group is recomputed and merged), so it can
+cluster its time belongs to (the whole group is recomputed and replaced), so it can
 extend, merge or split episodes.
 
 Causes, checked in this order (the first that holds is ``cause``; all that hold are in

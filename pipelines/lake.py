@@ -91,8 +91,8 @@ def _layout(rows: DataFrame, sort_by: Sequence[str], partition_by: Sequence[str]
 def create(rows: DataFrame, path: str, sort_by: Sequence[str], stats_columns: Sequence[str],
            partition_by: Sequence[str] = ()) -> None:
     """Write a new table in ``_layout``; Delta keeps statistics only for ``stats_columns``
-    (the ones reads and MERGEs prune by: collecting them for every nested body field
-    costs a third of the write), and deletion vectors are on, so a MERGE or DELETE that
+    (the ones reads and writes prune by: collecting them for every nested body field
+    costs a third of the write), and deletion vectors are on, so a replace or DELETE that
     removes a few rows marks them instead of rewriting their files."""
     (_layout(rows, sort_by, partition_by)
      .option("delta.dataSkippingStatsColumns", ",".join(stats_columns))

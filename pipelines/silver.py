@@ -2,7 +2,7 @@
 
 Incremental by group: the groups that got events since the stage last ran (plus, with
 ``since_ms``, every group with events after that time) are recomputed from all their
-events and merged, so a late event corrects what it belongs to and a rerun with no new
+events and replaced, so a late event corrects what it belongs to and a rerun with no new
 events writes nothing.
 """
 from __future__ import annotations
@@ -23,7 +23,7 @@ def changed_groups(spark: SparkSession, config: PipelineConfig, after_batch: int
                    since_ms: int | None) -> list[str]:
     """Groups with events validated in (after_batch, upto_batch], or with events since ``since_ms``.
 
-    A list, not a DataFrame: the reads and MERGEs downstream take it as a literal list,
+    A list, not a DataFrame: the reads and writes downstream take it as a literal list,
     which Delta skips files by (a join skips none)."""
     events = lake.read(spark, lake.table_path(config.lake_path, lake.EVENTS))
     cond = (F.col("validate_batch") > after_batch) & (F.col("validate_batch") <= upto_batch)
