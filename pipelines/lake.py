@@ -77,7 +77,7 @@ def version(spark: SparkSession, path: str) -> int:
     return DeltaTable.forPath(spark, path).history(1).collect()[0]["version"]
 
 
-ROWS_PER_FILE = 50_000  # a file covers a narrow slice of the sort column, so scoped reads skip most files
+ROWS_PER_FILE = 250_000  # a file covers a narrow slice of the sort column, so scoped reads skip most files
 
 
 def _layout(rows: DataFrame, sort_by: Sequence[str], partition_by: Sequence[str] = ()) -> DataFrameWriter:
