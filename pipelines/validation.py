@@ -334,13 +334,13 @@ def validate_batch(spark: SparkSession, config: PipelineConfig, validator: Valid
                    batch: DataFrame, batch_id: int) -> dict[str, Any]:
     """Validate one bronze batch, write quarantine, events and the summary; the summary row.
 
-    The JSON is parsed once: every row is appended to ``events`` as it is parsed, the
-    rules run over columns read back from there (Parquet, not JSON), and the rows that
-    failed a rule or repeat an event are then deleted (deletion vectors: a few marks, no
-    file rewritten). Parsing once instead of twice (checks, then the write) halves this
+    The JSON is parsed once: every row lands in ``events`` as it is parsed, the rules run
+    over columns read back from there (Parquet, not JSON), and the rows that failed a
+    rule or repeat an event are then deleted (deletion vectors: a few marks, no file
+    rewritten). Parsing once instead of twice (checks, then the write) halves this
     stage. Until its summary row is written a batch is in flight: silver reads events
     only up to the last batch the summary passed (``lake.validated_through``), and a
-    replay after a crash first deletes what the crashed attempt landed.
+    replay after a crash replaces what the crashed attempt landed.
     """
     events_path = lake.table_path(config.lake_path, lake.EVENTS)
     of_batch = F.col("validate_batch") == batch_id

@@ -1,0 +1,31 @@
+"""The lake's one way to rewrite what a run recomputed: replace a scope of groups in one commit."""
+from __future__ import annotations
+
+from pipelines import lake
+
+ROWS_DDL = "group_id string, key bigint, value string"
+
+
+def _table(spark, path: str) -> list[tuple]:
+    return sorted(tuple(r) for r in lake.read(spark, path).collect())
+
+
+def test_replace_scope_rewrites_only_the_scope_even_with_quotes_in_ids(spark, tmp_path):
+    path = str(tmp_path / "t")
+    quoted = "o'neil\\group"  # a quote and a backslash: the scope goes into a SQL predicate
+    before = [("plain", 1, "a"), ("plain", 2, "b"), (quoted, 1, "c"), ("other", 1, "d")]
+    lake.replace_scope(spark, path, spark.createDataFrame(before, ROWS_DDL), ["key"], "group_id",
+                       ["plain", quoted, "other"])
+    assert _table(spark, path) == sorted(before)
+
+    # "plain" lost key 2 and changed key 1; the quoted group got a new row; "other" is outside the scope.
+    recomputed = [("plain", 1, "a2"), (quoted, 1, "c"), (quoted, 2, "e")]
+    lake.replace_scope(spark, path, spark.createDataFrame(recomputed, ROWS_DDL), ["key"], "group_id",
+                       ["plain", quoted])
+    assert _table(spark, path) == sorted([*recomputed, ("other", 1, "d")])
+
+    # A scope whose recomputation yields nothing is emptied; one commit per replacement.
+    versions = lake.version(spark, path)
+    lake.replace_scope(spark, path, spark.createDataFrame([], ROWS_DDL), ["key"], "group_id", [quoted])
+    assert _table(spark, path) == [("other", 1, "d"), ("plain", 1, "a2")]
+    assert lake.version(spark, path) == versions + 1
