@@ -165,8 +165,8 @@ def replace_scope(spark: SparkSession, path: str, rows: DataFrame, keys: Sequenc
     first asks whether the table holds the scope, then materializes the source, joins
     it with the target and writes the changes, 3-4 s of jobs per table on an
     incremental run whatever its size, where this is one delete by file statistics
-    and one append (1M-event lake, 11 of 1,136 groups going on, warm: the six tables'
-    writes took 23.1 s as MERGEs, 11.1 s so; silver 13.4 -> 8.1 s, gold 18.0 -> 10.6 s).
+    and one append (1M-event lake, 11 of 1,136 groups going on, warm, runs of the two
+    versions alternated: silver 15.9-17.1 -> 10.8-11.3 s, gold 20.1-21.4 -> 12.5-13.7 s).
     A recomputation with the same result thus commits a version with the same rows; a
     run with no new events recomputes and writes nothing.
     """
