@@ -1,6 +1,6 @@
 """Pipeline throughput on synthetic telemetry: events/s/core per stage, incremental vs full, vs the floor.
 
-    .venv/bin/python benchmarks/pipeline_throughput.py --events 1000000 [--events 10000000]
+    .venv/bin/python benchmarks/pipeline_throughput.py --events 1000000 [--events 10000000] [--keep]
 
 For each size: start the embedded broker, produce the synthetic fleet's telemetry
 (pipelines.synthetic.fleet_telemetry: graceful eager rebalances, some skipped commits),
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import tempfile
 import threading
 import time
@@ -167,7 +168,7 @@ def timed_stage(spark, config, stage: str) -> float:
     return time.monotonic() - started
 
 
-def run_size(events: int, cores: int) -> None:
+def run_size(events: int, cores: int, keep: bool) -> None:
     from pipelines.config import PipelineConfig
     from pipelines.jobs import STAGES
     from pipelines.runtime.kafka_broker import EmbeddedKafka
@@ -217,15 +218,20 @@ def run_size(events: int, cores: int) -> None:
                       flush=True)
         finally:
             spark.stop()
+            if keep:
+                print(f"lake and floor output kept in {work}", flush=True)
+            else:
+                shutil.rmtree(work, ignore_errors=True)  # 3 GB at 10M events
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, action="append", help="synthetic events (repeatable); default 1M")
     parser.add_argument("--cores", type=int, default=min(2, os.cpu_count() or 1))
+    parser.add_argument("--keep", action="store_true", help="keep the lake and the floor output (to inspect)")
     args = parser.parse_args()
     for events in args.events or [1_000_000]:
-        run_size(events, args.cores)
+        run_size(events, args.cores, args.keep)
 
 
 if __name__ == "__main__":
