@@ -343,10 +343,11 @@ def validate_batch(spark: SparkSession, config: PipelineConfig, validator: Valid
     replay after a crash replaces what the crashed attempt landed.
     """
     events_path = lake.table_path(config.lake_path, lake.EVENTS)
-    of_batch = F.col("validate_batch") == batch_id
+    this_batch = f"validate_batch = {int(batch_id)}"  # the rows of this batch, in events and in the summary
+    of_batch = F.expr(this_batch)
     # Replacing the batch's rows also drops what a crashed attempt landed, in the same commit.
     lake.replace_where(spark, events_path, _event_rows(validator, parse(batch), batch_id),
-                       f"validate_batch = {batch_id}", sort_by=["group_id", "event_time_ms"],
+                       this_batch, sort_by=["group_id", "event_time_ms"],
                        stats_columns=EVENT_STATS, partition_by=["event_date"])
     landed = lake.read(spark, events_path).where(of_batch)
     # Ids compared by a 64-bit hash, a narrower shuffle than the id strings (this count took
@@ -395,7 +396,7 @@ def validate_batch(spark: SparkSession, config: PipelineConfig, validator: Valid
                "rule_failures": failures, "passed": passed, "max_bad_row_fraction": config.max_bad_row_fraction}
     summary_df = spark.createDataFrame([summary], SUMMARY_DDL).withColumn("validated_at", F.current_timestamp())
     lake.replace_where(spark, lake.table_path(config.lake_path, lake.VALIDATION_SUMMARY), summary_df,
-                       f"validate_batch = {batch_id}", ["validate_batch"], ["validate_batch"])
+                       this_batch, ["validate_batch"], ["validate_batch"])
     return summary
 
 
