@@ -43,11 +43,25 @@ def read(spark: SparkSession, path: str) -> DataFrame:
     return spark.read.format("delta").load(path)
 
 
+LISTED_VALUES_MAX = 500
+
+
 def rows_of(spark: SparkSession, path: str, column: str, values: Sequence[Any]) -> DataFrame:
-    """The table's rows whose ``column`` is one of ``values``, through a literal list:
-    Delta skips every file whose min/max of the column excludes them (tables are sorted
-    by their scope column, see ``create``), so a small scope reads a few files."""
-    return read(spark, path).where(F.col(column).isin(list(values)))
+    """The table's rows whose ``column`` is one of ``values``.
+
+    Up to LISTED_VALUES_MAX values, through a literal list: Delta skips every file whose
+    min/max of the column excludes them (tables are sorted by their scope column, see
+    ``create``), so a small scope reads a few files. Beyond that, Delta's skipping
+    tests each file against every listed value, which costs more than it saves (11,364
+    values over 40 files: 9.2 s a query, every query that reads the scope); the rows
+    are then kept by the values' range (skipping by min/max) and a broadcast semi-join
+    (0.6 s)."""
+    values = sorted(set(values))
+    rows = read(spark, path)
+    if len(values) <= LISTED_VALUES_MAX:
+        return rows.where(F.col(column).isin(values))
+    keys = spark.createDataFrame([(v,) for v in values], rows.select(column).schema)
+    return rows.where(F.col(column).between(values[0], values[-1])).join(F.broadcast(keys), column, "left_semi")
 
 
 @contextmanager
@@ -83,8 +97,10 @@ ROWS_PER_FILE = 250_000  # a file covers a narrow slice of the sort column, so s
 def _layout(rows: DataFrame, sort_by: Sequence[str], partition_by: Sequence[str] = ()) -> DataFrameWriter:
     """The writer of every table's data files: rows sorted by ``sort_by`` within each task
     and cut every ROWS_PER_FILE rows, so each file's min/max of the sort column is a
-    narrow range."""
-    return (rows.sortWithinPartitions(*sort_by).write.format("delta").mode("append")
+    narrow range. The partition columns lead the sort: Spark's file writer needs its
+    rows ordered by them and otherwise sorts the task's rows a second time (validate's
+    events write, 2.5M events: 45.5-51.9 s -> 42.4-48.1 s)."""
+    return (rows.sortWithinPartitions(*partition_by, *sort_by).write.format("delta").mode("append")
             .partitionBy(*partition_by).option("maxRecordsPerFile", ROWS_PER_FILE))
 
 

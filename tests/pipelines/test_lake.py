@@ -29,3 +29,15 @@ def test_replace_scope_rewrites_only_the_scope_even_with_quotes_in_ids(spark, tm
     lake.replace_scope(spark, path, spark.createDataFrame([], ROWS_DDL), ["key"], "group_id", [quoted])
     assert _table(spark, path) == [("other", 1, "d"), ("plain", 1, "a2")]
     assert lake.version(spark, path) == versions + 1
+
+
+def test_rows_of_a_long_scope_keeps_exactly_its_rows(spark, tmp_path, monkeypatch):
+    """Past LISTED_VALUES_MAX values the scope is read by range and semi-join; the rows are the same."""
+    path = str(tmp_path / "t")
+    rows = [(f"g{i:02d}", i, "v") for i in range(12)]
+    lake.create(spark.createDataFrame(rows, ROWS_DDL), path, ["group_id"], ["group_id"])
+    scope = ["g03", "g04", "g07", "g10", "absent"]
+    listed = sorted(tuple(r) for r in lake.rows_of(spark, path, "group_id", scope).collect())
+    monkeypatch.setattr(lake, "LISTED_VALUES_MAX", 2)
+    joined = sorted(tuple(r) for r in lake.rows_of(spark, path, "group_id", scope).collect())
+    assert listed == joined == [r for r in rows if r[0] in scope]
