@@ -24,11 +24,12 @@ Causes, checked in this order (the first that holds is ``cause``; all that hold 
 """
 from __future__ import annotations
 
-import json
+import bisect
 from collections.abc import Iterable
 from typing import Any
 
 from pipelines.handoffs import handoffs_of
+from pipelines.ownership import body_of
 
 CLUSTER_KINDS = {"partitions_assigned", "partitions_revoked", "partitions_lost", "state_transition",
                  "member_config", "rebalance_requested", "client_error"}
@@ -44,13 +45,9 @@ EPISODE_FIELDS = [
 ]
 
 
-def _body(event: dict[str, Any]) -> dict[str, Any]:
-    return event["body"] if isinstance(event["body"], dict) else json.loads(event["body"])
-
-
 def is_rebalance_event(event: dict[str, Any]) -> bool:
     if event["kind"] == "client_error":
-        return _body(event)["name"] == POLL_EXCEEDED_ERROR
+        return body_of(event)["name"] == POLL_EXCEEDED_ERROR
     return event["kind"] in CLUSTER_KINDS
 
 
@@ -74,9 +71,10 @@ def _identity(e: dict[str, Any]) -> set[tuple]:
     return ids
 
 
-def causes_of(cluster: list[dict[str, Any]], handoffs: list[dict[str, Any]], first: bool) -> list[str]:
-    """Every cause that holds for one cluster and the handoffs it completed, in precedence order."""
-    bodies = [(e, _body(e)) for e in cluster]
+def causes_of(bodies: list[tuple[dict[str, Any], dict[str, Any]]], handoffs: list[dict[str, Any]],
+              first: bool) -> list[str]:
+    """Every cause that holds for one cluster (its events, each with its parsed body) and
+    the handoffs it completed, in precedence order."""
     joined = {e["agent_id"]: e for e, b in bodies if e["kind"] == "member_config" and b["reason"] == "start"}
     left = {e["agent_id"]: e for e, b in bodies
             if e["kind"] == "state_transition" and b["to_state"] in LEAVING_STATES}
@@ -108,16 +106,20 @@ def episodes_of(events: Iterable[dict[str, Any]], handoffs: list[dict[str, Any]]
     """One group's episodes, and handoff_id -> episode_id (a handoff belongs to the episode
     in which its next owner was assigned)."""
     found = clusters(events, gap_s)
+    # Handoffs by assignment time, so each cluster finds its own by bisection: a group's
+    # history holds thousands of episodes and handoffs, and a scan per cluster grew with their product.
+    by_time = sorted(handoffs, key=lambda h: h["assigned_ms"])
+    times = [h["assigned_ms"] for h in by_time]
     episodes, owner_of = [], {}
     for i, cluster in enumerate(found):
         start, end = cluster[0]["event_time_ms"], cluster[-1]["event_time_ms"]
         episode_id = f"{cluster[0]['group_id']}@{cluster[0]['event_id']}"
-        mine = [h for h in handoffs if start <= h["assigned_ms"] <= end]
+        mine = by_time[bisect.bisect_left(times, start):bisect.bisect_right(times, end)]
         for h in mine:
             owner_of[h["handoff_id"]] = episode_id
         generations = [e["generation"] for e in cluster if e["kind"] == "partitions_assigned" and e["generation"] >= 0]
-        causes = causes_of(cluster, mine, first=i == 0)
-        bodies = [(e, _body(e)) for e in cluster]
+        bodies = [(e, body_of(e)) for e in cluster]  # parsed once per episode: JSON parsing was most of this pass
+        causes = causes_of(bodies, mine, first=i == 0)
         episodes.append({
             "episode_id": episode_id, "group_id": cluster[0]["group_id"], "start_ms": start, "end_ms": end,
             "duration_s": (end - start) / 1000.0,
@@ -139,7 +141,7 @@ def gold_of_group(intervals: list[dict], events: list[dict], gap_s: float) -> tu
     """(handoffs with their episode and cause, episodes) of one group.
 
     Runs in Spark's Python workers: this module imports nothing beyond the standard
-    library and pipelines.handoffs, so the workers need no Spark-side extras.
+    library, orjson and its sibling pure modules, so the workers need no Spark-side extras.
     """
     handoffs = handoffs_of(intervals)
     episodes, owner_of = episodes_of(events, handoffs, gap_s)
