@@ -15,16 +15,19 @@ from pyspark.sql import functions as F
 
 from pipelines import lake
 from pipelines.config import PipelineConfig
-from pipelines.episodes import CLUSTER_KINDS, EPISODE_FIELDS, gold_of_group
+from pipelines.episodes import EPISODE_FIELDS, gold_of_group
 from pipelines.errors import LensError
 from pipelines.group_apply import apply_per_group
 from pipelines.handoffs import HANDOFF_FIELDS
 from pipelines.ingest import run_ingest
 from pipelines.metrics import group_metrics
-from pipelines.silver import ENVELOPE_FOR_LOGIC, changed_groups, events_of, run_silver
+from pipelines.ownership import INTERVAL_FIELDS
+from pipelines.silver import changed_groups, events_of, run_silver
 from pipelines.validation import run_validate
 
 STAGES = ("ingest", "validate", "silver", "gold")
+ENVELOPE_FOR_LOGIC = ["event_id", "kind", "event_time_ms", "agent_id", "seq", "group_id", "member_id",
+                      "group_instance_id", "client_id", "host", "generation", "body"]  # what gold_of_group reads
 GOLD_HANDOFF_FIELDS = [*HANDOFF_FIELDS, ("episode_id", "string"), ("episode_start_ms", "bigint"),
                        ("cause", "string")]
 
@@ -33,53 +36,51 @@ def _struct(fields: list[tuple[str, str]]) -> str:
     return "struct<" + ", ".join(f"{n}: {k}" for n, k in fields) + ">"
 
 
-# Both outputs of one gold_of_group call, one handoff or one episode per row (the other
-# is null), split in Spark: rows of bounded size, where one row per group with two
-# arrays grows with the group's history.
-GOLD_ROW_DDL = f"handoff {_struct(GOLD_HANDOFF_FIELDS)}, episode {_struct(EPISODE_FIELDS)}"
+# The three outputs of one gold_of_group call, one interval, handoff or episode per row
+# (the others null), split in Spark: rows of bounded size, where one row per group with
+# three arrays grows with the group's history.
+GROUP_ROW_DDL = (f"interval {_struct(INTERVAL_FIELDS)}, handoff {_struct(GOLD_HANDOFF_FIELDS)}, "
+                 f"episode {_struct(EPISODE_FIELDS)}")
+GROUP_OUTPUTS = [("interval", lake.OWNERSHIP, ["assign_event_id", "topic", "partition"]),
+                 ("handoff", lake.HANDOFFS, ["handoff_id"]), ("episode", lake.EPISODES, ["episode_id"])]
 
 
 def run_gold(spark: SparkSession, config: PipelineConfig, since_ms: int | None = None,
              progress: Callable[[str], Any] = print) -> dict[str, int]:
-    """Handoffs, episodes and metrics for the groups silver changed since gold last ran."""
-    silver_mark = lake.stage_mark(spark, config.lake_path, "silver")
-    last = lake.stage_mark(spark, config.lake_path, "gold")
-    if silver_mark < 0:
-        progress("gold: silver has not run yet; nothing to do")
+    """Ownership intervals, handoffs, episodes and metrics for the groups with events
+    validated since gold last ran.
+
+    The intervals are a silver table, built here in the same per-group pass as the
+    handoffs and episodes that derive from them (see ``gold_of_group``): gold reads the
+    validated events, as silver does, and not silver's output."""
+    high = lake.validated_through(spark, config.lake_path)
+    if high < 0:
+        progress("gold: no events yet (run validate first); nothing to do")
         return {"groups": 0}
-    groups = changed_groups(spark, config, last, silver_mark, since_ms)
+    groups = changed_groups(spark, config, lake.stage_mark(spark, config.lake_path, "gold"), high, since_ms)
     if not groups:
         progress("gold: no new events; nothing to do")
         return {"groups": 0}
     progress(f"gold: recomputing {len(groups)} group(s)")
     gap = config.episode_gap_s
-    intervals = lake.rows_of(spark, lake.table_path(config.lake_path, lake.OWNERSHIP), "group_id", groups)
-    events = events_of(spark, config, groups, silver_mark)  # not cached: the two readers need few, different columns
-    rebalance_events = events.where(F.col("kind").isin(sorted(CLUSTER_KINDS))).select(*ENVELOPE_FOR_LOGIC)
-    tagged = intervals.select("group_id", F.struct(*intervals.columns).alias("interval")).unionByName(
-        rebalance_events.select("group_id", F.struct(*ENVELOPE_FOR_LOGIC).alias("event")),
-        allowMissingColumns=True)
+    events = events_of(spark, config, groups, high)  # not cached: the pass and the metrics need different columns
 
     def gold(group: list[dict]) -> list[dict]:
-        handoffs, episodes = gold_of_group([r["interval"] for r in group if r["interval"] is not None],
-                                           [r["event"] for r in group if r["event"] is not None], gap)
-        return ([{"handoff": h, "episode": None} for h in handoffs]
-                + [{"handoff": None, "episode": e} for e in episodes])
+        outputs = dict(zip(("interval", "handoff", "episode"), gold_of_group(group, gap)))
+        empty = dict.fromkeys(outputs)
+        return [{**empty, name: row} for name, rows in outputs.items() for row in rows]
 
-    # Spilled (written once, read back) so the Python pass runs once for both outputs.
-    with lake.spilled(spark, apply_per_group(tagged, "group_id", gold, GOLD_ROW_DDL),
+    # Spilled (written once, read back) so the Python pass runs once for all outputs.
+    with lake.spilled(spark, apply_per_group(events.select(*ENVELOPE_FOR_LOGIC), "group_id", gold, GROUP_ROW_DDL),
                       f"{config.checkpoint_path}/gold_rows") as rows:
-        handoffs = rows.where(F.col("handoff").isNotNull()).select("handoff.*")
-        episodes = rows.where(F.col("episode").isNotNull()).select("episode.*")
-        lake.replace_scope(spark, lake.table_path(config.lake_path, lake.HANDOFFS), handoffs, ["handoff_id"],
-                           "group_id", groups)
-        lake.replace_scope(spark, lake.table_path(config.lake_path, lake.EPISODES), episodes, ["episode_id"],
-                           "group_id", groups)
+        of = {name: rows.where(F.col(name).isNotNull()).select(f"{name}.*") for name, _, _ in GROUP_OUTPUTS}
+        for name, table, keys in GROUP_OUTPUTS:
+            lake.replace_scope(spark, lake.table_path(config.lake_path, table), of[name], keys, "group_id", groups)
+        counts = rows.agg(*[F.count(name).alias(f"{name}s") for name, _, _ in GROUP_OUTPUTS]).first().asDict()
         lake.replace_scope(spark, lake.table_path(config.lake_path, lake.METRICS),
-                           group_metrics(handoffs, episodes, events),
+                           group_metrics(of["handoff"], of["episode"], events),
                            ["group_id", "grain", "period_start", "cause"], "group_id", groups)
-        counts = {"handoffs": handoffs.count(), "episodes": episodes.count()}
-    lake.set_stage_mark(spark, config.lake_path, "gold", silver_mark)
+    lake.set_stage_mark(spark, config.lake_path, "gold", high)
     return {"groups": len(groups), **counts}
 
 

@@ -44,7 +44,7 @@ INTERVAL_DDL = ", ".join(f"{name} {kind}" for name, kind in INTERVAL_FIELDS)
 def body_of(event: dict[str, Any]) -> dict[str, Any]:
     """The event's body as a dict. Events read from silver carry it as JSON text, parsed
     here by orjson: the per-group passes parse every body, and json.loads took 2.8 us a
-    body against orjson's 0.8 (the ownership pass parses all of a group's events)."""
+    body against orjson's 0.8 (gold's per-group pass parses all of a group's events)."""
     body = event["body"]
     return body if isinstance(body, dict) else orjson.loads(body)
 

@@ -1,4 +1,7 @@
-"""Silver: member state timelines, partition ownership intervals and commits, from the typed events.
+"""Silver: member state timelines and commits, from the typed events.
+
+The partition ownership intervals, also a silver table, are built by the gold stage, in
+its per-group pass (``pipelines.jobs.run_gold``).
 
 Incremental by group: the groups that got events since the stage last ran (plus, with
 ``since_ms``, every group with events after that time) are recomputed from all their
@@ -12,11 +15,6 @@ from pyspark.sql import functions as F
 
 from pipelines import lake
 from pipelines.config import PipelineConfig
-from pipelines.group_apply import apply_per_group
-from pipelines.ownership import INTERVAL_DDL, ownership_intervals
-
-ENVELOPE_FOR_LOGIC = ["event_id", "kind", "event_time_ms", "agent_id", "seq", "group_id", "member_id",
-                      "group_instance_id", "client_id", "host", "generation", "body"]
 
 
 def changed_groups(spark: SparkSession, config: PipelineConfig, after_batch: int, upto_batch: int,
@@ -79,9 +77,6 @@ def run_silver(spark: SparkSession, config: PipelineConfig, since_ms: int | None
     outputs = [
         (lake.MEMBER_STATES, member_states(events), ["event_id"]),
         (lake.COMMITS, commits(events), ["event_id", "topic", "partition"]),
-        (lake.OWNERSHIP,
-         apply_per_group(events.select(*ENVELOPE_FOR_LOGIC), "group_id", ownership_intervals, INTERVAL_DDL),
-         ["assign_event_id", "topic", "partition"]),
     ]
     for table, rows, keys in outputs:
         lake.replace_scope(spark, lake.table_path(config.lake_path, table), rows, keys, "group_id", groups)

@@ -4,7 +4,6 @@ from __future__ import annotations
 import pytest
 
 from pipelines.episodes import clusters, gold_of_group
-from pipelines.ownership import ownership_intervals
 from pipelines.synthetic import P0, Fleet
 from tests.pipelines.scenarios import every_cause
 
@@ -14,14 +13,14 @@ FLEETS = every_cause()
 @pytest.mark.parametrize("cause", sorted(FLEETS))
 def test_last_episode_gets_its_cause(cause):
     events = FLEETS[cause].events
-    handoffs, episodes = gold_of_group(ownership_intervals(events), events, gap_s=10.0)
+    _, handoffs, episodes = gold_of_group(events, gap_s=10.0)
     assert [e["cause"] for e in episodes] == ["start", cause]
     assert all(h["episode_id"] == episodes[-1]["episode_id"] for h in handoffs)
 
 
 def test_poll_exceeded_loss_has_exact_duplicates():
     events = FLEETS["poll_interval_exceeded"].events
-    handoffs, _ = gold_of_group(ownership_intervals(events), events, gap_s=10.0)
+    _, handoffs, _ = gold_of_group(events, gap_s=10.0)
     lost = next(h for h in handoffs if h["release_kind"] == "lost")
     # m2 processed to 9 and lost P1; m1 restarted it at 8: records 8 and 9 were read twice.
     assert (lost["duplicates_confirmed"], lost["duplicates_lower"], lost["duplicates_upper"]) == (2, 2, 2)

@@ -8,8 +8,8 @@ import pytest
 from pyspark.errors import PythonException
 
 from pipelines.group_apply import apply_per_group
+from pipelines.jobs import ENVELOPE_FOR_LOGIC
 from pipelines.ownership import INTERVAL_DDL, INTERVAL_FIELDS, ownership_intervals
-from pipelines.silver import ENVELOPE_FOR_LOGIC
 from pipelines.synthetic import P0, P1, Fleet
 
 
