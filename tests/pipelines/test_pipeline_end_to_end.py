@@ -59,6 +59,17 @@ def test_metrics_add_up(spark, landed):
     assert day_all["lost_partitions"] == 1
     assert day_all["records_processed"] == 100 + 50 + 70 + 30 + 20 + 181
     assert day_all["partition_seconds_unavailable"] == pytest.approx(0.7 + 0.8 + 0.7)
+    assert day_all["revoke_callback_s"] == pytest.approx(0.003 + 0.002)  # a revoke of two partitions counts once
+    assert day_all["commit_on_revoke_coverage"] == 0.0  # three graceful handoffs, no commit inside a revoke
+    # Days and "all" are sums of the hourly rows by cause (one hour here: both grains agree).
+    additive = ["rebalances", "partitions_moved", "duplicates", "lost_partitions", "revoke_callback_s"]
+    for grain in ("hour", "day"):
+        of_grain = [m for m in metrics if m["grain"] == grain]
+        assert {m["cause"] for m in of_grain} == {"all", "start", "scale_out", "crash"}
+        every = next(m for m in of_grain if m["cause"] == "all")
+        for column in additive:
+            assert sum(m[column] for m in of_grain if m["cause"] != "all") == pytest.approx(every[column])
+            assert every[column] == pytest.approx(day_all[column])
 
 
 def test_spilled_rows_do_not_outlive_the_run(landed):
