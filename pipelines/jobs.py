@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines import lake
@@ -21,13 +21,23 @@ from pipelines.group_apply import apply_per_group
 from pipelines.handoffs import HANDOFF_FIELDS
 from pipelines.ingest import run_ingest
 from pipelines.metrics import group_metrics
-from pipelines.ownership import INTERVAL_FIELDS
+from pipelines.ownership import INTERVAL_FIELDS, PARTITION_FACTS
 from pipelines.silver import changed_groups, events_of, run_silver
 from pipelines.validation import run_validate
 
 STAGES = ("ingest", "validate", "silver", "gold")
 ENVELOPE_FOR_LOGIC = ["event_id", "kind", "event_time_ms", "agent_id", "seq", "group_id", "member_id",
                       "group_instance_id", "client_id", "host", "generation", "body"]  # what gold_of_group reads
+MEMBER_DETAILS = ["event_id", "member_id", "group_instance_id", "client_id", "host", "generation"]
+
+
+def for_logic(events: DataFrame) -> DataFrame:
+    """The columns ``gold_of_group`` reads; the member details of partition facts (which
+    it does not read) as nulls: a narrower shuffle into the pass (2.5M events: 26.8 ->
+    24.3 s)."""
+    fact = F.col("kind").isin(list(PARTITION_FACTS))
+    return events.select(*[F.when(~fact, F.col(c)).alias(c) if c in MEMBER_DETAILS else F.col(c)
+                           for c in ENVELOPE_FOR_LOGIC])
 GOLD_HANDOFF_FIELDS = [*HANDOFF_FIELDS, ("episode_id", "string"), ("episode_start_ms", "bigint"),
                        ("cause", "string")]
 
@@ -71,7 +81,7 @@ def run_gold(spark: SparkSession, config: PipelineConfig, since_ms: int | None =
         return [{**empty, name: row} for name, rows in outputs.items() for row in rows]
 
     # Spilled (written once, read back) so the Python pass runs once for all outputs.
-    with lake.spilled(spark, apply_per_group(events.select(*ENVELOPE_FOR_LOGIC), "group_id", gold, GROUP_ROW_DDL),
+    with lake.spilled(spark, apply_per_group(for_logic(events), "group_id", gold, GROUP_ROW_DDL),
                       f"{config.checkpoint_path}/gold_rows") as rows:
         of = {name: rows.where(F.col(name).isNotNull()).select(f"{name}.*") for name, _, _ in GROUP_OUTPUTS}
         for name, table, keys in GROUP_OUTPUTS:

@@ -69,9 +69,9 @@ def group_metrics(handoffs: DataFrame, episodes: DataFrame, events: DataFrame) -
     counts = ["rebalances", "partitions_moved", "partition_seconds_unavailable", "partition_seconds_unavailable_lower",
               "partition_seconds_unavailable_upper", "duplicates", "duplicates_upper", "lost_partitions"]
     out = out.fillna(0, subset=[*counts, "revoke_callback_s", "records_processed"])
-    graceful = F.col("graceful_handoffs")
+    graceful, processed = F.col("graceful_handoffs"), F.col("records_processed")
     return out.select(
         *KEYS, *counts,
         F.when(graceful > 0, F.col("graceful_committed_in_revoke") / graceful).alias("commit_on_revoke_coverage"),
         "revoke_callback_s", "records_processed",
-        F.when(F.col("records_processed") > 0, F.col("duplicates") / F.col("records_processed")).alias("duplicate_rate"))
+        F.when(processed > 0, F.col("duplicates") / processed).alias("duplicate_rate"))

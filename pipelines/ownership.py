@@ -24,6 +24,9 @@ import orjson
 
 UNKNOWN = -1001
 RELEASING = {"partitions_revoked": "revoked", "partitions_lost": "lost"}
+# Per-partition facts, most of the telemetry: of these events only the agent, the time,
+# the sequence number and the body are read.
+PARTITION_FACTS = ("first_fetch", "progress", "commit")
 
 INTERVAL_FIELDS = [
     ("group_id", "string"), ("topic", "string"), ("partition", "bigint"), ("agent_id", "string"),

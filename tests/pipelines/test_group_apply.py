@@ -7,10 +7,12 @@ from contextlib import contextmanager
 import pytest
 from pyspark.errors import PythonException
 
+from pipelines.episodes import gold_of_group
 from pipelines.group_apply import apply_per_group
-from pipelines.jobs import ENVELOPE_FOR_LOGIC
+from pipelines.jobs import ENVELOPE_FOR_LOGIC, for_logic
 from pipelines.ownership import INTERVAL_DDL, INTERVAL_FIELDS, ownership_intervals
 from pipelines.synthetic import P0, P1, Fleet
+from tests.pipelines.scenarios import every_cause
 
 
 @contextmanager
@@ -64,15 +66,30 @@ def _fleet(group: str) -> Fleet:
     return fleet
 
 
+def _logic_rows(spark, fleets):
+    """The fleets' events as the rows the per-group pass reads (bodies as JSON text)."""
+    events = [{**e, "body": json.dumps(e["body"])} for f in fleets for e in f.events]
+    return spark.createDataFrame([tuple(e[n] for n in ENVELOPE_FOR_LOGIC) for e in events],
+                                 "event_id string, kind string, event_time_ms bigint, agent_id string, seq bigint, "
+                                 "group_id string, member_id string, group_instance_id string, client_id string, "
+                                 "host string, generation bigint, body string")
+
+
 def test_ownership_intervals_through_spark_equal_the_pure_function(spark, unique):
     fleets = [_fleet(f"g1-{unique}"), _fleet(f"g2-{unique}")]
-    events = [{**e, "body": json.dumps(e["body"])} for f in fleets for e in f.events]
-    df = spark.createDataFrame([tuple(e[n] for n in ENVELOPE_FOR_LOGIC) for e in events],
-                               "event_id string, kind string, event_time_ms bigint, agent_id string, seq bigint, "
-                               "group_id string, member_id string, group_instance_id string, client_id string, "
-                               "host string, generation bigint, body string")
+    df = _logic_rows(spark, fleets)
     names = [n for n, _ in INTERVAL_FIELDS]
     got = sorted((tuple(r[n] for n in names) for r in
                   apply_per_group(df, "group_id", ownership_intervals, INTERVAL_DDL).collect()), key=repr)
     expected = sorted((tuple(i[n] for n in names) for f in fleets for i in ownership_intervals(f.events)), key=repr)
     assert len(expected) == 8 and got == expected
+
+
+@pytest.mark.parametrize("cause", sorted(every_cause()))
+def test_the_pass_needs_no_member_details_of_partition_facts(spark, cause):
+    """for_logic nulls the member details of first_fetch, progress and commit events:
+    gold_of_group gives the same intervals, handoffs and episodes without them."""
+    fleet = every_cause()[cause]
+    narrowed = [r.asDict() for r in for_logic(_logic_rows(spark, [fleet])).collect()]
+    assert any(r["kind"] == "progress" and r["event_id"] is None for r in narrowed)
+    assert gold_of_group(narrowed, gap_s=10.0) == gold_of_group(fleet.events, gap_s=10.0)
