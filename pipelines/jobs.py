@@ -38,6 +38,8 @@ def for_logic(events: DataFrame) -> DataFrame:
     fact = F.col("kind").isin(list(PARTITION_FACTS))
     return events.select(*[F.when(~fact, F.col(c)).alias(c) if c in MEMBER_DETAILS else F.col(c)
                            for c in ENVELOPE_FOR_LOGIC])
+
+
 GOLD_HANDOFF_FIELDS = [*HANDOFF_FIELDS, ("episode_id", "string"), ("episode_start_ms", "bigint"),
                        ("cause", "string")]
 
