@@ -160,7 +160,7 @@ if __name__ == "__main__":
     if arguments.bootstrap:
         main(arguments)
     else:
-        from pipelines.runtime.kafka_broker import EmbeddedKafka
+        from lens_runtime.kafka_broker import EmbeddedKafka
 
         with EmbeddedKafka() as broker:
             arguments.bootstrap = broker.bootstrap_servers

@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/pipeline_throughput.py --events 1000000 [--events 10000000] [--keep]
 
 For each size: start the embedded broker, produce the synthetic fleet's telemetry
-(pipelines.synthetic.fleet_telemetry: graceful eager rebalances, some skipped commits),
+(lens_scenarios.synthetic.fleet_telemetry: graceful eager rebalances, some skipped commits),
 then on a fresh lake:
 
 1. the floors: bare Spark batch jobs that read the same topic, parse the JSON and
@@ -113,7 +113,7 @@ def produce(bootstrap: str, topic: str, groups: int, prefix: str, seed: int, fro
     already produced with the same prefix and seed (their rounds from_round..2*from_round-1)."""
     from confluent_kafka import Producer
 
-    from pipelines.synthetic import fleet_telemetry
+    from lens_scenarios.synthetic import fleet_telemetry
 
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50, "batch.size": 1_000_000,
                          "compression.type": "lz4", "queue.buffering.max.messages": 1_000_000})
@@ -137,18 +137,18 @@ def produce(bootstrap: str, topic: str, groups: int, prefix: str, seed: int, fro
 def floor_jobs(spark, bootstrap: str, topic: str, out: str) -> dict[str, float]:
     """Two floors, each a bare batch job Kafka -> parse -> Parquet: the envelope only (the
     body kept as text), and the whole event typed (envelope, then each body by its kind,
-    as pipelines.validation.parse does: the JSON the pipeline must parse)."""
+    as pipelines.validate.parse does: the JSON the pipeline must parse)."""
     from pyspark.sql import functions as F
 
-    from pipelines import validation
-    from pipelines.telemetry_schema import envelope_schema
+    from pipelines import validate
+    from pipelines.telemetry_types import envelope_schema
 
     raw = (spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
            .option("startingOffsets", "earliest").load())
     jobs = {
         "envelope": lambda: raw.select(F.from_json(F.col("value").cast("string"), envelope_schema()).alias("e"))
         .select("e.*"),
-        "typed": lambda: validation.parse(raw.select(
+        "typed": lambda: validate.parse(raw.select(
             "topic", F.col("partition").alias("kafka_partition"), F.col("offset").alias("kafka_offset"),
             F.col("timestamp").alias("kafka_timestamp"), "value")).drop("value"),
     }
@@ -161,18 +161,18 @@ def floor_jobs(spark, bootstrap: str, topic: str, out: str) -> dict[str, float]:
 
 
 def timed_stage(spark, config, stage: str) -> float:
-    from pipelines.jobs import run_pipeline
+    from pipelines.stages import run_stage
 
     started = time.monotonic()
-    run_pipeline(spark, config, stages=[stage], progress=lambda m: None)
+    run_stage(spark, config, stage, progress=lambda m: None)
     return time.monotonic() - started
 
 
 def run_size(events: int, cores: int, keep: bool) -> None:
+    from lens_runtime.kafka_broker import EmbeddedKafka
+    from lens_runtime.spark_session import build_spark
     from pipelines.config import PipelineConfig
-    from pipelines.jobs import STAGES
-    from pipelines.runtime.kafka_broker import EmbeddedKafka
-    from pipelines.runtime.spark_session import SparkSettings, build_spark
+    from pipelines.stages import STAGES
 
     groups = max(1, events // (EVENTS_PER_GROUP * ROUNDS))
     work = Path(tempfile.mkdtemp(prefix="lens-bench-"))
@@ -181,15 +181,14 @@ def run_size(events: int, cores: int, keep: bool) -> None:
         t0 = time.monotonic()
         n = produce(broker.bootstrap_servers, topic, groups, "bench", seed=1)
         print(f"\n== {n:,} events ({groups} groups), produced in {time.monotonic() - t0:.1f} s", flush=True)
-        spark = build_spark(SparkSettings.resolve(master=f"local[{cores}]", lake=str(work / "lake"),
-                                                  app_name="pipeline-benchmark"))
+        config = PipelineConfig(bootstrap_servers=broker.bootstrap_servers, lake_path=str(work / "lake"),
+                                topic=topic, spark_master=f"local[{cores}]")
+        spark = build_spark(config.spark_settings("pipeline-benchmark"))
         try:
             floors = floor_jobs(spark, broker.bootstrap_servers, topic, str(work / "floor"))
             for name, took in floors.items():
                 print(f"floor, {name} (Kafka -> parse JSON -> Parquet): {took:.1f} s, "
                       f"{n / took / cores:,.0f} events/s/core", flush=True)
-            config = PipelineConfig(bootstrap_servers=broker.bootstrap_servers, lake_path=str(work / "lake"),
-                                    topic=topic)
             total = 0.0
             full_took = {}
             for stage in STAGES:

@@ -28,20 +28,20 @@ from pipeline_throughput import EVENTS_PER_GROUP, ROUNDS, create_topic, produce
 
 
 def build_bronze(lake: Path, events: int) -> None:
+    from lens_runtime.kafka_broker import EmbeddedKafka
+    from lens_runtime.spark_session import build_spark
     from pipelines.config import PipelineConfig
-    from pipelines.jobs import run_pipeline
-    from pipelines.runtime.kafka_broker import EmbeddedKafka
-    from pipelines.runtime.spark_session import SparkSettings, build_spark
+    from pipelines.stages import run_stage
 
     groups = max(1, events // (EVENTS_PER_GROUP * ROUNDS))
     with EmbeddedKafka() as broker:
         topic = create_topic(broker.bootstrap_servers)
         n = produce(broker.bootstrap_servers, topic, groups, "bench", seed=1)
         print(f"produced {n:,} events ({groups} groups); ingesting into {lake}", flush=True)
-        spark = build_spark(SparkSettings.resolve(master="local[2]", lake=str(lake), app_name="stage-profile"))
+        config = PipelineConfig(bootstrap_servers=broker.bootstrap_servers, lake_path=str(lake), topic=topic)
+        spark = build_spark(config.spark_settings("stage-profile"))
         try:
-            run_pipeline(spark, PipelineConfig(bootstrap_servers=broker.bootstrap_servers, lake_path=str(lake),
-                                               topic=topic), stages=["ingest"])
+            run_stage(spark, config, "ingest")
         finally:
             spark.stop()
 
@@ -70,7 +70,9 @@ def hold_back(spark, lake: Path, share: float):
     from delta.tables import DeltaTable
     from pyspark.sql import functions as F
 
-    path = str(lake / "bronze" / "telemetry_raw")
+    from pipelines.catalog import BRONZE
+
+    path = BRONZE.location(str(lake))
     group = F.get_json_object(F.col("value").cast("string"), "$.group_id")
     held = F.pmod(F.xxhash64(group), F.lit(10_000)) < int(share * 10_000)
     spark.read.format("delta").load(path).where(held).write.parquet(str(lake.parent / "held"))
@@ -80,11 +82,11 @@ def hold_back(spark, lake: Path, share: float):
 
 def profile_stages(spark, config, last: int, min_s: float, label: str) -> int:
     """Run validate, silver and gold, printing each one's time and slow SQL executions."""
-    from pipelines.jobs import run_pipeline
+    from pipelines.stages import run_stage
 
     for stage in ("validate", "silver", "gold"):
         started = time.monotonic()
-        run_pipeline(spark, config, stages=[stage], progress=lambda m: None)
+        run_stage(spark, config, stage, progress=lambda m: None)
         print(f"== {label}{stage}: {time.monotonic() - started:.1f} s", flush=True)
         listed, last = executions(spark, last, min_s)
         for execution, took, plan in listed:
@@ -100,25 +102,26 @@ def main() -> None:
     parser.add_argument("--incremental", type=float, default=0.0,
                         help="share of the groups to hold back and then profile as an incremental run")
     args = parser.parse_args()
+    from lens_runtime.spark_session import build_spark
+    from pipelines.catalog import BRONZE
     from pipelines.config import PipelineConfig
-    from pipelines.runtime.spark_session import SparkSettings, build_spark
 
     bronze = args.lake or Path(tempfile.mkdtemp(prefix="lens-profile-")) / "lake"
-    if not (bronze / "bronze" / "telemetry_raw").exists():
+    if not Path(BRONZE.location(str(bronze))).exists():
         build_bronze(bronze, args.events)
     work = Path(tempfile.mkdtemp(prefix="lens-profile-run-")) / "lake"
     shutil.copytree(bronze, work)
-    spark = build_spark(SparkSettings.resolve(master="local[2]", lake=str(work), app_name="stage-profile"))
+    config = PipelineConfig(bootstrap_servers="unused:9092", lake_path=str(work))  # ingest does not run
+    spark = build_spark(config.spark_settings("stage-profile"))
     last = -1  # the listener records executions asynchronously: go by id, not by count
     try:
-        config = PipelineConfig(bootstrap_servers="unused:9092", lake_path=str(work))  # ingest does not run
         held = None
         if args.incremental:
             held = hold_back(spark, work, args.incremental)
             _, last = executions(spark, last, 0.0)  # not part of any stage
         last = profile_stages(spark, config, last, args.min_s, "")
         if held is not None:
-            held.write.format("delta").mode("append").save(str(work / "bronze" / "telemetry_raw"))
+            held.write.format("delta").mode("append").save(BRONZE.location(str(work)))
             print(f"appended {held.count():,} held-back rows to bronze", flush=True)
             profile_stages(spark, config, last, args.min_s, "incremental ")
     finally:

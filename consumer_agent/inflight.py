@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import time
 
-from consumer_agent.events import OFFSET_UNKNOWN
+from consumer_agent.contract import OFFSET_UNKNOWN
 
 Key = tuple[str, int]
 

@@ -9,7 +9,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from consumer_agent.events import KIND_BODIES, load_schema
+from consumer_agent.contract import BODY_DEFINITIONS, KIND_BODIES, schema as contract_schema
 
 BEGIN = "<!-- telemetry-table:begin -->"
 END = "<!-- telemetry-table:end -->"
@@ -49,18 +49,17 @@ def _rows(prefix: str, spec: dict[str, Any], defs: dict[str, Any]) -> list[str]:
     return rows
 
 
-def render_table(schema: dict[str, Any] | None = None) -> str:
+def render_table() -> str:
     """Markdown: the envelope, then one section per kind with its body fields."""
-    schema = schema or load_schema()
+    schema = contract_schema()
     defs = schema["$defs"]
     out = [f"Generated from `consumer_agent/telemetry-v1.schema.json` by `python -m consumer_agent.schema_docs "
            f"--write`; a test keeps it current. {_cell(schema['description'])}", "",
            "**Envelope** (every event)", "", "| field | type | required | description |", "|---|---|---|---|"]
     out += _rows("", schema, defs)
     body_defs: dict[str, list[str]] = {}
-    for rule in schema["allOf"]:
-        kind = rule["if"]["properties"]["kind"]["const"]
-        body_defs.setdefault(rule["then"]["properties"]["body"]["$ref"].rsplit("/", 1)[-1], []).append(kind)
+    for kind, definition in BODY_DEFINITIONS.items():
+        body_defs.setdefault(definition, []).append(kind)
     for def_name, kinds in body_defs.items():
         spec = defs[def_name]
         out += ["", f"**body of {', '.join(f'`{k}`' for k in kinds)}**"

@@ -1,18 +1,64 @@
-"""The pipeline's settings in one object: where to read, where to write, how strict to be.
+"""The pipeline's settings in one object, resolved in one place.
 
-Every job is a function of ``(spark, PipelineConfig)``; the CLI, the tests and the
-scenario runner build this object and nothing else. Settings come from arguments,
-else the environment (``LENS_KAFKA_BOOTSTRAP``, ``LENS_TELEMETRY_TOPIC``,
-``LENS_LAKE``, ``LENS_CHECKPOINTS``), else the embedded defaults.
+Every stage is a function of ``(spark, PipelineConfig, progress)``; the CLI, the tests, the
+benchmarks and the DAGs build this object and nothing else. ``PipelineConfig.resolve`` takes
+what a caller gives (by field name), else the environment, else the defaults. Each tunable
+is declared once in ``SETTINGS`` with its environment variable, its command-line flag and
+what it does: the CLI builds its flags from that table, and a bad value names the variable
+or flag it came from and the fix.
 """
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
 
-from pipelines.errors import LensError
+from consumer_agent.options import DEFAULT_TELEMETRY_TOPIC
+from lens_runtime.errors import LensError
+from lens_runtime.paths import home
+from lens_runtime.spark_session import SparkSettings
 
-DEFAULT_TOPIC = "rebalance-lens-telemetry"
+Progress = Callable[[str], Any]
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One tunable: the config field, its environment variable and flag, and what it does."""
+
+    field: str
+    env: str
+    flag: str
+    help: str
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("bootstrap_servers", "LENS_KAFKA_BOOTSTRAP", "--bootstrap",
+            "Kafka bootstrap servers of the telemetry topic (default: the broker of `rebalance-lens kafka up`)"),
+    Setting("topic", "LENS_TELEMETRY_TOPIC", "--topic", f"telemetry topic (default {DEFAULT_TELEMETRY_TOPIC})"),
+    Setting("lake_path", "LENS_LAKE", "--lake", "Delta lake path (default <home>/lake)"),
+    Setting("checkpoint_path", "LENS_CHECKPOINTS", "--checkpoints",
+            "streaming checkpoints and temporary spill (default <lake>/_checkpoints)"),
+    Setting("spark_master", "LENS_SPARK_MASTER", "--master", "Spark master (default local[2])"),
+    Setting("spark_log_level", "LENS_SPARK_LOG_LEVEL", "--spark-log-level", "Spark's log level (default WARN)"),
+    Setting("max_bad_row_fraction", "LENS_MAX_BAD_FRACTION", "--max-bad-fraction",
+            "fail a validation batch with more than this share of bad rows (default 0.05)"),
+    Setting("episode_gap_s", "LENS_EPISODE_GAP_S", "--episode-gap",
+            "seconds of quiet that end a rebalance episode (default 10)"),
+    Setting("max_clock_skew_s", "LENS_MAX_CLOCK_SKEW_S", "--max-clock-skew",
+            "seconds an event's time may be after its Kafka timestamp (default 300)"),
+    Setting("max_event_delay_s", "LENS_MAX_EVENT_DELAY_S", "--max-event-delay",
+            "seconds an event's time may be before its Kafka timestamp (default 604800: 7 days)"),
+    Setting("min_event_time_ms", "LENS_MIN_EVENT_TIME_MS", "--min-event-time",
+            "epoch ms before which an event's time is a broken clock (default 2015-01-01)"),
+    Setting("max_offsets_per_trigger", "LENS_MAX_OFFSETS_PER_TRIGGER", "--max-offsets-per-trigger",
+            "records per ingest micro-batch (default: no limit)"),
+)
+
+
+def _default_lake() -> str:
+    return str(home() / "lake")
 
 
 @dataclass(frozen=True)
@@ -22,20 +68,30 @@ class PipelineConfig:
     ``max_bad_row_fraction``: a validation batch whose quarantined share exceeds this
     fails the run (after the quarantine and the summary are written, so nothing is lost).
     ``episode_gap_s``: rebalance events of a group closer than this belong to one episode.
+    10 s: a rebalance's events (joins, syncs, callbacks, a cooperative second round, a
+    KIP-848 reconciliation over 5 s heartbeats) come seconds apart, and the built-in
+    scenarios' restarts 6 s apart are checked against ground truth with it; a longer gap
+    merges distinct rebalances of a rolling restart into one episode.
     ``max_clock_skew_s`` / ``max_event_delay_s``: an event's time may be at most this much
     after / before the Kafka timestamp of its record (the agent buffers, clocks drift).
+    ``since_ms``: recompute silver and gold for the groups with events from this time; a
+    first ingest starts from it. ``kafka_options``: extra settings of the Kafka source
+    (``kafka.`` prefix added), e.g. SASL for a secured telemetry cluster.
     """
 
-    bootstrap_servers: str
-    lake_path: str
-    topic: str = DEFAULT_TOPIC
+    bootstrap_servers: str = ""
+    lake_path: str = field(default_factory=_default_lake)
+    topic: str = DEFAULT_TELEMETRY_TOPIC
     checkpoint_path: str = ""
+    spark_master: str = "local[2]"
+    spark_log_level: str = "WARN"
     max_bad_row_fraction: float = 0.05
-    episode_gap_s: float = 30.0
+    episode_gap_s: float = 10.0
     max_clock_skew_s: float = 300.0
     max_event_delay_s: float = 7 * 86400.0
     min_event_time_ms: int = 1_420_070_400_000  # 2015-01-01: anything older is a broken clock
     max_offsets_per_trigger: int | None = None
+    since_ms: int | None = None
     kafka_options: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -50,19 +106,50 @@ class PipelineConfig:
             raise LensError(f"episode_gap_s={self.episode_gap_s} must be > 0 (seconds between two rebalances)")
         if self.max_offsets_per_trigger is not None and self.max_offsets_per_trigger <= 0:
             raise LensError("max_offsets_per_trigger must be a positive number of records, or None for no limit")
+        object.__setattr__(self, "spark_log_level", self.spark_log_level.upper())
         if not self.checkpoint_path:
             object.__setattr__(self, "checkpoint_path", f"{self.lake_path.rstrip('/')}/_checkpoints")
 
     @classmethod
-    def resolve(cls, bootstrap_servers: str | None = None, lake_path: str | None = None,
-                topic: str | None = None, **overrides) -> "PipelineConfig":
-        """Arguments win over the environment, which wins over the defaults."""
-        from pipelines.runtime.paths import home
+    def resolve(cls, environ: Mapping[str, str] | None = None, **given: Any) -> PipelineConfig:
+        """Given values (None: not given) win over the environment, which wins over the defaults.
 
-        return cls(
-            bootstrap_servers=bootstrap_servers or os.environ.get("LENS_KAFKA_BOOTSTRAP", ""),
-            lake_path=lake_path or os.environ.get("LENS_LAKE", str(home() / "lake")),
-            topic=topic or os.environ.get("LENS_TELEMETRY_TOPIC", DEFAULT_TOPIC),
-            checkpoint_path=overrides.pop("checkpoint_path", None) or os.environ.get("LENS_CHECKPOINTS", ""),
-            **overrides,
-        )
+        Values may be text (from a flag or a variable) or typed; text is parsed by the
+        field's type. Without a broker address, the broker of ``rebalance-lens kafka up``
+        is used when it runs.
+        """
+        environ = os.environ if environ is None else environ
+        types = typing.get_type_hints(cls)
+        names = {f.name for f in fields(cls)}
+        unknown = set(given) - names
+        if unknown:
+            raise LensError(f"unknown pipeline setting {sorted(unknown)[0]!r}: choose from {', '.join(sorted(names))}")
+        values = {name: value for name, value in given.items() if value is not None}
+        for setting in SETTINGS:
+            source = setting.flag
+            if setting.field not in values and environ.get(setting.env):
+                values[setting.field], source = environ[setting.env], setting.env
+            if isinstance(values.get(setting.field), str):
+                values[setting.field] = _parse(values[setting.field], types[setting.field], source)
+        if not values.get("bootstrap_servers"):
+            from lens_runtime.kafka_broker import local_broker_address
+
+            values["bootstrap_servers"] = local_broker_address() or ""
+        return cls(**values)
+
+    def spark_settings(self, app_name: str) -> SparkSettings:
+        """The Spark session's settings for this run."""
+        return SparkSettings(master=self.spark_master, lake=self.lake_path, log_level=self.spark_log_level,
+                             app_name=app_name)
+
+
+def _parse(text: str, kind: Any, source: str) -> Any:
+    """``text`` as the field's type; a LensError naming ``source`` (flag or variable) and the fix."""
+    target = next((t for t in typing.get_args(kind) if t is not type(None)), kind)
+    if target is str:
+        return text
+    try:
+        return target(text)
+    except ValueError:
+        raise LensError(f"{source}={text!r} is not {'an integer' if target is int else 'a number'}: "
+                        f"give e.g. {source}={'1000' if target is int else '0.5'}") from None

@@ -10,9 +10,9 @@ from __future__ import annotations
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from pipelines import lake
-from pipelines.config import PipelineConfig
-from pipelines.errors import LensError
+from lens_runtime.errors import LensError
+from pipelines import catalog
+from pipelines.config import PipelineConfig, Progress
 
 
 def check_topic(config: PipelineConfig) -> int:
@@ -36,15 +36,15 @@ def check_topic(config: PipelineConfig) -> int:
     return len(topic.partitions)
 
 
-def run_ingest(spark: SparkSession, config: PipelineConfig, since_ms: int | None = None) -> dict[str, int]:
-    """Land the new records of the topic in bronze; ``since_ms`` sets where a first run starts."""
+def run(spark: SparkSession, config: PipelineConfig, progress: Progress = print) -> dict[str, int]:
+    """Land the new records of the topic in bronze; ``config.since_ms`` sets where a first run starts."""
     check_topic(config)
     reader = (spark.readStream.format("kafka")
               .option("kafka.bootstrap.servers", config.bootstrap_servers)
               .option("subscribe", config.topic)
               .option("failOnDataLoss", "false"))
-    if since_ms is not None:
-        reader = reader.option("startingTimestamp", str(since_ms))
+    if config.since_ms is not None:
+        reader = reader.option("startingTimestamp", str(config.since_ms))
     else:
         reader = reader.option("startingOffsets", "earliest")
     if config.max_offsets_per_trigger:
@@ -57,8 +57,10 @@ def run_ingest(spark: SparkSession, config: PipelineConfig, since_ms: int | None
         F.to_date("timestamp").alias("date"))
     query = (raw.writeStream.format("delta")
              .option("checkpointLocation", f"{config.checkpoint_path}/ingest")
-             .partitionBy("date")
+             .partitionBy(*catalog.BRONZE.partition_by)
              .trigger(availableNow=True)
-             .start(lake.table_path(config.lake_path, lake.BRONZE)))
+             .start(catalog.BRONZE.location(config.lake_path)))
     query.awaitTermination()
-    return {"rows": sum(p["numInputRows"] for p in query.recentProgress)}
+    rows = sum(p["numInputRows"] for p in query.recentProgress)
+    progress(f"ingest: {rows} new record(s) from {config.topic}")
+    return {"rows": rows}

@@ -1,7 +1,7 @@
-"""Table names and paths of the lake, and the one way the jobs write to them.
+"""Reading and writing the lake's tables (declared in ``pipelines.catalog``): the one way the
+stages write, and the progress marks that make them incremental.
 
-Layout under ``lake_path``: ``bronze/``, ``silver/``, ``gold/``, ``audit/`` (validation
-summary, stage progress). A run replaces what it recomputed (a scope of groups, a
+A run replaces what it recomputed (a scope of groups, a
 validation batch, a stage's mark) in one commit per table (``replace_where``), so a
 run killed at any point leaves each table as it was or as it should be, and its rerun
 redoes the scope; a run with no new data recomputes and writes nothing.
@@ -16,37 +16,22 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, DataFrameWriter, SparkSession
 from pyspark.sql import functions as F
 
-BRONZE = "bronze/telemetry_raw"
-QUARANTINE = "bronze/quarantine"
-VALIDATION_SUMMARY = "audit/validation_summary"
-STAGE_PROGRESS = "audit/stage_progress"
-EVENTS = "silver/events"
-MEMBER_STATES = "silver/member_states"
-OWNERSHIP = "silver/partition_ownership"
-COMMITS = "silver/commits"
-HANDOFFS = "gold/handoffs"
-EPISODES = "gold/episodes"
-METRICS = "gold/metrics"
+from pipelines.catalog import STAGE_PROGRESS, VALIDATION_SUMMARY, Table
 
-
-def table_path(lake_path: str, table: str) -> str:
-    return f"{lake_path.rstrip('/')}/{table}"
-
-
-def exists(spark: SparkSession, path: str) -> bool:
+def exists(spark: SparkSession, lake_path: str, table: Table) -> bool:
     from delta.tables import DeltaTable
 
-    return DeltaTable.isDeltaTable(spark, path)
+    return DeltaTable.isDeltaTable(spark, table.location(lake_path))
 
 
-def read(spark: SparkSession, path: str) -> DataFrame:
-    return spark.read.format("delta").load(path)
+def read(spark: SparkSession, lake_path: str, table: Table) -> DataFrame:
+    return spark.read.format("delta").load(table.location(lake_path))
 
 
 LISTED_VALUES_MAX = 500
 
 
-def rows_of(spark: SparkSession, path: str, column: str, values: Sequence[Any]) -> DataFrame:
+def rows_of(spark: SparkSession, lake_path: str, table: Table, column: str, values: Sequence[Any]) -> DataFrame:
     """The table's rows whose ``column`` is one of ``values``.
 
     Up to LISTED_VALUES_MAX values, through a literal list: Delta skips every file whose
@@ -57,7 +42,7 @@ def rows_of(spark: SparkSession, path: str, column: str, values: Sequence[Any]) 
     are then kept by the values' range (skipping by min/max) and a broadcast semi-join
     (0.6 s)."""
     values = sorted(set(values))
-    rows = read(spark, path)
+    rows = read(spark, lake_path, table)
     if len(values) <= LISTED_VALUES_MAX:
         return rows.where(F.col(column).isin(values))
     keys = spark.createDataFrame([(v,) for v in values], rows.select(column).schema)
@@ -82,47 +67,46 @@ def spilled(spark: SparkSession, rows: DataFrame, path: str) -> Iterator[DataFra
         hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).delete(hadoop_path, True)
 
 
-def version(spark: SparkSession, path: str) -> int:
+def version(spark: SparkSession, lake_path: str, table: Table) -> int:
     """The table's latest Delta version, -1 when it does not exist yet."""
     from delta.tables import DeltaTable
 
-    if not exists(spark, path):
+    if not exists(spark, lake_path, table):
         return -1
-    return DeltaTable.forPath(spark, path).history(1).collect()[0]["version"]
+    return DeltaTable.forPath(spark, table.location(lake_path)).history(1).collect()[0]["version"]
 
 
 ROWS_PER_FILE = 250_000  # a file covers a narrow slice of the sort column, so scoped reads skip most files
 
 
-def _layout(rows: DataFrame, sort_by: Sequence[str], partition_by: Sequence[str] = ()) -> DataFrameWriter:
-    """The writer of every table's data files: rows sorted by ``sort_by`` within each task
-    and cut every ROWS_PER_FILE rows, so each file's min/max of the sort column is a
-    narrow range. The partition columns lead the sort: Spark's file writer needs its
+def _layout(rows: DataFrame, table: Table) -> DataFrameWriter:
+    """The writer of every table's data files: rows sorted by the table's ``sort_by`` within
+    each task and cut every ROWS_PER_FILE rows, so each file's min/max of the sort column
+    is a narrow range. The partition columns lead the sort: Spark's file writer needs its
     rows ordered by them and otherwise sorts the task's rows a second time (validate's
     events write, 2.5M events: 45.5-51.9 s -> 42.4-48.1 s)."""
-    return (rows.sortWithinPartitions(*partition_by, *sort_by).write.format("delta").mode("append")
-            .partitionBy(*partition_by).option("maxRecordsPerFile", ROWS_PER_FILE))
+    return (rows.sortWithinPartitions(*table.partition_by, *table.sort_by).write.format("delta").mode("append")
+            .partitionBy(*table.partition_by).option("maxRecordsPerFile", ROWS_PER_FILE))
 
 
-def create(rows: DataFrame, path: str, sort_by: Sequence[str], stats_columns: Sequence[str],
-           partition_by: Sequence[str] = ()) -> None:
-    """Write a new table in ``_layout``; Delta keeps statistics only for ``stats_columns``
-    (the ones reads and writes prune by: collecting them for every nested body field
-    costs a third of the write), and deletion vectors are on, so a replace or DELETE that
-    removes a few rows marks them instead of rewriting their files."""
-    (_layout(rows, sort_by, partition_by)
-     .option("delta.dataSkippingStatsColumns", ",".join(stats_columns))
+def _create(rows: DataFrame, lake_path: str, table: Table) -> None:
+    """Write a new table in ``_layout``; Delta keeps statistics only for the table's
+    ``stats_columns`` (the ones reads and writes prune by: collecting them for every nested
+    body field costs a third of the write), and deletion vectors are on, so a replace or
+    DELETE that removes a few rows marks them instead of rewriting their files."""
+    (_layout(rows, table)
+     .option("delta.dataSkippingStatsColumns", ",".join(table.stats_columns))
      .option("delta.enableDeletionVectors", "true")
-     .save(path))
+     .save(table.location(lake_path)))
 
 
-def delete_rows(spark: SparkSession, path: str, condition: Column) -> None:
+def delete_rows(spark: SparkSession, lake_path: str, table: Table, condition: Column) -> None:
     """Delete the rows matching ``condition``; when no file's statistics allow one, a
     look at the statistics and no commit."""
     from delta.tables import DeltaTable
 
-    if exists(spark, path) and not read(spark, path).where(condition).limit(1).isEmpty():
-        DeltaTable.forPath(spark, path).delete(condition)
+    if exists(spark, lake_path, table) and not read(spark, lake_path, table).where(condition).limit(1).isEmpty():
+        DeltaTable.forPath(spark, table.location(lake_path)).delete(condition)
 
 
 def same_keys(keys: Sequence[str], left: str, right: str) -> Column:
@@ -130,17 +114,16 @@ def same_keys(keys: Sequence[str], left: str, right: str) -> Column:
     return reduce(lambda a, b: a & b, [F.col(f"{left}.`{k}`").eqNullSafe(F.col(f"{right}.`{k}`")) for k in keys])
 
 
-def insert_new(spark: SparkSession, path: str, rows: DataFrame, keys: Sequence[str], sort_by: Sequence[str],
-               stats_columns: Sequence[str], partition_by: Sequence[str] = ()) -> None:
-    """Insert the rows whose key is not in the table yet (idempotent append). The layout
-    arguments apply when this creates the table (see ``create``)."""
+def insert_new(spark: SparkSession, lake_path: str, table: Table, rows: DataFrame) -> None:
+    """Insert the rows whose key is not in the table yet (idempotent append); creates the
+    table (see ``_create``) when it does not exist yet."""
     from delta.tables import DeltaTable
 
-    if not exists(spark, path):
-        create(rows, path, sort_by, stats_columns, partition_by)
+    if not exists(spark, lake_path, table):
+        _create(rows, lake_path, table)
         return
-    (DeltaTable.forPath(spark, path).alias("t").merge(rows.alias("s"), same_keys(keys, "t", "s"))
-     .whenNotMatchedInsertAll().execute())
+    (DeltaTable.forPath(spark, table.location(lake_path)).alias("t")
+     .merge(rows.alias("s"), same_keys(table.keys, "t", "s")).whenNotMatchedInsertAll().execute())
 
 
 def sql_literal(value: Any) -> str:
@@ -153,8 +136,7 @@ def sql_literal(value: Any) -> str:
     return str(value)
 
 
-def replace_where(spark: SparkSession, path: str, rows: DataFrame, predicate: str, sort_by: Sequence[str],
-                  stats_columns: Sequence[str], partition_by: Sequence[str] = ()) -> None:
+def replace_where(spark: SparkSession, lake_path: str, table: Table, rows: DataFrame, predicate: str) -> None:
     """Make the table's rows matching ``predicate`` (SQL) equal to ``rows``, in one commit.
 
     Delta's ``replaceWhere``: the rows the predicate matches are deleted (deletion
@@ -162,19 +144,19 @@ def replace_where(spark: SparkSession, path: str, rows: DataFrame, predicate: st
     holding a few matching rows gets marks, not a rewrite) and ``rows`` appended, in
     one transaction, so a reader sees the old rows or the new ones, never neither, and
     a run killed before the commit left nothing. Delta also checks that every row
-    written matches the predicate. Creates the table (see ``create``) when it does not
+    written matches the predicate. Creates the table (see ``_create``) when it does not
     exist yet.
     """
-    if not exists(spark, path):
-        create(rows, path, sort_by, stats_columns, partition_by)
+    if not exists(spark, lake_path, table):
+        _create(rows, lake_path, table)
         return
-    _layout(rows, sort_by, partition_by).mode("overwrite").option("replaceWhere", predicate).save(path)
+    _layout(rows, table).mode("overwrite").option("replaceWhere", predicate).save(table.location(lake_path))
 
 
-def replace_scope(spark: SparkSession, path: str, rows: DataFrame, keys: Sequence[str],
-                  scope_column: str, scope_values: Sequence[Any]) -> None:
-    """Make the table's rows whose ``scope_column`` is in ``scope_values`` equal to ``rows``
-    (sorted by the scope column, then ``keys``), in one commit (``replace_where``).
+def replace_scope(spark: SparkSession, lake_path: str, table: Table, rows: DataFrame,
+                  scope_values: Sequence[Any]) -> None:
+    """Make the table's rows whose scope column (``table.scope``) is in ``scope_values`` equal
+    to ``rows`` (sorted by the scope column, then the keys), in one commit (``replace_where``).
 
     Rows of the scope that the recomputation no longer produces go (a late event moved
     an episode's start, say). Why not a MERGE that rewrites only the changed rows: it
@@ -188,9 +170,8 @@ def replace_scope(spark: SparkSession, path: str, rows: DataFrame, keys: Sequenc
     """
     if not scope_values:
         return
-    columns = list(dict.fromkeys([scope_column, *keys]))
-    predicate = f"`{scope_column}` IN ({', '.join(sql_literal(v) for v in scope_values)})"
-    replace_where(spark, path, rows, predicate, columns, columns)
+    predicate = f"`{table.scope}` IN ({', '.join(sql_literal(v) for v in scope_values)})"
+    replace_where(spark, lake_path, table, rows, predicate)
 
 
 def validated_through(spark: SparkSession, lake_path: str) -> int:
@@ -199,24 +180,21 @@ def validated_through(spark: SparkSession, lake_path: str) -> int:
     Validation appends a batch's rows to events before it deletes the ones that failed
     or repeat; rows of a later batch id are in flight (or left by a crashed attempt,
     which the replay deletes), and readers of events stop here."""
-    path = table_path(lake_path, VALIDATION_SUMMARY)
-    if not exists(spark, path):
+    if not exists(spark, lake_path, VALIDATION_SUMMARY):
         return -1
-    high = read(spark, path).where("passed").agg(F.max("validate_batch")).first()[0]
+    high = read(spark, lake_path, VALIDATION_SUMMARY).where("passed").agg(F.max("validate_batch")).first()[0]
     return -1 if high is None else int(high)
 
 
 def stage_mark(spark: SparkSession, lake_path: str, stage: str) -> int:
     """The last validation batch whose events ``stage`` has processed (-1: none)."""
-    path = table_path(lake_path, STAGE_PROGRESS)
-    if not exists(spark, path):
+    if not exists(spark, lake_path, STAGE_PROGRESS):
         return -1
-    row = read(spark, path).where(F.col("stage") == stage).first()
+    row = read(spark, lake_path, STAGE_PROGRESS).where(F.col("stage") == stage).first()
     return -1 if row is None else int(row["last_batch"])
 
 
 def set_stage_mark(spark: SparkSession, lake_path: str, stage: str, last_batch: int) -> None:
     """Record progress after the stage's outputs are written (a crash before this replays the stage)."""
     row = spark.createDataFrame([(stage, last_batch)], "stage string, last_batch bigint")
-    replace_where(spark, table_path(lake_path, STAGE_PROGRESS), row, f"stage = {sql_literal(stage)}", ["stage"],
-                  ["stage"])
+    replace_where(spark, lake_path, STAGE_PROGRESS, row, f"stage = {sql_literal(stage)}")

@@ -1,39 +1,16 @@
-"""Silver: member state timelines and commits, from the typed events.
+"""Silver: member state timelines and commits, from the validated events.
 
-The partition ownership intervals, also a silver table, are built by the gold stage, in
-its per-group pass (``pipelines.jobs.run_gold``).
-
-Incremental by group: the groups that got events since the stage last ran (plus, with
-``since_ms``, every group with events after that time) are recomputed from all their
-events and replaced, so a late event corrects what it belongs to and a rerun with no new
-events writes nothing.
+(``silver/events`` itself is written by the validate stage, the gate into this layer.)
+Incremental by group (``pipelines.scope``).
 """
 from __future__ import annotations
 
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from pipelines import lake
-from pipelines.config import PipelineConfig
-
-
-def changed_groups(spark: SparkSession, config: PipelineConfig, after_batch: int, upto_batch: int,
-                   since_ms: int | None) -> list[str]:
-    """Groups with events validated in (after_batch, upto_batch], or with events since ``since_ms``.
-
-    A list, not a DataFrame: the reads and writes downstream take it as a literal list,
-    which Delta skips files by (a join skips none)."""
-    events = lake.read(spark, lake.table_path(config.lake_path, lake.EVENTS))
-    cond = (F.col("validate_batch") > after_batch) & (F.col("validate_batch") <= upto_batch)
-    if since_ms is not None:
-        cond = cond | (F.col("event_time_ms") >= since_ms)
-    return sorted(r[0] for r in events.where(cond).select("group_id").distinct().collect())
-
-
-def events_of(spark: SparkSession, config: PipelineConfig, groups: list[str], upto_batch: int) -> DataFrame:
-    """The groups' events of validation batches up to ``upto_batch`` (later ones may be in flight)."""
-    return (lake.rows_of(spark, lake.table_path(config.lake_path, lake.EVENTS), "group_id", groups)
-            .where(F.col("validate_batch") <= upto_batch))
+from pipelines import catalog, lake
+from pipelines.config import PipelineConfig, Progress
+from pipelines.scope import events_of, pending
 
 
 def member_states(events: DataFrame) -> DataFrame:
@@ -59,26 +36,16 @@ def commits(events: DataFrame) -> DataFrame:
                     F.col("o.offset").alias("offset"), F.col("o.error").alias("error")).drop("o"))
 
 
-def run_silver(spark: SparkSession, config: PipelineConfig, since_ms: int | None = None,
-               progress=print) -> dict[str, int]:
-    high = lake.validated_through(spark, config.lake_path)
-    if high < 0:
-        progress("silver: no events yet (run validate first); nothing to do")
+def run(spark: SparkSession, config: PipelineConfig, progress: Progress = print) -> dict[str, int]:
+    """Member states and commits of the groups with new validated events."""
+    todo = pending(spark, config, "silver", progress)
+    if todo is None:
         return {"groups": 0}
-    last = lake.stage_mark(spark, config.lake_path, "silver")
-    groups = changed_groups(spark, config, last, high, since_ms)
-    if not groups:
-        progress("silver: no new events; nothing to do")
-        return {"groups": 0}
-    progress(f"silver: recomputing {len(groups)} group(s) with new events")
+    high, groups = todo
     # Not cached: each output reads a few columns of one kind from Parquet, which costs
     # less than caching every typed column of every event.
     events = events_of(spark, config, groups, high)
-    outputs = [
-        (lake.MEMBER_STATES, member_states(events), ["event_id"]),
-        (lake.COMMITS, commits(events), ["event_id", "topic", "partition"]),
-    ]
-    for table, rows, keys in outputs:
-        lake.replace_scope(spark, lake.table_path(config.lake_path, table), rows, keys, "group_id", groups)
+    for table, rows in ((catalog.MEMBER_STATES, member_states(events)), (catalog.COMMITS, commits(events))):
+        lake.replace_scope(spark, config.lake_path, table, rows, groups)
     lake.set_stage_mark(spark, config.lake_path, "silver", high)
     return {"groups": len(groups)}

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.kafka_cluster import KafkaCluster
+from tests.support.kafka_cluster import KafkaCluster
 
 
 @pytest.fixture(scope="session")
@@ -21,7 +21,7 @@ def kafka() -> Iterator[KafkaCluster]:
     if existing:
         yield KafkaCluster(existing)
         return
-    from pipelines.runtime.kafka_broker import EmbeddedKafka
+    from lens_runtime.kafka_broker import EmbeddedKafka
 
     with EmbeddedKafka() as broker:
         yield KafkaCluster(broker.bootstrap_servers, broker=broker)
@@ -29,10 +29,11 @@ def kafka() -> Iterator[KafkaCluster]:
 
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory):
-    from pipelines.runtime.spark_session import SparkSettings, build_spark
+    from lens_runtime.spark_session import SparkSettings, build_spark
 
     lake = tmp_path_factory.mktemp("lake")
-    session = build_spark(SparkSettings.resolve(master="local[2]", lake=str(lake), app_name="rebalance-lens-tests"))
+    session = build_spark(SparkSettings(master="local[2]", lake=str(lake), log_level="WARN",
+                                          app_name="rebalance-lens-tests"))
     yield session
     session.stop()
 

@@ -16,35 +16,10 @@ from collections import Counter
 import pytest
 
 from consumer_agent import AsyncInstrumentedConsumer
-from tests.agent.members import EAGER, PROTOCOLS, Member, wait_until
-from tests.agent.telemetry_log import TelemetryLog
+from tests.support.members import EAGER, PROTOCOLS, Member, duplicates, settle, wait_until
+from tests.support.telemetry_log import TelemetryLog
 
 PARTITIONS = 4
-
-
-def seed(kafka, topic: str, per_partition: int) -> set[str]:
-    ids = set()
-    for p in range(PARTITIONS):
-        values = [f"{p}-{i}" for i in range(per_partition)]
-        kafka.seed(topic, values, partition=p)
-        ids.update(values)
-    return ids
-
-
-def duplicates(*members: Member) -> int:
-    counts = Counter(v for m in members for v in list(m.seen))
-    return sum(n - 1 for n in counts.values())
-
-
-def settle(members: list[Member], ids: set[str], quiet_s: float = 2.0, timeout: float = 40) -> None:
-    """Wait until every id was processed and no member processed anything for ``quiet_s``."""
-    wait_until(lambda: ids <= {v for m in members for v in list(m.seen)}, timeout, "every record processed")
-    last, since = -1, time.monotonic()
-    while time.monotonic() - since < quiet_s:
-        total = sum(m.count() for m in members)
-        if total != last:
-            last, since = total, time.monotonic()
-        time.sleep(0.1)
 
 
 def config(kafka, group: str, telemetry: str, protocol: str, **extra) -> dict:
@@ -56,7 +31,7 @@ def config(kafka, group: str, telemetry: str, protocol: str, **extra) -> dict:
 def test_commit_on_revoke_removes_the_duplicates_plain_commits_leave(kafka, unique, protocol):
     topic = kafka.create_topic(f"agent-cor-{unique}", partitions=PARTITIONS)
     telemetry = f"telemetry-cor-{unique}"
-    ids = seed(kafka, topic, 257)  # A commits every 100 records: 28 stay uncommitted
+    ids = kafka.seed_partitions(topic, PARTITIONS, 257)  # A commits every 100 records: 28 stay uncommitted
     log = TelemetryLog(kafka.bootstrap_servers, telemetry)
     groups = {mode: config(kafka, f"g-{mode}-{unique}", telemetry, protocol, **{"lens.commit.on.revoke": mode})
               for mode in (False, True)}
@@ -96,7 +71,7 @@ def test_commit_on_revoke_waits_for_worker_threads(kafka, unique):
     """Explicit mode: records still on worker threads at the revoke are finished, then committed."""
     topic = kafka.create_topic(f"agent-corw-{unique}", partitions=PARTITIONS)
     telemetry = f"telemetry-corw-{unique}"
-    ids = seed(kafka, topic, 60)
+    ids = kafka.seed_partitions(topic, PARTITIONS, 60)
     cfg = config(kafka, f"g-{unique}", telemetry, "range", **{
         "lens.commit.on.revoke": True, "lens.processing": "explicit"})
     log = TelemetryLog(kafka.bootstrap_servers, telemetry)
@@ -121,7 +96,7 @@ def test_async_consumer_commit_on_revoke_waits_for_tasks(kafka, unique):
     """AsyncInstrumentedConsumer: the revoke waits for asyncio tasks still processing revoked records."""
     topic = kafka.create_topic(f"agent-cora-{unique}", partitions=PARTITIONS)
     telemetry = f"telemetry-cora-{unique}"
-    ids = seed(kafka, topic, 60)
+    ids = kafka.seed_partitions(topic, PARTITIONS, 60)
     cfg = config(kafka, f"g-{unique}", telemetry, "cooperative-sticky", **{"lens.commit.on.revoke": True})
     log = TelemetryLog(kafka.bootstrap_servers, telemetry)
     seen: list[str] = []

@@ -7,15 +7,16 @@ import typing
 
 import pytest
 
-from consumer_agent import events as ev
+from consumer_agent import contract as ev
+from consumer_agent.member_states import ClassicState, ConsumerProtocolState
 from consumer_agent.group_metadata import generation_from_metadata
 from consumer_agent.inflight import InFlight
 from consumer_agent.options import DEFAULT_TELEMETRY_TOPIC, split_config
 from consumer_agent.redaction import REDACTED, redacted_config
 from consumer_agent.schema_docs import BEGIN, END, README, render_table
-from tests.agent.telemetry_log import VALIDATOR
+from tests.support.telemetry_log import VALIDATOR
 
-SCHEMA = ev.load_schema()
+SCHEMA = ev.schema()
 DEFS = SCHEMA["$defs"]
 # nested classes: (class, the schema object it mirrors)
 NESTED = [
@@ -31,9 +32,8 @@ def fields(cls: type) -> list[str]:
 
 
 def test_each_body_class_has_exactly_the_schema_properties_of_its_kind():
-    for rule in SCHEMA["allOf"]:
-        kind = rule["if"]["properties"]["kind"]["const"]
-        body = DEFS[rule["then"]["properties"]["body"]["$ref"].rsplit("/", 1)[-1]]
+    for kind, definition in ev.BODY_DEFINITIONS.items():
+        body = DEFS[definition]
         assert set(fields(ev.KIND_BODIES[kind])) == set(body["properties"]) == set(body["required"]), kind
     assert set(ev.KIND_BODIES) == set(SCHEMA["properties"]["kind"]["enum"])
     for cls, spec in NESTED:
@@ -47,8 +47,7 @@ def test_optional_fields_are_nullable_in_both():
         props = spec["properties"] if spec else None
         if props is None:
             kind = next(k for k, c in ev.KIND_BODIES.items() if c is cls)
-            rule = next(r for r in SCHEMA["allOf"] if r["if"]["properties"]["kind"]["const"] == kind)
-            props = DEFS[rule["then"]["properties"]["body"]["$ref"].rsplit("/", 1)[-1]]["properties"]
+            props = DEFS[ev.BODY_DEFINITIONS[kind]]["properties"]
         hints = typing.get_type_hints(cls, vars(sys.modules[cls.__module__]))
         for name, hint in hints.items():
             nullable_py = type(None) in typing.get_args(hint)
@@ -66,14 +65,23 @@ def test_readme_table_is_generated_from_the_current_schema():
 def test_an_event_built_from_typed_classes_validates():
     body = ev.PartitionsChange(partitions=[ev.PartitionState("t", 0, 10, 9, 10)], incremental=True, callback_ms=0.5,
                                assignment_size=1, commit_on_revoke=ev.CommitOnRevoke(1.0, False, True, None))
-    event = dataclasses.asdict(ev.Envelope(
-        event_id="0" * 32, schema_version=1, kind="partitions_revoked", event_time_ms=1, agent_id="a", seq=0,
-        group_id="g", member_id=None, group_instance_id=None, client_id="c", host="h", pid=1, generation=-1,
-        group_protocol="classic", rebalance_protocol="cooperative", assignor="cooperative-sticky",
-        body=ev.to_dict(body)))
+    identity = {"agent_id": "a", "group_id": "g", "group_instance_id": None, "client_id": "c", "host": "h", "pid": 1,
+                "group_protocol": "classic", "rebalance_protocol": "cooperative", "assignor": "cooperative-sticky"}
+    event = ev.event("partitions_revoked", ev.to_dict(body), event_id="0" * 32, event_time_ms=1, seq=0,
+                     member_id=None, generation=-1, identity=identity)
+    assert set(event) == {f.name for f in dataclasses.fields(ev.Envelope)}
+    assert event["schema_version"] == ev.SCHEMA_VERSION == SCHEMA["properties"]["schema_version"]["const"]
     VALIDATOR.validate(event)
     event["body"]["partitions"][0]["surprise"] = 1
     assert not VALIDATOR.is_valid(event)
+
+
+def test_contract_states_are_member_states_of_both_protocols():
+    """The states the pipelines read meaning into exist in the agent's state tables."""
+    classic, kip848 = {s.value for s in ClassicState}, {s.value for s in ConsumerProtocolState}
+    assert ev.LEAVING_STATES <= classic | kip848 and ev.STALE_STATE in classic & kip848
+    assert ev.OFFSET_UNKNOWN == -1001  # librdkafka's OFFSET_INVALID
+    assert list(ev.KINDS) == SCHEMA["properties"]["kind"]["enum"]
 
 
 @pytest.mark.parametrize("key", ["sasl.password", "ssl.key.location", "ssl.key.password", "sasl.oauthbearer.client.secret",

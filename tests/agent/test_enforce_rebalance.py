@@ -21,9 +21,8 @@ from typing import Any
 import pytest
 
 from consumer_agent.group_metadata import generation_from_metadata
-from tests.agent.members import EAGER, PROTOCOLS, Member
-from tests.agent.telemetry_log import TelemetryLog, partitions_of
-from tests.agent.test_group_rebalances import _owned
+from tests.support.members import EAGER, PROTOCOLS, Member
+from tests.support.telemetry_log import TelemetryLog, owned_partitions, partitions_of
 
 SETTLE_S = 6.0  # > one KIP-848 heartbeat (5 s) and a classic join round with 1 s heartbeats
 
@@ -59,7 +58,7 @@ def start_group(kafka, unique: str, protocol: str) -> tuple[TelemetryLog, Member
 
 
 def wait_two_each(log: TelemetryLog, a: Member, b: Member) -> None:
-    log.wait_for(lambda lg: len(_owned(lg, a.agent_id)) == 2 and len(_owned(lg, b.agent_id)) == 2, 40,
+    log.wait_for(lambda lg: len(owned_partitions(lg, a.agent_id)) == 2 and len(owned_partitions(lg, b.agent_id)) == 2, 40,
                  "two partitions each")
     time.sleep(1.5)
 
@@ -71,14 +70,14 @@ def test_enforce_rebalance_measured(kafka, unique, protocol):
     try:
         assert b.call(lambda c: c.enforce_rebalance("while joining")) is False
         wait_two_each(log, a, b)
-        owned = {m.agent_id: _owned(log, m.agent_id) for m in members}
+        owned = {m.agent_id: owned_partitions(log, m.agent_id) for m in members}
         calls = [enforce_and_measure(log, a, members) for _ in range(2)]
 
         for call in calls:
             assert call["accepted"] is True, calls
             # the repeat is refused while the first call's rebalance has not shown (same generation)
             assert not call["repeat_accepted"] or call["moved_at_repeat"], calls
-        assert {m.agent_id: _owned(log, m.agent_id) for m in members} == owned  # owners never change
+        assert {m.agent_id: owned_partitions(log, m.agent_id) for m in members} == owned  # owners never change
         new_gen = [call["new_generation"] for call in calls]
         revoked = [call["revoked"] for call in calls]
         if protocol == "consumer":

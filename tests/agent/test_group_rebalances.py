@@ -16,23 +16,18 @@ from pathlib import Path
 
 import pytest
 
-from tests.agent.members import EAGER, PROTOCOLS, Member, wait_until
-from tests.agent.telemetry_log import TelemetryLog, partitions_of
+from tests.support.members import EAGER, PROTOCOLS, Member, wait_until
+from tests.support.telemetry_log import TelemetryLog, owned_partitions, partitions_of
 
 ROOT = Path(__file__).resolve().parents[2]
 PARTITIONS = 4
-
-
-def seed_per_partition(kafka, topic: str, start: int, count: int) -> None:
-    for p in range(PARTITIONS):
-        kafka.seed(topic, (f"{p}-{i}" for i in range(start, start + count)), partition=p)
 
 
 @pytest.mark.parametrize("protocol", list(PROTOCOLS))
 def test_rebalance_events_show_partitions_offsets_and_sigkill(kafka, unique, protocol):
     topic = kafka.create_topic(f"agent-grp-{unique}", partitions=PARTITIONS)
     telemetry = f"telemetry-{unique}"
-    seed_per_partition(kafka, topic, 0, 100)
+    kafka.seed_partitions(topic, PARTITIONS, 100)
     config = kafka.consumer_config(f"g-{unique}", **PROTOCOLS[protocol], **{
         "enable.auto.commit": False, "lens.telemetry.topic": telemetry, "lens.progress.interval.ms": 1000})
     log = TelemetryLog(kafka.bootstrap_servers, telemetry)
@@ -41,14 +36,14 @@ def test_rebalance_events_show_partitions_offsets_and_sigkill(kafka, unique, pro
     try:
         wait_until(lambda: a.count() == 400, 30, "A to read 400 records")
         a.call(lambda c: c.commit(asynchronous=False))
-        child = subprocess.Popen([sys.executable, "-m", "tests.agent.child_member", json.dumps(config), topic],
+        child = subprocess.Popen([sys.executable, "-m", "tests.support.child_member", json.dumps(config), topic],
                                  cwd=ROOT, stdout=subprocess.PIPE, text=True)
         child_id = child.stdout.readline().strip()
         assert len(child_id) == 32, child_id
 
-        child_parts = log.wait_for(lambda lg: len(_owned(lg, child_id)) == 2 and _owned(lg, child_id), 40,
+        child_parts = log.wait_for(lambda lg: len(owned_partitions(lg, child_id)) == 2 and owned_partitions(lg, child_id), 40,
                                    "the child to own 2 partitions")
-        a_parts = log.wait_for(lambda lg: _owned(lg, a.agent_id) if len(_owned(lg, a.agent_id)) == 2 else None,
+        a_parts = log.wait_for(lambda lg: owned_partitions(lg, a.agent_id) if len(owned_partitions(lg, a.agent_id)) == 2 else None,
                                20, "A to own 2 partitions")
         assert child_parts.isdisjoint(a_parts) and child_parts | a_parts == set(range(PARTITIONS))
 
@@ -61,7 +56,7 @@ def test_rebalance_events_show_partitions_offsets_and_sigkill(kafka, unique, pro
             assert (p["position"], p["last_processed_offset"], p["committed_offset"]) == (100, 99, 100), p
         assert body["commit_on_revoke"] is None and body["callback_ms"] >= 0
 
-        seed_per_partition(kafka, topic, 100, 10)
+        kafka.seed_partitions(topic, PARTITIONS, 10, start=100)
         fetched = log.wait_for(lambda lg: _first_fetch(lg, child_id) if set(_first_fetch(lg, child_id)) == child_parts
                                else None, 30, "the child's first fetches")
         assert set(fetched.values()) == {100}  # the new owner starts at what A committed
@@ -90,17 +85,6 @@ def test_rebalance_events_show_partitions_offsets_and_sigkill(kafka, unique, pro
             child.wait(10)
         a.stop()
         log.close()
-
-
-def _owned(log: TelemetryLog, agent_id: str) -> set[int]:
-    """The partitions an agent owns according to its own assigned/revoked/lost events."""
-    owned: set[int] = set()
-    for e in log.of(agent_id, "partitions_assigned", "partitions_revoked", "partitions_lost"):
-        if e["kind"] == "partitions_assigned":
-            owned = owned | partitions_of(e) if e["body"]["incremental"] else partitions_of(e)
-        else:
-            owned = owned - partitions_of(e) if e["body"]["incremental"] else set()
-    return owned
 
 
 def _assigned_after(log: TelemetryLog, agent_id: str, seq: int) -> set[int]:

@@ -14,8 +14,8 @@ import pytest
 from confluent_kafka import KafkaError
 
 from consumer_agent import InstrumentedConsumer
-from tests.agent.members import PROTOCOLS
-from tests.agent.telemetry_log import TelemetryLog, partitions_of
+from tests.support.members import PROTOCOLS
+from tests.support.telemetry_log import TelemetryLog, partitions_of
 
 STALL = {"consumer": {"max.poll.interval.ms": 3000}, "cooperative-sticky": {"max.poll.interval.ms": 6000}}
 

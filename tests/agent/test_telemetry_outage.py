@@ -13,9 +13,9 @@ import time
 from confluent_kafka import Consumer
 
 from consumer_agent import InstrumentedConsumer
-from pipelines.runtime.kafka_broker import free_port
-from tests.agent.tcp_gate import TcpGate
-from tests.agent.telemetry_log import TelemetryLog
+from lens_runtime.kafka_broker import free_port
+from tests.support.tcp_gate import TcpGate
+from tests.support.telemetry_log import TelemetryLog
 
 RECORDS = 20_000
 CAPACITY = 50

@@ -21,13 +21,13 @@ from typing import Any
 
 import pytest
 
-from pipelines import lake
+from pipelines import catalog, lake
 from pipelines.config import PipelineConfig
-from pipelines.demo import gold_costs_by_group
-from pipelines.jobs import run_pipeline
-from pipelines.scenarios.ground_truth import GroundTruth, Handoff
-from pipelines.scenarios.runner import RunOptions, run_scenario
-from pipelines.scenarios.spec import builtin_names, load
+from pipelines.gold.costs import read_costs
+from pipelines.stages import run_pipeline
+from lens_scenarios.ground_truth import GroundTruth, Handoff
+from lens_scenarios.runner import RunOptions, run_scenario
+from lens_scenarios.spec import builtin_names, load
 
 TOLERANCE_S = 0.1
 ASSIGNORS = ("range", "cooperative-sticky", "consumer", "roundrobin")
@@ -47,14 +47,14 @@ def landed(kafka, spark, tmp_path_factory) -> dict[str, Any]:
                              bootstrap=kafka.bootstrap_servers, telemetry_topic=telemetry)
         runs[name] = run_scenario(load(name), options)
     config = PipelineConfig(bootstrap_servers=kafka.bootstrap_servers, topic=telemetry,
-                            lake_path=str(tmp_path_factory.mktemp("e2e-lake") / "lake"), episode_gap_s=10.0)
+                            lake_path=str(tmp_path_factory.mktemp("e2e-lake") / "lake"))
     results = run_pipeline(spark, config, progress=lambda _m: None)
-    handoffs = [r.asDict() for r in lake.read(spark, lake.table_path(config.lake_path, lake.HANDOFFS)).collect()]
+    handoffs = [r.asDict() for r in lake.read(spark, config.lake_path, catalog.HANDOFFS).collect()]
     clients = {r.agent_id: r.client_id for r in
-               lake.read(spark, lake.table_path(config.lake_path, lake.EVENTS)).select("agent_id", "client_id")
+               lake.read(spark, config.lake_path, catalog.EVENTS).select("agent_id", "client_id")
                .distinct().collect()}
     return {"runs": runs, "handoffs": handoffs, "clients": clients, "results": results,
-            "costs": gold_costs_by_group(spark, config.lake_path)}
+            "costs": read_costs(spark, config.lake_path)}
 
 
 def _gold_for_run(landed: dict[str, Any], run_id: str) -> dict[tuple, dict[str, Any]]:

@@ -5,7 +5,7 @@ import socket
 import subprocess
 import sys
 
-from pipelines.cli import main
+from lens_cli.main import main
 
 
 def test_help_lists_the_subcommands(capsys):
@@ -22,7 +22,7 @@ def test_console_script_is_installed():
     result = subprocess.run([sys.executable, "-c", "from importlib.metadata import entry_points; "
                              "print([e.value for e in entry_points(group='console_scripts', name='rebalance-lens')])"],
                             capture_output=True, text=True, check=True)
-    assert "pipelines.cli:main" in result.stdout
+    assert "lens_cli.main:main" in result.stdout
 
 
 def test_user_errors_print_one_line_without_a_trace(capsys, tmp_path, monkeypatch):

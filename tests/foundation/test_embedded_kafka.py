@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.errors import LensError
-from pipelines.runtime.kafka_broker import EmbeddedKafka, _pid_alive
+from lens_runtime.errors import LensError
+from lens_runtime.kafka_broker import EmbeddedKafka, _pid_alive
 
 
 def consume_all(consumer, expected: int, timeout_s: float = 60.0) -> list:
@@ -82,10 +82,10 @@ def test_missing_java_is_named(monkeypatch):
 def test_cli_kafka_up_status_down(tmp_path: Path):
     env = {**os.environ, "REBALANCE_LENS_HOME": str(tmp_path)}
     # The jars are shared: point the temporary home's jars at the real cache.
-    from pipelines.runtime.jvm_deps import jars_dir
+    from lens_runtime.jvm_deps import jars_dir
 
     (tmp_path / "jars").symlink_to(jars_dir())
-    cli = [sys.executable, "-m", "pipelines.cli", "kafka"]
+    cli = [sys.executable, "-m", "lens_cli.main", "kafka"]
     up = subprocess.run([*cli, "up"], env=env, capture_output=True, text=True, timeout=120)
     assert up.returncode == 0, up.stderr
     assert "Kafka is up at 127.0.0.1:" in up.stdout
@@ -104,7 +104,7 @@ def test_broker_dies_with_a_killed_parent(tmp_path: Path):
     import signal
     import time
 
-    script = ("from pipelines.runtime.kafka_broker import EmbeddedKafka\n"
+    script = ("from lens_runtime.kafka_broker import EmbeddedKafka\n"
               "import time\n"
               "b = EmbeddedKafka().start()\n"
               "print(b.pid, flush=True)\n"

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.errors import LensError
-from pipelines.runtime import jvm_deps
+from lens_runtime.errors import LensError
+from lens_runtime import jvm_deps
 
 
 def test_pins_match_the_installed_wheels():

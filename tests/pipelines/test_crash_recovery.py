@@ -6,6 +6,7 @@ session on the same topic, the clean one on its own lake. Gold is compared row b
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import subprocess
@@ -13,18 +14,18 @@ import sys
 import time
 from pathlib import Path
 
-from pipelines import lake
+from pipelines import catalog, lake
 from pipelines.config import PipelineConfig
-from pipelines.jobs import run_pipeline
-from pipelines.synthetic import fleet_telemetry
-from tests.pipelines.conftest import feed, fresh_config
-from tests.pipelines.scenarios import scale_out_then_crash
+from pipelines.stages import run_pipeline
+from lens_scenarios.synthetic import fleet_telemetry
+from tests.support.lakes import fresh_config
+from tests.support.fleets import scale_out_then_crash
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def _run_and_kill(config: PipelineConfig, marker: str, delay_s: float) -> str:
-    cmd = [sys.executable, "-m", "pipelines.cli", "pipeline", "run", "all", "--bootstrap", config.bootstrap_servers,
+    cmd = [sys.executable, "-m", "lens_cli.main", "pipeline", "run", "all", "--bootstrap", config.bootstrap_servers,
            "--topic", config.topic, "--lake", config.lake_path]
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True, env={**os.environ, "LENS_SPARK_LOG_LEVEL": "ERROR"})
@@ -44,8 +45,8 @@ def _run_and_kill(config: PipelineConfig, marker: str, delay_s: float) -> str:
 
 def _gold(spark, config: PipelineConfig) -> dict[str, list]:
     out = {}
-    for table in (lake.HANDOFFS, lake.EPISODES, lake.METRICS, lake.OWNERSHIP):
-        df = lake.read(spark, lake.table_path(config.lake_path, table))
+    for table in (catalog.HANDOFFS, catalog.EPISODES, catalog.METRICS, catalog.OWNERSHIP):
+        df = lake.read(spark, config.lake_path, table)
         out[table] = sorted(tuple(str(v) for v in r) for r in df.select(*sorted(df.columns)).collect())
     return out
 
@@ -53,13 +54,12 @@ def _gold(spark, config: PipelineConfig) -> dict[str, list]:
 def test_killed_mid_stage_then_rerun_equals_clean_run(spark, kafka, tmp_path):
     config = fresh_config(kafka, tmp_path / "killed")
     records = scale_out_then_crash().keyed() + list(fleet_telemetry(groups=3, members=3, partitions=6, rounds=3))
-    feed(kafka, config.topic, records)
+    kafka.feed(config.topic, records)
     _run_and_kill(config, "[silver] starting", delay_s=2.0)
     assert lake.stage_mark(spark, config.lake_path, "gold") == -1, "the kill came too late: gold had finished"
     run_pipeline(spark, config, progress=lambda m: None)
-    clean = PipelineConfig(bootstrap_servers=config.bootstrap_servers, lake_path=str(tmp_path / "clean" / "lake"),
-                           topic=config.topic, episode_gap_s=config.episode_gap_s)
+    clean = dataclasses.replace(config, lake_path=str(tmp_path / "clean" / "lake"), checkpoint_path="")
     run_pipeline(spark, clean, progress=lambda m: None)
     killed_gold, clean_gold = _gold(spark, config), _gold(spark, clean)
-    assert len(clean_gold[lake.HANDOFFS]) > 20
+    assert len(clean_gold[catalog.HANDOFFS]) > 20
     assert killed_gold == clean_gold

@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import pytest
 
-from pipelines.episodes import clusters, gold_of_group
-from pipelines.synthetic import P0, Fleet
-from tests.pipelines.scenarios import every_cause
+from pipelines.gold.episodes import clusters
+from pipelines.gold.group_pass import gold_of_group
+from lens_scenarios.synthetic import P0, Fleet
+from tests.support.fleets import every_cause
 
 FLEETS = every_cause()
 

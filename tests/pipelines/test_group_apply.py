@@ -7,12 +7,13 @@ from contextlib import contextmanager
 import pytest
 from pyspark.errors import PythonException
 
-from pipelines.episodes import gold_of_group
-from pipelines.group_apply import apply_per_group
-from pipelines.jobs import ENVELOPE_FOR_LOGIC, for_logic
-from pipelines.ownership import INTERVAL_DDL, INTERVAL_FIELDS, ownership_intervals
-from pipelines.synthetic import P0, P1, Fleet
-from tests.pipelines.scenarios import every_cause
+from pipelines.gold.group_pass import gold_of_group
+from pipelines.gold.group_apply import apply_per_group
+from pipelines.gold.stage import ENVELOPE_FOR_LOGIC, for_logic
+from pipelines.catalog import OWNERSHIP
+from pipelines.gold.ownership import ownership_intervals
+from lens_scenarios.synthetic import P0, P1, Fleet
+from tests.support.fleets import every_cause
 
 
 @contextmanager
@@ -78,9 +79,9 @@ def _logic_rows(spark, fleets):
 def test_ownership_intervals_through_spark_equal_the_pure_function(spark, unique):
     fleets = [_fleet(f"g1-{unique}"), _fleet(f"g2-{unique}")]
     df = _logic_rows(spark, fleets)
-    names = [n for n, _ in INTERVAL_FIELDS]
+    names = OWNERSHIP.column_names()
     got = sorted((tuple(r[n] for n in names) for r in
-                  apply_per_group(df, "group_id", ownership_intervals, INTERVAL_DDL).collect()), key=repr)
+                  apply_per_group(df, "group_id", ownership_intervals, OWNERSHIP.ddl()).collect()), key=repr)
     expected = sorted((tuple(i[n] for n in names) for f in fleets for i in ownership_intervals(f.events)), key=repr)
     assert len(expected) == 8 and got == expected
 

@@ -1,9 +1,9 @@
 """Handoff arithmetic on the pure functions: offsets are NEXT-to-read, last_processed is the last record."""
 from __future__ import annotations
 
-from pipelines.handoffs import handoffs_of
-from pipelines.ownership import ownership_intervals
-from pipelines.synthetic import P0, Fleet
+from pipelines.gold.handoffs import handoffs_of
+from pipelines.gold.ownership import ownership_intervals
+from lens_scenarios.synthetic import P0, Fleet
 
 
 def _one_handoff(auto_commit_after_revoke: bool, next_starts_at: int) -> dict:

@@ -2,42 +2,42 @@
 from __future__ import annotations
 
 from pipelines import lake
+from pipelines.catalog import Table
 
 ROWS_DDL = "group_id string, key bigint, value string"
+TABLE = Table("test/rows", grain="one row per group and key", keys=("key",), written_by="this test")
 
 
 def _table(spark, path: str) -> list[tuple]:
-    return sorted(tuple(r) for r in lake.read(spark, path).collect())
+    return sorted(tuple(r) for r in lake.read(spark, path, TABLE).collect())
 
 
 def test_replace_scope_rewrites_only_the_scope_even_with_quotes_in_ids(spark, tmp_path):
-    path = str(tmp_path / "t")
+    path = str(tmp_path)
     quoted = "o'neil\\group"  # a quote and a backslash: the scope goes into a SQL predicate
     before = [("plain", 1, "a"), ("plain", 2, "b"), (quoted, 1, "c"), ("other", 1, "d")]
-    lake.replace_scope(spark, path, spark.createDataFrame(before, ROWS_DDL), ["key"], "group_id",
-                       ["plain", quoted, "other"])
+    lake.replace_scope(spark, path, TABLE, spark.createDataFrame(before, ROWS_DDL), ["plain", quoted, "other"])
     assert _table(spark, path) == sorted(before)
 
     # "plain" lost key 2 and changed key 1; the quoted group got a new row; "other" is outside the scope.
     recomputed = [("plain", 1, "a2"), (quoted, 1, "c"), (quoted, 2, "e")]
-    lake.replace_scope(spark, path, spark.createDataFrame(recomputed, ROWS_DDL), ["key"], "group_id",
-                       ["plain", quoted])
+    lake.replace_scope(spark, path, TABLE, spark.createDataFrame(recomputed, ROWS_DDL), ["plain", quoted])
     assert _table(spark, path) == sorted([*recomputed, ("other", 1, "d")])
 
     # A scope whose recomputation yields nothing is emptied; one commit per replacement.
-    versions = lake.version(spark, path)
-    lake.replace_scope(spark, path, spark.createDataFrame([], ROWS_DDL), ["key"], "group_id", [quoted])
+    versions = lake.version(spark, path, TABLE)
+    lake.replace_scope(spark, path, TABLE, spark.createDataFrame([], ROWS_DDL), [quoted])
     assert _table(spark, path) == [("other", 1, "d"), ("plain", 1, "a2")]
-    assert lake.version(spark, path) == versions + 1
+    assert lake.version(spark, path, TABLE) == versions + 1
 
 
 def test_rows_of_a_long_scope_keeps_exactly_its_rows(spark, tmp_path, monkeypatch):
     """Past LISTED_VALUES_MAX values the scope is read by range and semi-join; the rows are the same."""
-    path = str(tmp_path / "t")
+    path = str(tmp_path)
     rows = [(f"g{i:02d}", i, "v") for i in range(12)]
-    lake.create(spark.createDataFrame(rows, ROWS_DDL), path, ["group_id"], ["group_id"])
+    lake.insert_new(spark, path, TABLE, spark.createDataFrame(rows, ROWS_DDL))
     scope = ["g03", "g04", "g07", "g10", "absent"]
-    listed = sorted(tuple(r) for r in lake.rows_of(spark, path, "group_id", scope).collect())
+    listed = sorted(tuple(r) for r in lake.rows_of(spark, path, TABLE, "group_id", scope).collect())
     monkeypatch.setattr(lake, "LISTED_VALUES_MAX", 2)
-    joined = sorted(tuple(r) for r in lake.rows_of(spark, path, "group_id", scope).collect())
+    joined = sorted(tuple(r) for r in lake.rows_of(spark, path, TABLE, "group_id", scope).collect())
     assert listed == joined == [r for r in rows if r[0] in scope]

@@ -4,30 +4,41 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pyspark.testing import assertSchemaEqual
 
-from pipelines import lake
-from pipelines.jobs import run_pipeline
-from tests.pipelines.conftest import feed, fresh_config
-from tests.pipelines.scenarios import scale_out_then_crash
+from pipelines import catalog, lake
+from pipelines.gold import stage as gold_stage
+from pipelines.stages import run_pipeline
+from tests.support.lakes import fresh_config
+from tests.support.fleets import scale_out_then_crash
 
 
 def _rows(spark, config, table, order):
-    return [r.asDict() for r in lake.read(spark, lake.table_path(config.lake_path, table)).orderBy(*order).collect()]
+    return [r.asDict() for r in lake.read(spark, config.lake_path, table).orderBy(*order).collect()]
 
 
 @pytest.fixture(scope="module")
 def landed(spark, kafka, tmp_path_factory):
     config = fresh_config(kafka, tmp_path_factory.mktemp("e2e"))
     fleet = scale_out_then_crash()
-    feed(kafka, config.topic, fleet.keyed())
-    results = run_pipeline(spark, config, progress=lambda m: None)
-    return fleet, results, config
+    kafka.feed(config.topic, fleet.keyed())
+    with pytest.MonkeyPatch.context() as patch:  # note where each stage spills, as the code says it
+        spills = []
+        spilled = lake.spilled
+
+        def recorded(spark, rows, path):
+            spills.append(path)
+            return spilled(spark, rows, path)
+
+        patch.setattr(lake, "spilled", recorded)
+        results = run_pipeline(spark, config, progress=lambda m: None)
+    return fleet, results, config, spills
 
 
 def test_handoffs_carry_pause_and_duplicates(spark, landed):
-    fleet, results, config = landed
+    fleet, results, config, _ = landed
     assert results["ingest"]["rows"] == len(fleet.events)
-    handoffs = _rows(spark, config, lake.HANDOFFS, ["assigned_ms", "partition"])
+    handoffs = _rows(spark, config, catalog.HANDOFFS, ["assigned_ms", "partition"])
     got = [(h["partition"], h["same_owner"], h["release_kind"], h["unavailable_s"], h["duplicates_confirmed"],
             h["duplicates_estimated"], h["duplicates_lower"], h["duplicates_upper"]) for h in handoffs]
     assert got == [
@@ -42,7 +53,7 @@ def test_handoffs_carry_pause_and_duplicates(spark, landed):
 
 def test_episodes_and_causes(spark, landed):
     config = landed[2]
-    episodes = _rows(spark, config, lake.EPISODES, ["start_ms"])
+    episodes = _rows(spark, config, catalog.EPISODES, ["start_ms"])
     assert [(e["cause"], e["partitions_moved"], e["partitions_lost"]) for e in episodes] == [
         ("start", 0, 0), ("scale_out", 2, 0), ("crash", 2, 1)]
     assert episodes[1]["generation_max"] == 2
@@ -50,7 +61,7 @@ def test_episodes_and_causes(spark, landed):
 
 def test_metrics_add_up(spark, landed):
     config = landed[2]
-    metrics = _rows(spark, config, lake.METRICS, ["grain", "cause"])
+    metrics = _rows(spark, config, catalog.METRICS, ["grain", "cause"])
     day_all = next(m for m in metrics if m["grain"] == "day" and m["cause"] == "all")
     assert day_all["rebalances"] == 3
     assert day_all["partitions_moved"] == 4
@@ -73,8 +84,17 @@ def test_metrics_add_up(spark, landed):
 
 
 def test_spilled_rows_do_not_outlive_the_run(landed):
-    """Gold's Python pass is spilled to Parquet under the checkpoints; a finished run
-    removes it, so the lake does not keep a second copy of its gold rows."""
+    """Gold's Python pass (and validation's repeat search) spill to Parquet under the
+    checkpoints; a finished run removes what it spilled, so the lake keeps no second copy."""
+    config, spills = landed[2], landed[3]
+    assert gold_stage.spill_path(config) in spills
+    assert all(path.startswith(config.checkpoint_path) for path in spills)
+    assert not [path for path in spills if Path(path).exists()]
+
+
+def test_every_table_has_its_declared_schema(spark, landed):
+    """Each table the run wrote has the columns and types pipelines.catalog declares."""
     config = landed[2]
-    assert Path(config.checkpoint_path, "validate").is_dir()  # the checkpoints are where we look
-    assert not Path(config.checkpoint_path, "gold_rows").exists()
+    for table in catalog.TABLES:
+        assert lake.exists(spark, config.lake_path, table), table.path
+        assertSchemaEqual(lake.read(spark, config.lake_path, table).schema, table.schema())

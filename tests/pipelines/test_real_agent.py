@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from pyspark.sql import functions as F
 
-from pipelines import lake
-from pipelines.jobs import run_pipeline
-from tests.agent.members import PROTOCOLS, Member
+from pipelines import catalog, lake
+from pipelines.stages import run_pipeline
+from tests.support.members import PROTOCOLS, Member
 from tests.agent.test_commit_on_revoke import duplicates, seed, settle
-from tests.pipelines.conftest import fresh_config
+from tests.support.lakes import fresh_config
 
 
 def test_gold_duplicates_equal_redelivered_records(spark, kafka, unique, tmp_path):
@@ -33,10 +33,10 @@ def test_gold_duplicates_equal_redelivered_records(spark, kafka, unique, tmp_pat
     assert truth > 0
 
     run_pipeline(spark, config, progress=lambda m: None)
-    handoffs = lake.read(spark, lake.table_path(config.lake_path, lake.HANDOFFS))
+    handoffs = lake.read(spark, config.lake_path, catalog.HANDOFFS)
     got = handoffs.agg(F.sum("duplicates_confirmed").alias("d"), F.count("*").alias("n"),
                        F.min("unavailable_s").alias("u")).first()
     assert got["d"] == truth
     assert got["n"] >= 4 and got["u"] >= 0
-    causes = {r["cause"] for r in lake.read(spark, lake.table_path(config.lake_path, lake.EPISODES)).collect()}
+    causes = {r["cause"] for r in lake.read(spark, config.lake_path, catalog.EPISODES).collect()}
     assert {"scale_out", "scale_in"} <= causes, causes

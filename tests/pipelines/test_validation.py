@@ -8,15 +8,14 @@ import json
 import pytest
 from pyspark.sql import functions as F
 
-from pipelines import lake, validation
-from pipelines.errors import LensError
-from pipelines.jobs import run_pipeline
-from pipelines.synthetic import P0, Fleet
-from tests.pipelines.conftest import feed, fresh_config
-from tests.pipelines.scenarios import scale_out_then_crash
+from pipelines import catalog, lake, validate
+from lens_runtime.errors import LensError
+from pipelines.stages import run_pipeline
+from lens_scenarios.synthetic import P0, Fleet
+from tests.support.lakes import fresh_config
+from tests.support.fleets import scale_out_then_crash
 
-TABLES = [lake.BRONZE, lake.QUARANTINE, lake.VALIDATION_SUMMARY, lake.EVENTS, lake.MEMBER_STATES, lake.OWNERSHIP,
-          lake.COMMITS, lake.HANDOFFS, lake.EPISODES, lake.METRICS, lake.STAGE_PROGRESS]
+TABLES = catalog.TABLES
 
 
 def _bad_records(template: dict, t_ms: int) -> dict[str, tuple]:
@@ -44,25 +43,25 @@ def messy(spark, kafka, tmp_path_factory):
     kept = records[:5] + records[6:]           # one event lost in transit: a sequence gap
     duplicates = records[10:13]                # the agent retried three sends
     bad = _bad_records(fleet.events[0], records[0][2])
-    sent = feed(kafka, config.topic, kept + duplicates + list(bad.values()))
+    sent = kafka.feed(config.topic, kept + duplicates + list(bad.values()))
     run_pipeline(spark, config, progress=lambda m: None)
     return config, fleet, kept, duplicates, bad, sent
 
 
 def test_counts_add_up(spark, messy):
     config, fleet, kept, duplicates, bad, sent = messy
-    summary = lake.read(spark, lake.table_path(config.lake_path, lake.VALIDATION_SUMMARY)).agg(
+    summary = lake.read(spark, config.lake_path, catalog.VALIDATION_SUMMARY).agg(
         *[F.sum(c).alias(c) for c in ("rows", "quarantined", "valid", "duplicates", "new_events", "missing_events")]
     ).first().asDict()
     assert summary == {"rows": sent, "quarantined": len(bad), "valid": sent - len(bad),
                        "duplicates": len(duplicates), "new_events": len(kept), "missing_events": 1}
-    assert lake.read(spark, lake.table_path(config.lake_path, lake.EVENTS)).count() == len(kept)
-    assert lake.read(spark, lake.table_path(config.lake_path, lake.BRONZE)).count() == sent
+    assert lake.read(spark, config.lake_path, catalog.EVENTS).count() == len(kept)
+    assert lake.read(spark, config.lake_path, catalog.BRONZE).count() == sent
 
 
 def test_quarantine_says_why(spark, messy):
     config, _, _, _, bad, _ = messy
-    rows = lake.read(spark, lake.table_path(config.lake_path, lake.QUARANTINE)).collect()
+    rows = lake.read(spark, config.lake_path, catalog.QUARANTINE).collect()
     by_value = {bytes(r["value"]).decode(): set(r["reasons"]) for r in rows}
     for expected, (_, value, _) in bad.items():
         assert expected.split("+")[0] in by_value[value], (expected, by_value[value])
@@ -70,42 +69,41 @@ def test_quarantine_says_why(spark, messy):
 
 def test_rerun_without_new_data_changes_nothing(spark, messy):
     config = messy[0]
-    before = {t: lake.version(spark, lake.table_path(config.lake_path, t)) for t in TABLES}
+    before = {t: lake.version(spark, config.lake_path, t) for t in TABLES}
     results = run_pipeline(spark, config, progress=lambda m: None)
-    after = {t: lake.version(spark, lake.table_path(config.lake_path, t)) for t in TABLES}
+    after = {t: lake.version(spark, config.lake_path, t) for t in TABLES}
     assert after == before
     assert results["ingest"]["rows"] == 0 and results["gold"]["groups"] == 0
 
 
 def test_late_event_updates_its_episode(spark, kafka, messy):
     config, fleet, *_ = messy
-    episodes = lake.table_path(config.lake_path, lake.EPISODES)
-    crash = lake.read(spark, episodes).where("cause = 'crash'").first()
+    crash = lake.read(spark, config.lake_path, catalog.EPISODES).where("cause = 'crash'").first()
     late = Fleet(group=fleet.group, seed=99)
     m9 = late.member("m9")
     m9.at(164_000).requests_rebalance()    # arrives after the run, belongs to the crash episode
     resent = fleet.keyed()[20]              # and the agent resends an old event: a duplicate, not a gap
-    feed(kafka, config.topic, late.keyed() + [resent])
+    kafka.feed(config.topic, late.keyed() + [resent])
     run_pipeline(spark, config, progress=lambda m: None)
-    last = lake.read(spark, lake.table_path(config.lake_path, lake.VALIDATION_SUMMARY)).orderBy(
+    last = lake.read(spark, config.lake_path, catalog.VALIDATION_SUMMARY).orderBy(
         F.desc("validate_batch")).first()
     assert (last["rows"], last["duplicates"], last["new_events"], last["missing_events"]) == (2, 1, 1, 0)
-    updated = lake.read(spark, episodes).where(f"start_ms <= {crash['end_ms']} AND end_ms >= {crash['start_ms']}")
+    updated = lake.read(spark, config.lake_path, catalog.EPISODES).where(f"start_ms <= {crash['end_ms']} AND end_ms >= {crash['start_ms']}")
     rows = updated.collect()
     assert len(rows) == 1 and rows[0]["cause"] == "enforced" and "crash" in rows[0]["causes"]
-    assert lake.read(spark, episodes).count() == 3
+    assert lake.read(spark, config.lake_path, catalog.EPISODES).count() == 3
 
 
 def test_too_many_bad_rows_fail_loudly(spark, kafka, tmp_path):
     config = fresh_config(kafka, tmp_path)
     fleet = Fleet()
     fleet.member("m1").at(0).joins().assigned(P0)
-    feed(kafka, config.topic, fleet.keyed() + [("x", "{broken", fleet.keyed()[0][2])])
+    kafka.feed(config.topic, fleet.keyed() + [("x", "{broken", fleet.keyed()[0][2])])
     with pytest.raises(LensError, match="max_bad_row_fraction"):
         run_pipeline(spark, config, stages=["ingest", "validate"], progress=lambda m: None)
-    assert lake.read(spark, lake.table_path(config.lake_path, lake.QUARANTINE)).count() == 1
+    assert lake.read(spark, config.lake_path, catalog.QUARANTINE).count() == 1
     # The batch's rows were landed, then deleted with the batch: no events, nothing for silver.
-    assert lake.read(spark, lake.table_path(config.lake_path, lake.EVENTS)).count() == 0
+    assert lake.read(spark, config.lake_path, catalog.EVENTS).count() == 0
     assert lake.validated_through(spark, config.lake_path) == -1
 
 
@@ -118,21 +116,20 @@ def test_a_replayed_batch_deletes_what_its_crashed_attempt_landed(spark, kafka, 
     fleet.member("m1").at(0).joins().assigned(P0)
     records = fleet.keyed()
     unknown_kind = ("x", json.dumps({**fleet.events[0], "kind": "nonsense", "event_id": "odd" * 8}), records[0][2])
-    sent = feed(kafka, config.topic, records + records[:1] + [unknown_kind])
+    sent = kafka.feed(config.topic, records + records[:1] + [unknown_kind])
 
     def crash(*args, **kwargs):
         raise RuntimeError("killed after landing the batch")
 
-    monkeypatch.setattr(validation.Validator, "check", crash)
+    monkeypatch.setattr(validate.Validator, "check", crash)
     with pytest.raises(Exception, match="killed after landing"):
         run_pipeline(spark, config, stages=["ingest", "validate"], progress=lambda m: None)
-    events = lake.table_path(config.lake_path, lake.EVENTS)
-    assert lake.read(spark, events).count() == sent  # in flight: every parsable row, the bad and the repeat too
+    assert lake.read(spark, config.lake_path, catalog.EVENTS).count() == sent  # in flight: every parsable row, the bad and the repeat too
     assert run_pipeline(spark, config, stages=["silver"], progress=lambda m: None)["silver"] == {"groups": 0}
     monkeypatch.undo()
     run_pipeline(spark, config, progress=lambda m: None)
-    summary = lake.read(spark, lake.table_path(config.lake_path, lake.VALIDATION_SUMMARY)).collect()
+    summary = lake.read(spark, config.lake_path, catalog.VALIDATION_SUMMARY).collect()
     assert [(r["rows"], r["quarantined"], r["duplicates"], r["new_events"]) for r in summary] == \
         [(sent, 1, 1, len(records))]
-    assert sorted(r["event_id"] for r in lake.read(spark, events).collect()) == sorted(e["event_id"]
+    assert sorted(r["event_id"] for r in lake.read(spark, config.lake_path, catalog.EVENTS).collect()) == sorted(e["event_id"]
                                                                                      for e in fleet.events)

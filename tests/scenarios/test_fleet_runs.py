@@ -9,9 +9,9 @@ from __future__ import annotations
 import psutil
 import pytest
 
-from pipelines.scenarios.ground_truth import GroundTruth
-from pipelines.scenarios.runner import RunOptions, RunResult, run_scenario
-from pipelines.scenarios.spec import load
+from lens_scenarios.ground_truth import GroundTruth
+from lens_scenarios.runner import RunOptions, RunResult, run_scenario
+from lens_scenarios.spec import load
 
 RUNS: dict[tuple[str, str, str], RunResult] = {}
 

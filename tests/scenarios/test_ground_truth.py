@@ -1,8 +1,8 @@
 """The truth reader on a small hand-made history: duplicates, intervals, handoffs, rebalances."""
 from __future__ import annotations
 
-from pipelines.scenarios.ground_truth import duplicate_count, handoffs, ownership_intervals, rebalances
-from pipelines.scenarios.truth_log import CallbackEvent, Delivery, TruthWriter, read_deliveries, read_events, \
+from lens_scenarios.ground_truth import duplicate_count, handoffs, ownership_intervals, rebalances
+from lens_scenarios.truth_log import CallbackEvent, Delivery, TruthWriter, read_deliveries, read_events, \
     read_meta
 
 MS = 1_000_000

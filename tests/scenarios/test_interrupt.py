@@ -17,7 +17,7 @@ def _cmdline(proc: psutil.Process) -> str:
 
 
 def test_sigint_leaves_no_process_behind(tmp_path):
-    proc = subprocess.Popen([sys.executable, "-m", "pipelines.cli", "scenario", "run", "crash",
+    proc = subprocess.Popen([sys.executable, "-m", "lens_cli.main", "scenario", "run", "crash",
                              "--out", str(tmp_path)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         _interrupt_and_check(proc)
@@ -34,7 +34,7 @@ def _interrupt_and_check(proc: subprocess.Popen) -> None:
     # wait until the broker (java) and the three members (python) are up
     while time.monotonic() < deadline:
         seen.update({c.pid: c for c in runner.children(recursive=True)})
-        members = [c for c in seen.values() if "pipelines.scenarios.member" in _cmdline(c)]
+        members = [c for c in seen.values() if "lens_scenarios.member" in _cmdline(c)]
         if len(members) >= 3 and any("kafka.Kafka" in _cmdline(c) for c in seen.values()):
             break
         time.sleep(0.5)

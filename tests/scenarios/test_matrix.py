@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from pipelines.scenarios.consumer_config import ASSIGNORS
-from pipelines.scenarios.runner import RunOptions, run_scenario
-from pipelines.scenarios.spec import builtin_names, load
+from lens_scenarios.consumer_config import ASSIGNORS
+from lens_scenarios.runner import RunOptions, run_scenario
+from lens_scenarios.spec import builtin_names, load
 
 
 @pytest.mark.slow

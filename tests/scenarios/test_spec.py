@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from pipelines.errors import LensError
-from pipelines.scenarios.spec import builtin_names, load, parse
+from lens_runtime.errors import LensError
+from lens_scenarios.spec import builtin_names, load, parse
 
 ACTIONS_COVERED = {"rolling_restart", "scale_out", "scale_in", "crash", "slow_processing", "subscription_change",
                    "enforce_rebalance"}
@@ -68,8 +68,8 @@ def test_bad_yaml_says_so(tmp_path):
 
 
 def test_protocol_flag_picks_the_run_choice():
-    from pipelines.errors import LensError
-    from pipelines.scenarios.scenario_commands import _assignor_for
+    from lens_runtime.errors import LensError
+    from lens_cli.scenario_commands import _assignor_for
 
     assert _assignor_for(None, None) == "range"
     assert _assignor_for(None, "consumer") == "consumer"

@@ -1,0 +1,230 @@
+"""The telemetry contract (schema v1) in one module: everything the agent, the pipelines,
+the synthetic builder and the docs know about an event comes from here.
+
+``telemetry-v1.schema.json`` is the contract; this module loads it once and derives what
+the code needs from it (the version, the kinds, which body each kind carries), gives the
+bodies their Python face (one dataclass per ``$defs`` entry; a test keeps their fields
+equal to the schema's properties) and builds an event's envelope (``event``). Events are
+built on the application thread as plain dicts and serialised on the emitter thread.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+from consumer_agent.member_states import ClassicState, ConsumerProtocolState
+
+OFFSET_UNKNOWN = -1001  # librdkafka's OFFSET_INVALID: an offset the member does not know
+
+
+@lru_cache(maxsize=1)
+def schema() -> dict[str, Any]:
+    """The JSON Schema shipped in the package (parsed once; do not mutate)."""
+    return json.loads(resources.files("consumer_agent").joinpath("telemetry-v1.schema.json").read_text())
+
+
+SCHEMA_VERSION: int = int(schema()["properties"]["schema_version"]["const"])
+KINDS: tuple[str, ...] = tuple(schema()["properties"]["kind"]["enum"])
+# kind -> the $defs entry its body follows, from the schema's if/then rules.
+BODY_DEFINITIONS: dict[str, str] = {
+    rule["if"]["properties"]["kind"]["const"]: rule["then"]["properties"]["body"]["$ref"].rsplit("/", 1)[-1]
+    for rule in schema()["allOf"]}
+# Member states the pipelines read meaning into (see member_states for the full tables).
+LEAVING_STATES = frozenset(s.value for s in (ConsumerProtocolState.PREPARE_LEAVING, ConsumerProtocolState.LEAVING,
+                                             ConsumerProtocolState.UNSUBSCRIBED, ClassicState.LEAVING,
+                                             ClassicState.UNSUBSCRIBED))
+STALE_STATE = ConsumerProtocolState.STALE.value  # max.poll.interval.ms exceeded; ClassicState.STALE has the same name
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """Fields every event carries, whatever its kind."""
+
+    event_id: str
+    schema_version: int
+    kind: str
+    event_time_ms: int
+    agent_id: str
+    seq: int
+    group_id: str
+    member_id: str | None
+    group_instance_id: str | None
+    client_id: str
+    host: str
+    pid: int
+    generation: int
+    group_protocol: str
+    rebalance_protocol: str
+    assignor: str
+    body: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    topic: str
+    partition: int
+    position: int
+    last_processed_offset: int
+    committed_offset: int
+
+
+@dataclass(frozen=True)
+class CommitOnRevoke:
+    waited_ms: float
+    timed_out: bool
+    committed: bool
+    error: str | None
+
+
+@dataclass(frozen=True)
+class PartitionsChange:
+    partitions: list[PartitionState]
+    incremental: bool
+    callback_ms: float
+    assignment_size: int
+    commit_on_revoke: CommitOnRevoke | None
+
+
+@dataclass(frozen=True)
+class MemberConfig:
+    reason: str
+    topics: list[str]
+    pattern: str | None
+    session_timeout_ms: int | None
+    heartbeat_interval_ms: int | None
+    max_poll_interval_ms: int
+    enable_auto_commit: bool
+    auto_commit_interval_ms: int
+    enable_auto_offset_store: bool
+    commit_on_revoke: bool
+    config: dict[str, str]
+    agent_version: str
+    client_version: str
+    librdkafka_version: str
+
+
+@dataclass(frozen=True)
+class StateTransition:
+    from_state: str
+    to_state: str
+    reason: str
+    allowed: bool
+
+
+@dataclass(frozen=True)
+class FirstFetch:
+    topic: str
+    partition: int
+    offset: int
+    since_assign_ms: float
+
+
+@dataclass(frozen=True)
+class CommittedOffset:
+    topic: str
+    partition: int
+    offset: int
+    error: str | None
+
+
+@dataclass(frozen=True)
+class Commit:
+    mode: str
+    sync: bool
+    in_revoke: bool
+    offsets: list[CommittedOffset]
+    error: str | None
+    duration_ms: float | None
+
+
+@dataclass(frozen=True)
+class PartitionProgress:
+    topic: str
+    partition: int
+    position: int
+    last_processed_offset: int
+    committed_offset: int
+    processed: int
+    lag: int | None
+
+
+@dataclass(frozen=True)
+class Progress:
+    interval_ms: float
+    partitions: list[PartitionProgress]
+    truncated: int
+
+
+@dataclass(frozen=True)
+class RebalanceRequested:
+    reason: str
+    mechanism: str
+    accepted: bool
+
+
+@dataclass(frozen=True)
+class ClientError:
+    code: int
+    name: str
+    message: str
+    fatal: bool
+
+
+@dataclass(frozen=True)
+class ClientStats:
+    state: str
+    stateage_ms: int
+    join_state: str
+    rebalance_age_ms: int
+    rebalance_cnt: int
+    rebalance_reason: str
+    assignment_size: int
+
+
+@dataclass(frozen=True)
+class AgentHealth:
+    dropped_total: int
+    dropped_since_last: int
+    buffer_size: int
+    buffer_capacity: int
+    emitter_errors_total: int
+    last_error: str | None
+
+
+Body = (MemberConfig | StateTransition | PartitionsChange | FirstFetch | Commit | Progress | RebalanceRequested
+        | ClientError | ClientStats | AgentHealth)
+
+# kind -> body class; the partitions_* kinds share one body, as in the schema.
+KIND_BODIES: dict[str, type] = {
+    "member_config": MemberConfig,
+    "state_transition": StateTransition,
+    "partitions_assigned": PartitionsChange,
+    "partitions_revoked": PartitionsChange,
+    "partitions_lost": PartitionsChange,
+    "first_fetch": FirstFetch,
+    "commit": Commit,
+    "progress": Progress,
+    "rebalance_requested": RebalanceRequested,
+    "client_error": ClientError,
+    "client_stats": ClientStats,
+    "agent_health": AgentHealth,
+}
+
+
+def to_dict(body: Body) -> dict[str, Any]:
+    """The JSON-ready dict of a body (nested dataclasses become dicts)."""
+    return asdict(body)
+
+
+def event(kind: str, body: dict[str, Any], *, event_id: str, event_time_ms: int, seq: int, member_id: str | None,
+          generation: int, identity: dict[str, Any]) -> dict[str, Any]:
+    """One event as a JSON-ready dict: the envelope around ``body`` (a ``to_dict`` result).
+
+    ``identity``: the envelope fields fixed for one agent (agent_id, group_id,
+    group_instance_id, client_id, host, pid, group_protocol, rebalance_protocol, assignor).
+    """
+    return {"event_id": event_id, "schema_version": SCHEMA_VERSION, "kind": kind, "event_time_ms": event_time_ms,
+            "seq": seq, "member_id": member_id, "generation": generation, **identity, "body": body}

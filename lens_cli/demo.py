@@ -1,0 +1,149 @@
+"""The main job end to end on the embedded defaults: fleets under churn, their telemetry in Delta, the costs.
+
+1. start the embedded Kafka broker;
+2. play a small matrix of built-in scenarios (real member processes running the agent)
+   under several assignors and commit styles, all sending telemetry to one topic, each
+   writing its own ground truth;
+3. run the pipeline (ingest, validate, silver, gold) into a fresh Delta lake;
+4. print, per run, what gold measured beside what ground truth says, and draw it.
+
+Recommendations join in a later issue.
+"""
+from __future__ import annotations
+
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from lens_runtime.paths import home
+
+# (scenario, assignor, commit): the same rolling restart under each protocol, then the
+# fixes (commit-on-revoke, static membership), then a crash.
+DEMO_MATRIX: tuple[tuple[str, str, str], ...] = (
+    ("rolling-restart", "range", "batch"),
+    ("rolling-restart", "cooperative-sticky", "batch"),
+    ("rolling-restart", "consumer", "batch"),
+    ("rolling-restart", "range", "revoke"),
+    ("static-rolling-restart", "range", "batch"),
+    ("crash", "cooperative-sticky", "batch"),
+)
+
+
+@dataclass(frozen=True)
+class RunCosts:
+    """One run's costs, from gold and from ground truth, side by side."""
+
+    label: str
+    episodes: int
+    handoffs_gold: int
+    handoffs_truth: int
+    duplicates_gold: int
+    duplicates_gold_upper: int
+    duplicates_truth: int
+    unavailable_gold_s: float
+    unavailable_truth_s: float
+
+
+def _costs(label: str, truth, gold) -> RunCosts:
+    summary = truth.summary()
+    return RunCosts(label=label, episodes=int(gold.episodes or 0) if gold else 0,
+                    handoffs_gold=int(gold.handoffs) if gold else 0, handoffs_truth=len(truth.handoffs),
+                    duplicates_gold=int(gold.duplicates or 0) if gold else 0,
+                    duplicates_gold_upper=int(gold.duplicates_upper or 0) if gold else 0,
+                    duplicates_truth=summary.duplicates,
+                    unavailable_gold_s=float(gold.unavailable_s or 0.0) if gold else 0.0,
+                    unavailable_truth_s=sum(h.pause_s for h in truth.handoffs))
+
+
+def draw(costs: list[RunCosts], path: Path) -> Path:
+    """Two bar charts: duplicated records and partition-seconds unavailable per run, gold beside truth."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = [c.label.replace(" / ", "\n") for c in costs]
+    x = range(len(costs))
+    fig, (dups, pause) = plt.subplots(1, 2, figsize=(14, 5.5))
+    for ax, gold, truth, title in (
+            (dups, [c.duplicates_gold for c in costs], [c.duplicates_truth for c in costs],
+             "Duplicated records per run"),
+            (pause, [c.unavailable_gold_s for c in costs], [c.unavailable_truth_s for c in costs],
+             "Partition-seconds unavailable per run")):
+        ax.bar([i - 0.2 for i in x], gold, width=0.4, label="gold (telemetry)", color="#3b6ea5")
+        ax.bar([i + 0.2 for i in x], truth, width=0.4, label="ground truth", color="#c9a227")
+        ax.set_xticks(list(x), labels, fontsize=8)
+        ax.set_title(title)
+        if ax is dups:  # a crash leaves a bracket: the bar is its lower bound, the whisker its upper
+            bracketed = [(i, c) for i, c in enumerate(costs) if c.duplicates_gold_upper > c.duplicates_gold]
+            ax.errorbar([i - 0.2 for i, _ in bracketed], [c.duplicates_gold for _, c in bracketed],
+                        yerr=[[0] * len(bracketed), [c.duplicates_gold_upper - c.duplicates_gold for _, c in bracketed]],
+                        fmt="none", ecolor="black", capsize=4, label="crash: gold upper bound")
+        ax.legend()
+    fig.suptitle("rebalance-lens demo: what each rebalance style cost")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _table(costs: list[RunCosts]):
+    from rich.table import Table
+
+    table = Table("run", "episodes", "handoffs gold/truth", "duplicates gold", "duplicates truth",
+                  "unavailable gold (partition-s)", "unavailable truth (partition-s)",
+                  title="Per run: gold (from telemetry) beside ground truth; a crash gives gold a bracket")
+    for c in costs:
+        gold_dups = (str(c.duplicates_gold) if c.duplicates_gold == c.duplicates_gold_upper
+                     else f"{c.duplicates_gold}..{c.duplicates_gold_upper}")
+        table.add_row(c.label, str(c.episodes), f"{c.handoffs_gold}/{c.handoffs_truth}", gold_dups,
+                      str(c.duplicates_truth), f"{c.unavailable_gold_s:.2f}", f"{c.unavailable_truth_s:.2f}")
+    return table
+
+
+def run_demo(lake: str | None = None, master: str | None = None,
+             matrix: tuple[tuple[str, str, str], ...] = DEMO_MATRIX) -> int:
+    from rich.console import Console
+
+    from lens_cli.scenario_commands import run_with_progress
+    from lens_runtime.kafka_broker import EmbeddedKafka
+    from lens_runtime.spark_session import build_spark
+    from lens_scenarios.runner import RunOptions
+    from lens_scenarios.spec import load
+    from pipelines.config import PipelineConfig
+    from pipelines.gold.costs import read_costs
+    from pipelines.stages import run_pipeline
+
+    console = Console(width=None if sys.stdout.isatty() else 160)  # logs get the whole table, not 80 columns
+    started = time.monotonic()
+    out = home() / "demo" / time.strftime("%Y%m%d-%H%M%S")
+    lake_path = lake or str(out / "lake")
+    telemetry = f"rebalance-lens-telemetry-{uuid.uuid4().hex[:6]}"
+    console.rule("[bold]rebalance-lens demo")
+    console.print(f"Output: {out}\nStarting the embedded Kafka broker ...")
+    with EmbeddedKafka() as broker:
+        results = []
+        for i, (name, assignor, commit) in enumerate(matrix, 1):
+            console.print(f"\n[bold]Run {i}/{len(matrix)}[/]: {name} under {assignor}, commit {commit}")
+            options = RunOptions(assignor=assignor, commit=commit, out_dir=out / "runs",
+                                 bootstrap=broker.bootstrap_servers, telemetry_topic=telemetry)
+            results.append((f"{name} / {assignor} / {commit}", run_with_progress(load(name), options, console)))
+
+        console.print("\n[bold]Pipeline[/]: telemetry topic -> bronze -> validated -> silver -> gold (Delta)")
+        config = PipelineConfig.resolve(bootstrap_servers=broker.bootstrap_servers, topic=telemetry,
+                                        lake_path=lake_path, spark_master=master)
+        spark = build_spark(config.spark_settings("rebalance-lens-demo"))
+        try:
+            run_pipeline(spark, config, progress=lambda m: console.print(f"  {m}"))
+            gold = read_costs(spark, lake_path)
+        finally:
+            spark.stop()
+    costs = [_costs(label, run.truth, gold.get(run.manifest["group_id"])) for label, run in results]
+    console.print()
+    console.print(_table(costs))
+    chart = draw(costs, out / "costs.png")
+    console.print(f"\nChart: {chart}\nDelta lake: {lake_path}\nRun folders (ground truth, manifests): {out / 'runs'}")
+    console.print(f"Done in {time.monotonic() - started:.0f} s; broker, members and Spark stopped.")
+    return 0

@@ -1,0 +1,114 @@
+"""``rebalance-lens scenario list | run``: the fleet scenarios from the command line."""
+from __future__ import annotations
+
+import argparse
+import signal
+from pathlib import Path
+
+from lens_scenarios.consumer_config import ASSIGNORS, COMMIT_STYLES
+
+
+def _cmd_list(_args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from lens_scenarios.spec import builtin_names, load
+
+    table = Table("scenario", "members", "partitions", "duration", "timeline", "what it shows")
+    table.columns[0].no_wrap = True
+    for name in builtin_names():
+        s = load(name)
+        table.add_row(name, str(len(s.members)), str(s.partitions), f"{s.duration_s:g} s",
+                      ", ".join(f"{a.kind}@{a.at_s:g}s" for a in s.timeline), s.description.split(". ")[0])
+    Console().print(table)
+    return 0
+
+
+def _assignor_for(assignor: str | None, protocol: str | None) -> str:
+    """One run choice from --assignor and --protocol: KIP-848 groups have no client-side assignor.
+
+    ``--protocol consumer`` (or ``--assignor consumer``) runs a KIP-848 group whose
+    broker picks the assignment (its default, uniform); ``--protocol classic`` takes a
+    classic assignor (range by default).
+    """
+    from lens_runtime.errors import LensError
+
+    if protocol == "consumer":
+        if assignor not in (None, "consumer"):
+            raise LensError(f"--assignor {assignor} is a classic, client-side assignor, but --protocol consumer "
+                            "(KIP-848) lets the broker assign. Drop --assignor, or use --protocol classic.")
+        return "consumer"
+    if protocol == "classic" and assignor == "consumer":
+        raise LensError("--assignor consumer means the KIP-848 protocol, not --protocol classic. "
+                        "Pick range, roundrobin or cooperative-sticky, or use --protocol consumer.")
+    return assignor or "range"
+
+
+def _raise_interrupt(_signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def run_with_progress(scenario, options, console):
+    """Run one scenario with a live progress bar (phase, records, members); returns the RunResult."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from lens_scenarios.runner import run_scenario
+
+    columns = (TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[stats]}"),
+               TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=False) as bar:
+        task = bar.add_task(f"{scenario.name} [{options.assignor}, {options.commit}]", total=scenario.duration_s,
+                            stats="")
+
+        def show(p) -> None:
+            bar.update(task, completed=p.elapsed_s, stats=(
+                f"{p.phase} | produced {p.produced} delivered {p.delivered} | members {p.members} "
+                f"assigned {p.assigned} | {p.last_action}"))
+
+        return run_scenario(scenario, options, show)
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from lens_scenarios.runner import RunOptions
+    from lens_scenarios.spec import load
+
+    scenario = load(args.scenario)
+    assignor = _assignor_for(args.assignor, args.protocol)
+    options = RunOptions(assignor=assignor, commit=args.commit, out_dir=Path(args.out),
+                         bootstrap=args.bootstrap, **({"telemetry_topic": args.telemetry_topic}
+                                                      if args.telemetry_topic else {}))
+    # SIGTERM gets the same clean stop as Ctrl-C: members and broker are stopped before exit.
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    console = Console()
+    result = run_with_progress(scenario, options, console)
+    s = result.truth.summary()
+    console.print(
+        f"[bold]{scenario.name}[/] {assignor}/{args.commit} in {result.wall_s:.1f} s: "
+        f"records {s.records} (unique {s.unique_records}), duplicates by truth {s.duplicates} "
+        f"({s.duplicates_in_timeline} during the timeline), rebalances {s.rebalances}, "
+        f"partitions revoked {s.partitions_revoked}, handoffs {s.handoffs} (moved {s.moved_partitions}), "
+        f"max pause {s.max_pause_s:.3f} s, total pause {s.total_pause_s:.3f} partition-s\n"
+        f"run folder: {result.run_dir} (manifest.json, truth.json, truth/, logs/)")
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    scenario = subparsers.add_parser("scenario", help="fleet scenarios with ground truth: list | run")
+    actions = scenario.add_subparsers(dest="scenario_command", metavar="ACTION", required=True)
+    listing = actions.add_parser("list", help="the built-in scenarios")
+    listing.set_defaults(func=_cmd_list)
+    run = actions.add_parser("run", help="run a built-in scenario (by name) or your own scenario file")
+    run.add_argument("scenario", metavar="NAME|FILE")
+    run.add_argument("--assignor", choices=ASSIGNORS, default=None,
+                     help="classic assignor, or 'consumer' for the KIP-848 protocol (default: range)")
+    run.add_argument("--protocol", choices=("classic", "consumer"), default=None,
+                     help="group protocol: classic (client-side assignor) or consumer (KIP-848, broker assigns)")
+    run.add_argument("--commit", choices=COMMIT_STYLES, default="batch",
+                     help="auto: enable.auto.commit; batch: commit every commit_batch_records records; "
+                          "revoke: batch plus commit-on-revoke (default: batch)")
+    run.add_argument("--out", default="scenario-runs", help="folder for run folders (default: ./scenario-runs)")
+    run.add_argument("--bootstrap", default=None, help="use this Kafka cluster instead of the embedded broker")
+    run.add_argument("--telemetry-topic", default=None, help="telemetry topic (default: rebalance-lens-telemetry)")
+    run.set_defaults(func=_cmd_run)

@@ -1,0 +1,59 @@
+"""The consumer settings of one fleet member, from the run's assignor/protocol and commit style.
+
+Kept pure (a dict in, a dict out) so that what a member runs with is visible in the
+run manifest and testable without a broker.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from lens_runtime.errors import LensError
+
+ASSIGNORS = ("range", "roundrobin", "cooperative-sticky", "consumer")
+COMMIT_STYLES = ("auto", "batch", "revoke")
+# Classic groups only: fast enough for scenario time, slow enough for 2 busy cores.
+CLASSIC_SESSION_TIMEOUT_MS = 6000
+CLASSIC_HEARTBEAT_MS = 1000
+
+
+def check_choice(value: str, allowed: tuple[str, ...], flag: str) -> str:
+    if value not in allowed:
+        raise LensError(f"{flag} {value!r} is not supported. Use one of: {', '.join(allowed)}.")
+    return value
+
+
+def protocol_of(assignor: str) -> str:
+    """'consumer' (KIP-848) for the consumer assignor choice, else 'classic'."""
+    return "consumer" if assignor == "consumer" else "classic"
+
+
+def member_config(*, bootstrap: str, group_id: str, assignor: str, commit: str, client_id: str,
+                  group_instance_id: str | None, max_poll_interval_ms: int, telemetry_topic: str) -> dict[str, Any]:
+    """librdkafka + agent settings for one member process.
+
+    KIP-848 refuses session.timeout.ms, heartbeat.interval.ms and
+    partition.assignment.strategy on the client; the broker owns them there.
+    """
+    check_choice(assignor, ASSIGNORS, "--assignor")
+    check_choice(commit, COMMIT_STYLES, "--commit")
+    config: dict[str, Any] = {
+        "bootstrap.servers": bootstrap,
+        "group.id": group_id,
+        "client.id": client_id,
+        "auto.offset.reset": "earliest",
+        "max.poll.interval.ms": max_poll_interval_ms,
+        "enable.auto.commit": commit == "auto",
+        "lens.telemetry.topic": telemetry_topic,
+        "lens.commit.on.revoke": commit == "revoke",
+        "lens.processing": "on_next_poll",
+        "lens.progress.interval.ms": 1000,
+    }
+    if protocol_of(assignor) == "consumer":
+        config["group.protocol"] = "consumer"
+    else:
+        config.update({"group.protocol": "classic", "partition.assignment.strategy": assignor,
+                       "session.timeout.ms": CLASSIC_SESSION_TIMEOUT_MS,
+                       "heartbeat.interval.ms": CLASSIC_HEARTBEAT_MS})
+    if group_instance_id is not None:
+        config["group.instance.id"] = group_instance_id
+    return config

@@ -1,0 +1,237 @@
+"""What really happened in a run, computed from the members' truth logs alone (never from telemetry).
+
+``GroundTruth.load(run_dir)`` returns plain dataclasses (no DataFrames) that the
+pipelines can compare their gold tables with:
+
+- duplicates: deliveries of a record id that had been delivered before;
+- ownership intervals: a run of one partition's records at one member process,
+  cut where that process got a revoke or lost callback for the partition;
+- handoffs: consecutive ownership intervals of a partition; the duplicates are the
+  offsets the next owner re-read (``last_prev - first_next + 1``); the pause runs until
+  the first record at the next owner, from the moment the previous owner let go: its
+  revoke callback for a graceful handoff (the member logs a batch's records before it
+  processes them, so the partition is still in use until it polls again and the
+  revoke callback runs), else its last record (lost or killed: no clean release);
+  an eager rebalance that gives a partition back to the same process is a handoff too;
+- rebalances: assign/revoke/lost callbacks of the whole fleet, clustered in time
+  (a quiet gap of ``REBALANCE_GAP_S`` separates two), leaving out each process's own
+  first assignment and the revoke it gets while closing: a static member that restarts
+  and gets its partitions back causes no rebalance.
+"""
+from __future__ import annotations
+
+import bisect
+import json
+from collections import defaultdict
+from dataclasses import asdict, dataclass
+from itertools import groupby
+from pathlib import Path
+from typing import Any
+
+from lens_scenarios.truth_log import CallbackEvent, Delivery, read_deliveries, read_events, read_meta
+
+REBALANCE_GAP_S = 1.0
+NS = 1_000_000_000
+
+
+@dataclass(frozen=True)
+class OwnershipInterval:
+    topic: str
+    partition: int
+    member: str
+    process: str
+    first_offset: int
+    last_offset: int
+    records: int
+    first_mono_ns: int
+    last_mono_ns: int
+    first_wall_ns: int
+    last_wall_ns: int
+    ended_by: str  # revoke | lost | exit (closed) | killed (SIGKILLed: no exit event)
+    released_mono_ns: int | None = None  # the revoke or lost callback that ended it, if any
+
+    @property
+    def let_go_mono_ns(self) -> int:
+        """When the partition stopped being in use here: the revoke callback, else the last record."""
+        return self.released_mono_ns if self.ended_by == "revoke" and self.released_mono_ns else self.last_mono_ns
+
+
+@dataclass(frozen=True)
+class Handoff:
+    topic: str
+    partition: int
+    prev_member: str
+    prev_process: str
+    next_member: str
+    next_process: str
+    last_offset_prev: int
+    first_offset_next: int
+    duplicates: int
+    pause_s: float
+    released_by: str
+    at_wall_ns: int  # the previous owner's last record
+
+    @property
+    def moved(self) -> bool:
+        """True when the partition went to another member (not the same member or its restart)."""
+        return self.prev_member != self.next_member
+
+
+@dataclass(frozen=True)
+class Rebalance:
+    start_mono_ns: int
+    end_mono_ns: int
+    start_wall_ns: int
+    processes: tuple[str, ...]
+    partitions_revoked: int
+    partitions_lost: int
+    partitions_assigned: int
+
+
+@dataclass(frozen=True)
+class Summary:
+    records: int
+    unique_records: int
+    duplicates: int
+    duplicates_in_timeline: int
+    rebalances: int
+    partitions_revoked: int
+    handoffs: int
+    moved_partitions: int
+    max_pause_s: float
+    total_pause_s: float
+
+
+def ownership_intervals(deliveries: list[Delivery], events: list[CallbackEvent],
+                        member_of: dict[str, str]) -> list[OwnershipInterval]:
+    """Split each (process, partition)'s records where that process released the partition."""
+    releases: dict[tuple[str, str, int], list[tuple[int, str]]] = defaultdict(list)
+    exited = {e.process for e in events if e.kind == "exit"}
+    for e in events:
+        if e.kind in ("revoke", "lost"):
+            for topic, partition in e.partitions:
+                releases[(e.process, topic, partition)].append((e.mono_ns, e.kind))
+    runs: dict[tuple[str, str, int], list[Delivery]] = defaultdict(list)
+    for d in sorted(deliveries, key=lambda d: (d.mono_ns, d.offset)):
+        runs[(d.process, d.topic, d.partition)].append(d)
+    intervals = []
+    for key, rows in runs.items():
+        cuts = sorted(releases.get(key, []))
+        cut_times = [t for t, _ in cuts]
+        # rows between the same two releases form one interval; the release after them ends it
+        for k, group in groupby(rows, key=lambda r: bisect.bisect_left(cut_times, r.mono_ns)):
+            ended, released = (cuts[k][1], cuts[k][0]) if k < len(cuts) else (
+                "exit" if key[0] in exited else "killed", None)
+            intervals.append(_interval(list(group), member_of[key[0]], ended, released))
+    return intervals
+
+
+def _interval(rows: list[Delivery], member: str, ended_by: str, released_mono_ns: int | None) -> OwnershipInterval:
+    first, last = rows[0], rows[-1]
+    return OwnershipInterval(first.topic, first.partition, member, first.process,
+                             min(r.offset for r in rows), max(r.offset for r in rows), len(rows),
+                             first.mono_ns, last.mono_ns, first.wall_ns, last.wall_ns, ended_by, released_mono_ns)
+
+
+def handoffs(intervals: list[OwnershipInterval]) -> list[Handoff]:
+    by_partition: dict[tuple[str, int], list[OwnershipInterval]] = defaultdict(list)
+    for iv in intervals:
+        by_partition[(iv.topic, iv.partition)].append(iv)
+    result = []
+    for (topic, partition), ivs in sorted(by_partition.items()):
+        ivs.sort(key=lambda iv: iv.first_mono_ns)
+        for prev, nxt in zip(ivs, ivs[1:]):
+            result.append(Handoff(
+                topic, partition, prev.member, prev.process, nxt.member, nxt.process,
+                prev.last_offset, nxt.first_offset, max(0, prev.last_offset - nxt.first_offset + 1),
+                max(0.0, (nxt.first_mono_ns - prev.let_go_mono_ns) / NS), prev.ended_by, prev.last_wall_ns))
+    return result
+
+
+def group_callbacks(events: list[CallbackEvent]) -> list[CallbackEvent]:
+    """Callbacks caused by the group: not a process's first assignment, not its own closing revoke."""
+    kept, seen_assign, closing = [], set(), set()
+    for e in sorted(events, key=lambda e: e.mono_ns):
+        if e.kind == "closing":
+            closing.add(e.process)
+        elif e.kind == "assign" and e.process not in seen_assign:
+            seen_assign.add(e.process)
+        elif e.kind in ("assign", "revoke", "lost") and e.process not in closing:
+            kept.append(e)
+    return kept
+
+
+def rebalances(events: list[CallbackEvent], gap_s: float = REBALANCE_GAP_S) -> list[Rebalance]:
+    clusters: list[list[CallbackEvent]] = []
+    for e in group_callbacks(events):
+        if clusters and e.mono_ns - clusters[-1][-1].mono_ns <= gap_s * NS:
+            clusters[-1].append(e)
+        else:
+            clusters.append([e])
+    return [Rebalance(c[0].mono_ns, c[-1].mono_ns, c[0].wall_ns, tuple(sorted({e.process for e in c})),
+                      sum(len(e.partitions) for e in c if e.kind == "revoke"),
+                      sum(len(e.partitions) for e in c if e.kind == "lost"),
+                      sum(len(e.partitions) for e in c if e.kind == "assign")) for c in clusters]
+
+
+def duplicate_count(deliveries: list[Delivery], since_mono_ns: int = 0) -> int:
+    """Deliveries (at or after ``since_mono_ns``) of a record id already delivered before."""
+    seen: set[int] = set()
+    dups = 0
+    for d in sorted(deliveries, key=lambda d: d.mono_ns):
+        if d.record_id in seen and d.mono_ns >= since_mono_ns:
+            dups += 1
+        seen.add(d.record_id)
+    return dups
+
+
+@dataclass
+class GroundTruth:
+    run_dir: Path
+    manifest: dict[str, Any]
+    deliveries: list[Delivery]
+    events: list[CallbackEvent]
+    intervals: list[OwnershipInterval]
+    handoffs: list[Handoff]
+    rebalances: list[Rebalance]
+
+    @classmethod
+    def load(cls, run_dir: Path | str) -> "GroundTruth":
+        run_dir = Path(run_dir)
+        manifest_path = run_dir / "manifest.json"
+        manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
+        metas = read_meta(run_dir)
+        member_of = {m.process: m.member for m in metas}
+        deliveries = [d for m in metas for d in read_deliveries(run_dir, m)]
+        events = [e for m in metas for e in read_events(run_dir, m)]
+        intervals = ownership_intervals(deliveries, events, member_of)
+        return cls(run_dir, manifest, deliveries, events, intervals, handoffs(intervals), rebalances(events))
+
+    @property
+    def timeline_start_mono_ns(self) -> int:
+        return int(self.manifest.get("timeline_start_mono_ns", 0))
+
+    def timeline_rebalances(self) -> list[Rebalance]:
+        return [r for r in self.rebalances if r.end_mono_ns >= self.timeline_start_mono_ns]
+
+    def timeline_handoffs(self) -> list[Handoff]:
+        start_wall = int(self.manifest.get("timeline_start_wall_ns", 0))
+        return [h for h in self.handoffs if h.at_wall_ns >= start_wall]
+
+    def summary(self) -> Summary:
+        hs = self.timeline_handoffs()
+        rbs = self.timeline_rebalances()
+        return Summary(
+            records=len(self.deliveries), unique_records=len({d.record_id for d in self.deliveries}),
+            duplicates=duplicate_count(self.deliveries),
+            duplicates_in_timeline=duplicate_count(self.deliveries, self.timeline_start_mono_ns),
+            rebalances=len(rbs), partitions_revoked=sum(r.partitions_revoked + r.partitions_lost for r in rbs),
+            handoffs=len(hs), moved_partitions=sum(1 for h in hs if h.moved),
+            max_pause_s=round(max((h.pause_s for h in hs), default=0.0), 3),
+            total_pause_s=round(sum(h.pause_s for h in hs), 3))
+
+    def to_json(self) -> dict[str, Any]:
+        """The summary, handoffs and rebalances as plain JSON (written as truth.json beside the run)."""
+        return {"summary": asdict(self.summary()),
+                "handoffs": [{**asdict(h), "moved": h.moved} for h in self.handoffs],
+                "rebalances": [asdict(r) for r in self.rebalances]}

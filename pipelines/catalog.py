@@ -1,0 +1,184 @@
+"""Every table of the lake, declared once: layer, path, grain, keys, the stage that writes it,
+its columns and its file layout.
+
+The stages write through these declarations (``pipelines.lake`` takes a ``Table``), the tests
+check each written table's schema against them, and the SQL models and the report read their
+sources from here. Column types are Spark SQL DDL types, so the pure per-group modules (which
+run in Spark's Python workers) import this module without importing Spark.
+
+Layers: ``bronze`` (the topic as it arrived, and what validation rejected), ``silver``
+(validated, typed events and what follows from one event at a time), ``gold`` (what follows
+from a group's whole timeline: ownership, handoffs, episodes, metrics), ``audit`` (the
+pipeline's own progress).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql.types import StructType
+
+Columns = tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class Table:
+    """One Delta table of the lake.
+
+    ``scope``: the column a stage replaces rows by when it recomputes part of the table (the
+    incremental unit), None for tables written otherwise. ``sort_by`` and ``stats_columns``
+    default to the scope then the keys: what reads and replaces prune files by.
+    """
+
+    path: str
+    grain: str
+    keys: tuple[str, ...]
+    written_by: str
+    columns: Columns = ()
+    derived_columns: Callable[[], Columns] | None = None  # for columns that follow from the contract
+    scope: str | None = "group_id"
+    sort_by: tuple[str, ...] = ()
+    stats_columns: tuple[str, ...] = ()
+    partition_by: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        pruning = tuple(dict.fromkeys([*([self.scope] if self.scope else []), *self.keys]))
+        if not self.sort_by:
+            object.__setattr__(self, "sort_by", pruning)
+        if not self.stats_columns:
+            object.__setattr__(self, "stats_columns", self.sort_by)
+
+    @property
+    def layer(self) -> str:
+        return self.path.split("/", 1)[0]
+
+    @property
+    def name(self) -> str:
+        return self.path.split("/", 1)[1]
+
+    def location(self, lake_path: str) -> str:
+        return f"{lake_path.rstrip('/')}/{self.path}"
+
+    def all_columns(self) -> Columns:
+        return self.derived_columns() if self.derived_columns else self.columns
+
+    def column_names(self) -> list[str]:
+        return [name for name, _ in self.all_columns()]
+
+    def ddl(self, separator: str = " ") -> str:
+        return ddl_of(self.all_columns(), separator)
+
+    def schema(self) -> StructType:
+        """The Spark schema (parsed by the driver's JVM: needs an active session)."""
+        from pyspark.sql.types import StructType
+
+        return StructType.fromDDL(self.ddl())
+
+
+def ddl_of(columns: Columns, separator: str = " ") -> str:
+    """``name type, ...``; with ``separator=": "`` the inside of a ``struct<...>``."""
+    return ", ".join(f"`{name}`{separator}{kind}" for name, kind in columns)
+
+
+def _columns(ddl: str) -> Columns:
+    """``"a string, b bigint"`` as ((a, string), (b, bigint)); types without commas only."""
+    return tuple(tuple(part.strip().split(" ", 1)) for part in ddl.split(","))  # type: ignore[misc]
+
+
+KAFKA_PLACE = _columns("topic string, kafka_partition int, kafka_offset bigint")
+BRONZE_KEYS = tuple(name for name, _ in KAFKA_PLACE)  # a record's place in the topic
+
+BRONZE = Table(
+    "bronze/telemetry_raw", grain="one row per record of the telemetry topic, as it arrived",
+    keys=BRONZE_KEYS, written_by="ingest", scope=None, partition_by=("date",),
+    columns=(*KAFKA_PLACE, *_columns("kafka_timestamp timestamp, key string, value binary, date date")))
+QUARANTINE = Table(
+    "bronze/quarantine", grain="one row per rejected telemetry record, with every rule it failed",
+    keys=BRONZE_KEYS, written_by="validate", scope=None, partition_by=("date",),
+    stats_columns=(*BRONZE_KEYS, "validate_batch"),
+    columns=(*BRONZE.columns, ("reasons", "array<string>"), ("validate_batch", "bigint")))
+VALIDATION_SUMMARY = Table(
+    "audit/validation_summary", grain="one row per validation batch: its counts, rule failures and verdict",
+    keys=("validate_batch",), written_by="validate", scope=None,
+    columns=_columns("validate_batch bigint, rows bigint, quarantined bigint, valid bigint, duplicates bigint, "
+                     "new_events bigint, sequence_gaps bigint, missing_events bigint")
+    + (("rule_failures", "map<string,bigint>"),)
+    + _columns("passed boolean, max_bad_row_fraction double, validated_at timestamp"))
+STAGE_PROGRESS = Table(
+    "audit/stage_progress", grain="one row per stage: the last validation batch it has processed",
+    keys=("stage",), written_by="every stage", scope=None, columns=_columns("stage string, last_batch bigint"))
+
+
+def _event_columns() -> Columns:
+    from pipelines.telemetry_types import event_columns
+
+    return event_columns()
+
+
+# What the later stages prune events by: a group's events (silver, gold), a batch's (changed
+# groups), an agent's (gaps); and validation, the rows some rule could flag (suspected_by).
+EVENTS = Table(
+    "silver/events", grain="one row per telemetry event (unique event_id), typed by the contract",
+    keys=("event_id",), written_by="validate", scope=None, derived_columns=_event_columns,
+    sort_by=("group_id", "event_time_ms"), partition_by=("event_date",),
+    stats_columns=("group_id", "validate_batch", "agent_id", "event_time_ms", "suspected_by"))
+MEMBER_STATES = Table(
+    "silver/member_states", grain="one row per state a member was in, from when to when (end open while current)",
+    keys=("event_id",), written_by="silver",
+    columns=_columns("group_id string, agent_id string, member_id string, group_instance_id string, host string, "
+                     "client_id string, event_id string, from_state string, state string, reason string, "
+                     "allowed boolean, start_ms bigint, end_ms bigint"))
+COMMITS = Table(
+    "silver/commits", grain="one row per partition offset of a commit event",
+    keys=("event_id", "topic", "partition"), written_by="silver",
+    columns=_columns("group_id string, agent_id string, member_id string, event_id string, event_time_ms bigint, "
+                     "mode string, sync boolean, in_revoke boolean, request_error string, duration_ms double, "
+                     "topic string, partition bigint, offset bigint, error string"))
+OWNERSHIP = Table(
+    "gold/partition_ownership",
+    grain="one row per ownership interval: one member holding one partition, from its assignment to its release",
+    keys=("assign_event_id", "topic", "partition"), written_by="gold",
+    columns=_columns(
+        "group_id string, topic string, partition bigint, agent_id string, member_id string, "
+        "group_instance_id string, host string, client_id string, generation bigint, assign_event_id string, "
+        "assigned_ms bigint, first_fetch_ms bigint, first_fetch_offset bigint, release_kind string, "
+        "release_event_id string, released_ms bigint, callback_ms double, commit_in_revoke boolean, "
+        "position_at_release bigint, last_processed_at_release bigint, committed_at_release bigint, "
+        "committed_max bigint, last_progress_ms bigint, last_progress_processed_offset bigint, "
+        "last_progress_lag bigint, max_rate_per_s double, processed bigint, first_progress_log_end bigint, "
+        "next_assigned_ms bigint, next_first_fetch_ms bigint"))
+HANDOFFS = Table(
+    "gold/handoffs",
+    grain="one row per partition handoff (an ownership interval and the next one of its partition) and what it cost",
+    keys=("handoff_id",), written_by="gold",
+    columns=_columns(
+        "handoff_id string, group_id string, topic string, partition bigint, prev_agent_id string, "
+        "prev_member_id string, next_agent_id string, next_member_id string, same_owner boolean, "
+        "release_kind string, revoke_ms bigint, assigned_ms bigint, first_fetch_ms bigint, "
+        "first_fetch_offset bigint, last_processed_at_revoke bigint, committed_at_revoke bigint, "
+        "revoke_callback_ms double, revoke_event_id string, commit_in_revoke boolean, unavailable_s double, "
+        "unavailable_lower_s double, unavailable_upper_s double, duplicates_estimated bigint, "
+        "duplicates_confirmed bigint, duplicates_lower bigint, duplicates_upper bigint, "
+        "episode_id string, episode_start_ms bigint, cause string"))
+EPISODES = Table(
+    "gold/episodes", grain="one row per rebalance episode of a group, with its causes",
+    keys=("episode_id",), written_by="gold",
+    columns=_columns("episode_id string, group_id string, start_ms bigint, end_ms bigint, duration_s double, "
+                     "generation_min bigint, generation_max bigint")
+    + (("members", "array<string>"), ("members_joined", "array<string>"), ("members_left", "array<string>"))
+    + _columns("partitions_moved bigint, partitions_lost bigint, events bigint, cause string")
+    + (("causes", "array<string>"),))
+METRICS = Table(
+    "gold/metrics", grain="one row per group, grain (hour or day), period and cause (or 'all')",
+    keys=("group_id", "grain", "period_start", "cause"), written_by="gold",
+    columns=_columns(
+        "group_id string, grain string, period_start timestamp, cause string, rebalances bigint, "
+        "partitions_moved bigint, partition_seconds_unavailable double, partition_seconds_unavailable_lower double, "
+        "partition_seconds_unavailable_upper double, duplicates bigint, duplicates_upper bigint, "
+        "lost_partitions bigint, commit_on_revoke_coverage double, revoke_callback_s double, "
+        "records_processed bigint, duplicate_rate double"))
+
+TABLES: tuple[Table, ...] = (BRONZE, QUARANTINE, VALIDATION_SUMMARY, STAGE_PROGRESS, EVENTS, MEMBER_STATES, COMMITS,
+                             OWNERSHIP, HANDOFFS, EPISODES, METRICS)

@@ -1,0 +1,27 @@
+"""Per-group totals of what rebalances cost, read from gold: what the demo prints and the
+end-to-end tests compare with the scenarios' ground truth."""
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql import functions as F
+
+from pipelines import catalog, lake
+
+
+def costs_by_group(handoffs: DataFrame, episodes: DataFrame) -> DataFrame:
+    """One row per group: handoffs, duplicates (exact, or a crash's bracket as lower and
+    upper), partition-seconds unavailable (a crash's upper bound) and episodes other than
+    the group's start."""
+    per_group = handoffs.groupBy("group_id").agg(
+        F.count("*").alias("handoffs"),
+        F.sum(F.coalesce("duplicates_confirmed", "duplicates_lower")).alias("duplicates"),
+        F.sum(F.coalesce("duplicates_confirmed", "duplicates_upper")).alias("duplicates_upper"),
+        F.sum(F.coalesce("unavailable_s", "unavailable_upper_s")).alias("unavailable_s"))
+    churn = episodes.where(F.col("cause") != "start").groupBy("group_id").agg(F.count("*").alias("episodes"))
+    return per_group.join(churn, "group_id", "left")
+
+
+def read_costs(spark: SparkSession, lake_path: str) -> dict[str, Row]:
+    """``costs_by_group`` over the lake's gold tables, by group id."""
+    costs = costs_by_group(lake.read(spark, lake_path, catalog.HANDOFFS), lake.read(spark, lake_path, catalog.EPISODES))
+    return {r.group_id: r for r in costs.collect()}

@@ -1,0 +1,131 @@
+"""Partition handoffs: one partition passing from one owner to the next, and what it cost.
+
+A handoff pairs an ownership interval with the next interval of the same partition.
+The previous owner may equal the next one (an eager revoke-all then re-assign is still
+a handoff with its own pause).
+
+Graceful (``revoked``) and ``lost`` handoffs carry the previous owner's offsets at the
+release, so the duplicates are exact:
+
+- confirmed at the new owner = max(0, last_processed + 1 - next first_fetch offset);
+- estimated at revoke = max(0, last_processed + 1 - committed), with committed the
+  highest offset the previous owner committed before the handoff (the revoke body's
+  committed offset or a later commit, e.g. librdkafka's auto-commit after the callback).
+
+Unavailability of a graceful handoff = next owner's first_fetch time - revoke time.
+
+A crashed owner (``unreleased``: never released, found when someone else was assigned
+the partition) left no offsets, only its last progress event (time t_p, last processed
+L_p, fastest rate r seen). The group detected the loss at the next assignment (t_d):
+
+- duplicates lower = max(0, L_p + 1 - first_fetch): it processed at least up to L_p;
+- duplicates upper = lower + ceil(r * (t_d - t_p)): it cannot have processed faster than
+  its fastest observed rate until it was replaced; capped by what existed, i.e. the log
+  end the next owner reported at its first progress (position + lag) minus first_fetch;
+- unavailability within [first_fetch - t_d, first_fetch - t_p]: it stopped somewhere
+  between its last progress and the detection.
+
+A ``lost`` owner knew its offsets at the lost callback (exact duplicates), but not when
+the coordinator took the partition: unavailability within [first_fetch - min(lost, next
+assign), first_fetch - (last progress or assignment)].
+
+A next owner that gave the partition up again without reading it (revoked before its
+first fetch, a quick double rebalance) neither confirms nor causes duplicates: the
+previous owner's uncommitted records are read again by the first later owner that
+fetches, so that owner's first fetch offset confirms this handoff's duplicates (the
+next handoff, from an owner that processed nothing, counts none). The pause of this
+handoff ends when the idle owner gave the partition up (its release, or the next
+assignment if it never released it); the next handoff counts on from there, so the
+partition-seconds add up without overlap.
+"""
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any
+
+def _seconds(later: int | None, earlier: int | None) -> float | None:
+    return None if later is None or earlier is None else (later - earlier) / 1000.0
+
+
+def _dups(last_processed: int | None, start: int | None) -> int | None:
+    return None if last_processed is None or start is None else max(0, last_processed + 1 - start)
+
+
+def _max_known(*offsets: int | None) -> int | None:
+    known = [o for o in offsets if o is not None and o >= 0]
+    return max(known) if known else None
+
+
+def _pause_end_ms(nxt: dict[str, Any]) -> int | None:
+    """When the partition became available again after being handed to ``nxt``: its first
+    fetch, or, if it gave the partition up without reading, when it did."""
+    if nxt["first_fetch_ms"] is not None or nxt["release_kind"] is None:
+        return nxt["first_fetch_ms"]
+    return nxt["released_ms"] if nxt["released_ms"] is not None else nxt["next_assigned_ms"]
+
+
+def handoff(prev: dict[str, Any], nxt: dict[str, Any], reader: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The handoff from interval ``prev`` to the next interval ``nxt`` of the same partition;
+    ``reader`` is the first interval from ``nxt`` on that fetched (default ``nxt``)."""
+    kind = prev["release_kind"]
+    reader = nxt if reader is None else reader
+    ff_ms, ff_off = _pause_end_ms(nxt), reader["first_fetch_offset"]
+    committed = _max_known(prev["committed_at_release"], prev["committed_max"])
+    row = {
+        "handoff_id": f"{prev['assign_event_id']}>{nxt['assign_event_id']}:{prev['topic']}/{prev['partition']}",
+        "group_id": prev["group_id"], "topic": prev["topic"], "partition": prev["partition"],
+        "prev_agent_id": prev["agent_id"], "prev_member_id": prev["member_id"], "next_agent_id": nxt["agent_id"],
+        "next_member_id": nxt["member_id"], "same_owner": prev["agent_id"] == nxt["agent_id"],
+        "release_kind": "crash" if kind == "unreleased" else kind, "revoke_ms": prev["released_ms"],
+        "assigned_ms": nxt["assigned_ms"], "first_fetch_ms": nxt["first_fetch_ms"],
+        "first_fetch_offset": nxt["first_fetch_offset"],
+        "last_processed_at_revoke": prev["last_processed_at_release"], "committed_at_revoke": committed,
+        "revoke_callback_ms": prev["callback_ms"], "revoke_event_id": prev["release_event_id"],
+        "commit_in_revoke": prev["commit_in_revoke"],
+    }
+    if kind == "revoked":
+        unavailable = _seconds(ff_ms, prev["released_ms"])
+        confirmed = _dups(prev["last_processed_at_release"], ff_off)
+        row.update(unavailable_s=unavailable, unavailable_lower_s=unavailable, unavailable_upper_s=unavailable,
+                   duplicates_confirmed=confirmed, duplicates_lower=confirmed, duplicates_upper=confirmed,
+                   duplicates_estimated=_dups(prev["last_processed_at_release"], committed))
+    elif kind == "lost":
+        confirmed = _dups(prev["last_processed_at_release"], ff_off)
+        noticed = min(prev["released_ms"], nxt["assigned_ms"])
+        row.update(unavailable_s=None, unavailable_lower_s=_seconds(ff_ms, noticed),
+                   unavailable_upper_s=_seconds(ff_ms, prev["last_progress_ms"] or prev["assigned_ms"]),
+                   duplicates_confirmed=confirmed, duplicates_lower=confirmed, duplicates_upper=confirmed,
+                   duplicates_estimated=_dups(prev["last_processed_at_release"], committed))
+    else:
+        lower = _dups(prev["last_progress_processed_offset"], ff_off)
+        upper = None
+        if lower is not None and prev["last_progress_ms"] is not None:
+            window_s = max(0.0, (nxt["assigned_ms"] - prev["last_progress_ms"]) / 1000.0)
+            upper = lower + math.ceil((prev["max_rate_per_s"] or 0.0) * window_s)
+            if reader["first_progress_log_end"] is not None and ff_off is not None:
+                upper = max(lower, min(upper, reader["first_progress_log_end"] - ff_off))
+        row.update(unavailable_s=None, unavailable_lower_s=_seconds(ff_ms, nxt["assigned_ms"]),
+                   unavailable_upper_s=_seconds(ff_ms, prev["last_progress_ms"] or prev["assigned_ms"]),
+                   duplicates_confirmed=None, duplicates_lower=lower, duplicates_upper=upper,
+                   duplicates_estimated=_dups(prev["last_progress_processed_offset"], committed))
+    return row
+
+
+def handoffs_of(intervals: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every completed handoff among one group's ownership intervals (a released partition
+    nobody has been assigned yet is not a handoff until its next owner shows up)."""
+    by_partition: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
+    for row in intervals:
+        by_partition[(row["topic"], row["partition"])].append(row)
+    out = []
+    for rows in by_partition.values():
+        rows.sort(key=lambda r: (r["assigned_ms"], r["assign_event_id"]))
+        readers: list[dict[str, Any] | None] = [None] * len(rows)  # per interval: it, or the first later one that fetched
+        for i in reversed(range(len(rows))):
+            fetched = rows[i]["first_fetch_offset"] is not None
+            readers[i] = rows[i] if fetched or i + 1 == len(rows) else readers[i + 1]
+        out.extend(handoff(rows[i], rows[i + 1], readers[i + 1])
+                   for i in range(len(rows) - 1) if rows[i]["release_kind"] is not None)
+    return out

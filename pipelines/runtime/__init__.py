@@ -1,1 +1,0 @@
-"""The local runtime: JVM dependencies, the embedded Kafka broker and the Spark session."""

@@ -1,1 +1,0 @@
-"""Fleet scenarios: real consumer groups under churn, with ground truth to check every number against."""

@@ -1,0 +1,49 @@
+"""What an incremental stage recomputes: the groups with events validated since the stage last
+ran, and those groups' validated events.
+
+The incremental unit is the group: silver and gold recompute a changed group from all its
+events and replace its rows (``lake.replace_scope``), so a late event corrects what it
+belongs to and a rerun with no new events writes nothing. Readers stop at the last
+validation batch that passed (``lake.validated_through``): later batches may be in flight.
+"""
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from pipelines import catalog, lake
+from pipelines.config import PipelineConfig, Progress
+
+
+def changed_groups(spark: SparkSession, config: PipelineConfig, after_batch: int, upto_batch: int) -> list[str]:
+    """Groups with events validated in (after_batch, upto_batch], or with events since ``config.since_ms``.
+
+    A list, not a DataFrame: the reads and writes downstream take it as a literal list,
+    which Delta skips files by (a join skips none)."""
+    events = lake.read(spark, config.lake_path, catalog.EVENTS)
+    cond = (F.col("validate_batch") > after_batch) & (F.col("validate_batch") <= upto_batch)
+    if config.since_ms is not None:
+        cond = cond | (F.col("event_time_ms") >= config.since_ms)
+    return sorted(r[0] for r in events.where(cond).select("group_id").distinct().collect())
+
+
+def events_of(spark: SparkSession, config: PipelineConfig, groups: list[str], upto_batch: int) -> DataFrame:
+    """The groups' events of validation batches up to ``upto_batch`` (later ones may be in flight)."""
+    return (lake.rows_of(spark, config.lake_path, catalog.EVENTS, "group_id", groups)
+            .where(F.col("validate_batch") <= upto_batch))
+
+
+def pending(spark: SparkSession, config: PipelineConfig, stage: str,
+            progress: Progress) -> tuple[int, list[str]] | None:
+    """(the last passed validation batch, the groups ``stage`` must recompute up to it), or
+    None when there is nothing to do (said through ``progress``)."""
+    high = lake.validated_through(spark, config.lake_path)
+    if high < 0:
+        progress(f"{stage}: no events yet (run validate first); nothing to do")
+        return None
+    groups = changed_groups(spark, config, lake.stage_mark(spark, config.lake_path, stage), high)
+    if not groups:
+        progress(f"{stage}: no new events; nothing to do")
+        return None
+    progress(f"{stage}: recomputing {len(groups)} group(s) with new events")
+    return high, groups

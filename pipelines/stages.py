@@ -1,0 +1,49 @@
+"""The stage runner: the stages in order, each a function of ``(spark, config, progress)``.
+
+``run_stage`` runs one stage and ``run_pipeline`` several, in order; the CLI, the tests, the
+benchmarks and the scenario tools call these and nothing deeper. Each stage reads and
+writes Delta tables only (``pipelines.catalog`` says which), records its progress after its
+writes, and can be killed and rerun at any point.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+
+from pyspark.sql import SparkSession
+
+from lens_runtime.errors import LensError
+from pipelines import ingest, silver, validate
+from pipelines.config import PipelineConfig, Progress
+from pipelines.gold import stage as gold
+
+Stage = Callable[[SparkSession, PipelineConfig, Progress], dict[str, int]]
+# In the order they run: each reads what the ones before it wrote.
+STAGES: dict[str, Stage] = {"ingest": ingest.run, "validate": validate.run, "silver": silver.run, "gold": gold.run}
+
+
+def resolve_stages(stages: Sequence[str]) -> list[str]:
+    """The named stages in run order; ``all`` (or nothing) for every stage."""
+    if not stages or "all" in stages:
+        return list(STAGES)
+    unknown = [s for s in stages if s not in STAGES]
+    if unknown:
+        raise LensError(f"unknown stage {unknown[0]!r}: choose one of {', '.join(STAGES)} or all")
+    return [s for s in STAGES if s in stages]
+
+
+def run_stage(spark: SparkSession, config: PipelineConfig, stage: str, progress: Progress = print) -> dict[str, int]:
+    """Run one stage; returns its counts."""
+    if stage not in STAGES:
+        raise LensError(f"unknown stage {stage!r}: choose one of {', '.join(STAGES)}")
+    started = time.monotonic()
+    progress(f"[{stage}] starting")
+    result = STAGES[stage](spark, config, progress)
+    progress(f"[{stage}] done in {time.monotonic() - started:.1f} s: {result}")
+    return result
+
+
+def run_pipeline(spark: SparkSession, config: PipelineConfig, stages: Sequence[str] = ("all",),
+                 progress: Progress = print) -> dict[str, dict[str, int]]:
+    """Run the stages in order; returns each stage's counts."""
+    return {stage: run_stage(spark, config, stage, progress) for stage in resolve_stages(stages)}

@@ -1,0 +1,75 @@
+"""Small fleets whose costs are known by hand, shared by the pipeline tests."""
+from __future__ import annotations
+
+from lens_scenarios.synthetic import P0, P1, Fleet
+
+
+def scale_out_then_crash(group: str = "orders-app") -> Fleet:
+    """m1 alone; m2 joins at 60 s (eager revoke-all); m2 crashes after 100 s and m1 takes P1 back at 165 s.
+
+    Hand-computed: P0 m1->m1 pauses 0.7 s with 20 duplicates (processed to 99, committed 80);
+    P1 m1->m2 pauses 0.8 s with no duplicate; P1 m2->m1 after the crash: at least 30 duplicates
+    (m2 processed to 149, committed 120) and at most 231 (m1's first progress puts the log end at 351).
+    """
+    fleet = Fleet(group=group)
+    m1 = fleet.member("m1")
+    m2 = fleet.member("m2")
+    m1.at(0).joins().at(500).assigned(P0, P1, generation=1).at(600).fetches(P0, 0).fetches(P1, 0)
+    m1.at(10_000).processes(P0, upto=99, interval_ms=10_000).commits(P0, 80)
+    m1.processes(P1, upto=49, interval_ms=10_000).commits(P1, 50)
+    m2.at(60_000).joins()
+    m1.at(60_500).revokes(P0, P1, callback_ms=3.0)
+    m1.at(61_000).assigned(P0, generation=2)
+    m2.at(61_000).assigned(P1, generation=2)
+    m1.at(61_200).fetches(P0, 80)
+    m2.at(61_300).fetches(P1, 50)
+    m2.at(90_000).processes(P1, upto=119, interval_ms=10_000).commits(P1, 120)
+    m2.at(100_000).processes(P1, upto=149, interval_ms=10_000)
+    m1.processes(P0, upto=99, interval_ms=10_000).commits(P0, 100)
+    m1.at(164_500).revokes(P0, callback_ms=2.0)
+    m1.at(165_000).assigned(P0, P1, generation=3)
+    m1.at(165_200).fetches(P1, 120).fetches(P0, 100)
+    m1.at(175_000).processes(P1, upto=300, interval_ms=10_000, lag=50)
+    return fleet
+
+
+def every_cause() -> dict[str, Fleet]:
+    """One small fleet per episode cause, keyed by the cause its last episode must get."""
+    fleets = {}
+
+    def pair(cause: str, **m2_settings) -> tuple[Fleet, object, object]:
+        fleet = Fleet(group=f"g-{cause}")
+        m1, m2 = fleet.member("m1"), fleet.member("m2", **m2_settings)
+        m1.at(0).joins().assigned(P0, generation=1).fetches(P0, 0)
+        m2.at(0).joins().assigned(P1, generation=1).fetches(P1, 0)
+        m1.at(5_000).processes(P0, upto=9)
+        m2.at(5_000).processes(P1, upto=9)
+        fleets[cause] = fleet
+        return fleet, m1, m2
+
+    _, m1, m2 = pair("scale_in")
+    m2.at(60_000).leaves().revokes(P1)
+    m1.at(60_500).revokes(P0).at(61_000).assigned(P0, P1).fetches(P0, 10).fetches(P1, 10)
+
+    fleet, m1, m2 = pair("restart", group_instance_id="web-2")
+    m2.at(60_000).leaves().revokes(P1)
+    m2b = fleet.member("m2", host=m2.host, client_id=m2.client_id, group_instance_id="web-2")
+    m2b.at(62_000).joins().assigned(P1).fetches(P1, 10)
+
+    _, m1, m2 = pair("poll_interval_exceeded")
+    m2.at(60_000).exceeds_poll_interval().loses(P1)
+    m1.at(60_500).revokes(P0).at(61_000).assigned(P0, P1).fetches(P0, 10).fetches(P1, 8)
+
+    _, m1, m2 = pair("subscription_change")
+    m2.at(60_000).changes_subscription(("orders", "refunds")).revokes(P1)
+    m1.at(60_500).revokes(P0).at(61_000).assigned(P0).fetches(P0, 10)
+    m2.at(61_000).assigned(P1).fetches(P1, 10)
+
+    _, m1, m2 = pair("enforced")
+    m1.at(60_000).requests_rebalance().revokes(P0)
+    m2.at(60_100).revokes(P1).at(61_000).assigned(P1).fetches(P1, 10)
+    m1.at(61_000).assigned(P0).fetches(P0, 10)
+
+    _, m1, m2 = pair("crash")
+    m1.at(60_500).revokes(P0).at(61_000).assigned(P0, P1).fetches(P0, 10).fetches(P1, 5)
+    return fleets
