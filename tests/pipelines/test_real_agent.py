@@ -11,15 +11,14 @@ from pyspark.sql import functions as F
 
 from pipelines import catalog, lake
 from pipelines.stages import run_pipeline
-from tests.support.members import PROTOCOLS, Member
-from tests.agent.test_commit_on_revoke import duplicates, seed, settle
+from tests.support.members import PROTOCOLS, Member, duplicates, settle
 from tests.support.lakes import fresh_config
 
 
 def test_gold_duplicates_equal_redelivered_records(spark, kafka, unique, tmp_path):
     config = fresh_config(kafka, tmp_path, episode_gap_s=2.0)  # the phases below are >= 4 s apart
     topic = kafka.create_topic(f"work-{unique}", partitions=4)
-    ids = seed(kafka, topic, 257)
+    ids = kafka.seed_partitions(topic, 4, 257)
     member_config = kafka.consumer_config(f"app-{unique}", **PROTOCOLS["range"], **{
         "enable.auto.commit": False, "lens.telemetry.topic": config.topic})
     a = Member(dict(member_config), topic, commit_every=100)

@@ -1,4 +1,5 @@
-"""The README's map of the tree, its table list and its settings table follow the code."""
+"""The layout: the README's map of the tree, its table list and its settings table follow the code;
+tests share helpers through tests/support only."""
 from __future__ import annotations
 
 import re
@@ -40,3 +41,9 @@ def test_every_table_and_setting_is_documented():
         assert f"`{table.path}` | {table.written_by} |" in README, table.path
     for setting in SETTINGS:
         assert f"| `{setting.flag}` | `{setting.env}` |" in README, setting.flag
+
+
+def test_no_test_imports_another_test_module():
+    for path in (ROOT / "tests").rglob("*.py"):
+        imports = re.findall(r"^\s*(?:from|import) (tests\.[\w.]+)", path.read_text(), flags=re.MULTILINE)
+        assert [name for name in imports if not name.startswith("tests.support")] == [], path
