@@ -74,6 +74,12 @@ class Membership:
         self.frontier: dict[Key, int] = {}          # processed frontier at the last progress tick
 
     @property
+    def partitions_taken(self) -> bool:
+        """The group took this member's partitions (poll interval expired, or fenced) and the
+        lost callback has not released them yet: they are still in ``owned`` but no longer its."""
+        return self._state in (self._lifecycle.stale[-1], self._lifecycle.fenced[-1])
+
+    @property
     def stable(self) -> bool:
         """Subscribed, not leaving, and no rebalance under way."""
         return self.subscription is not None and not self.leaving and self._state in self._lifecycle.stable

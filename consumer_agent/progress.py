@@ -101,7 +101,10 @@ class Progress:
         for key, assigned_at in list(member.awaiting_first.items()):
             if now - assigned_at > FIRST_FETCH_WATCH_S:
                 del member.awaiting_first[key]
-        if member.owned:
+        # After a stall past max.poll.interval.ms (or a fencing) the first poll returns the error
+        # before the lost callback runs: the partitions are no longer this member's, and a progress
+        # event for them would pass for the owner's last sign of life (gold bounds the pause by it).
+        if member.owned and not member.partitions_taken:
             keys = sorted(member.owned)
             shown = keys[:MAX_PROGRESS_PARTITIONS]
             rows = []

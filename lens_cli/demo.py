@@ -43,6 +43,7 @@ class RunCosts:
     duplicates_gold_upper: int
     duplicates_truth: int
     unavailable_gold_s: float
+    unavailable_gold_upper_s: float
     unavailable_truth_s: float
 
 
@@ -53,7 +54,8 @@ def _costs(label: str, truth, gold) -> RunCosts:
                     duplicates_gold=int(gold.duplicates or 0) if gold else 0,
                     duplicates_gold_upper=int(gold.duplicates_upper or 0) if gold else 0,
                     duplicates_truth=summary.duplicates,
-                    unavailable_gold_s=float(gold.unavailable_s or 0.0) if gold else 0.0,
+                    unavailable_gold_s=float(gold.unavailable_lower_s or 0.0) if gold else 0.0,
+                    unavailable_gold_upper_s=float(gold.unavailable_upper_s or 0.0) if gold else 0.0,
                     unavailable_truth_s=sum(h.pause_s for h in truth.handoffs))
 
 
@@ -67,20 +69,20 @@ def draw(costs: list[RunCosts], path: Path) -> Path:
     labels = [c.label.replace(" / ", "\n") for c in costs]
     x = range(len(costs))
     fig, (dups, pause) = plt.subplots(1, 2, figsize=(14, 5.5))
-    for ax, gold, truth, title in (
-            (dups, [c.duplicates_gold for c in costs], [c.duplicates_truth for c in costs],
-             "Duplicated records per run"),
-            (pause, [c.unavailable_gold_s for c in costs], [c.unavailable_truth_s for c in costs],
-             "Partition-seconds unavailable per run")):
-        ax.bar([i - 0.2 for i in x], gold, width=0.4, label="gold (telemetry)", color="#3b6ea5")
+    for ax, lower, upper, truth, title in (
+            (dups, [c.duplicates_gold for c in costs], [c.duplicates_gold_upper for c in costs],
+             [c.duplicates_truth for c in costs], "Duplicated records per run"),
+            (pause, [c.unavailable_gold_s for c in costs], [c.unavailable_gold_upper_s for c in costs],
+             [c.unavailable_truth_s for c in costs], "Partition-seconds unavailable per run")):
+        ax.bar([i - 0.2 for i in x], lower, width=0.4, label="gold (telemetry)", color="#3b6ea5")
         ax.bar([i + 0.2 for i in x], truth, width=0.4, label="ground truth", color="#c9a227")
         ax.set_xticks(list(x), labels, fontsize=8)
         ax.set_title(title)
-        if ax is dups:  # a crash leaves a bracket: the bar is its lower bound, the whisker its upper
-            bracketed = [(i, c) for i, c in enumerate(costs) if c.duplicates_gold_upper > c.duplicates_gold]
-            ax.errorbar([i - 0.2 for i, _ in bracketed], [c.duplicates_gold for _, c in bracketed],
-                        yerr=[[0] * len(bracketed), [c.duplicates_gold_upper - c.duplicates_gold for _, c in bracketed]],
-                        fmt="none", ecolor="black", capsize=4, label="crash: gold upper bound")
+        # A crash leaves bounds: the bar is the lower bound, the whisker reaches the upper.
+        bounded = [i for i in x if upper[i] > lower[i]]
+        ax.errorbar([i - 0.2 for i in bounded], [lower[i] for i in bounded],
+                    yerr=[[0] * len(bounded), [upper[i] - lower[i] for i in bounded]],
+                    fmt="none", ecolor="black", capsize=4, label="crash: gold upper bound")
         ax.legend()
     fig.suptitle("rebalance-lens demo: what each rebalance style cost")
     fig.tight_layout()
@@ -96,11 +98,15 @@ def _table(costs: list[RunCosts]):
                   "unavailable gold (partition-s)", "unavailable truth (partition-s)",
                   title="Per run: gold (from telemetry) beside ground truth; a crash gives gold a bracket")
     for c in costs:
-        gold_dups = (str(c.duplicates_gold) if c.duplicates_gold == c.duplicates_gold_upper
-                     else f"{c.duplicates_gold}..{c.duplicates_gold_upper}")
-        table.add_row(c.label, str(c.episodes), f"{c.handoffs_gold}/{c.handoffs_truth}", gold_dups,
-                      str(c.duplicates_truth), f"{c.unavailable_gold_s:.2f}", f"{c.unavailable_truth_s:.2f}")
+        table.add_row(c.label, str(c.episodes), f"{c.handoffs_gold}/{c.handoffs_truth}",
+                      _bounds(c.duplicates_gold, c.duplicates_gold_upper, "d"), str(c.duplicates_truth),
+                      _bounds(c.unavailable_gold_s, c.unavailable_gold_upper_s, ".2f"), f"{c.unavailable_truth_s:.2f}")
     return table
+
+
+def _bounds(lower: float, upper: float, spec: str) -> str:
+    """A figure, or its bounds ``lower..upper`` when it is not known exactly."""
+    return format(lower, spec) if upper == lower else f"{lower:{spec}}..{upper:{spec}}"
 
 
 def run_demo(lake: str | None = None, master: str | None = None,

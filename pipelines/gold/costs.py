@@ -9,14 +9,15 @@ from pipelines import catalog, lake
 
 
 def costs_by_group(handoffs: DataFrame, episodes: DataFrame) -> DataFrame:
-    """One row per group: handoffs, duplicates (exact, or a crash's bracket as lower and
-    upper), partition-seconds unavailable (a crash's upper bound) and episodes other than
-    the group's start."""
+    """One row per group: handoffs, duplicates and partition-seconds unavailable (each exact,
+    or, after a crash or a loss, the sum of the bounds: lower and upper) and the episodes other
+    than the group's start."""
     per_group = handoffs.groupBy("group_id").agg(
         F.count("*").alias("handoffs"),
         F.sum(F.coalesce("duplicates_confirmed", "duplicates_lower")).alias("duplicates"),
         F.sum(F.coalesce("duplicates_confirmed", "duplicates_upper")).alias("duplicates_upper"),
-        F.sum(F.coalesce("unavailable_s", "unavailable_upper_s")).alias("unavailable_s"))
+        F.sum(F.coalesce("unavailable_s", "unavailable_lower_s")).alias("unavailable_lower_s"),
+        F.sum(F.coalesce("unavailable_s", "unavailable_upper_s")).alias("unavailable_upper_s"))
     churn = episodes.where(F.col("cause") != "start").groupBy("group_id").agg(F.count("*").alias("episodes"))
     return per_group.join(churn, "group_id", "left")
 

@@ -14,6 +14,9 @@ log end offset reached after the owner started: it caps what any earlier owner c
 have processed. ``committed_max`` is the highest offset the owner committed for the partition while
 it held it and until the next owner's first fetch: with auto-commit librdkafka
 commits after the revoke callback, and that commit decides where the next owner starts.
+A member that stalled past ``max.poll.interval.ms`` (moved to the stale state) no longer
+owns its partitions: progress it reports before its lost callback is not its owner's last
+progress (the lost handoff's pause is bounded by the last progress before the stall).
 """
 from __future__ import annotations
 
@@ -22,7 +25,7 @@ from typing import Any
 
 import orjson
 
-from consumer_agent.contract import OFFSET_UNKNOWN
+from consumer_agent.contract import OFFSET_UNKNOWN, STALE_STATE
 from pipelines.catalog import OWNERSHIP
 
 RELEASING = {"partitions_revoked": "revoked", "partitions_lost": "lost"}
@@ -61,10 +64,12 @@ def ownership_intervals(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]
     latest_of: dict[tuple[str, str, int], dict[str, Any]] = {}  # (agent, topic, partition) -> its latest interval
     commits: list[tuple[dict[str, Any], int, int]] = []         # (interval, time, offset)
     successor: dict[int, dict[str, Any]] = {}                   # id(interval) -> the next one of its partition
+    stalled: set[str] = set()  # agents past max.poll.interval.ms whose partitions the group took, until released
     for e in ordered:
         body = body_of(e)
         kind, agent, t = e["kind"], e["agent_id"], e["event_time_ms"]
         if kind == "partitions_assigned":
+            stalled.discard(agent)
             for ps in body["partitions"]:
                 key = (ps["topic"], ps["partition"])
                 before = current.get(key)
@@ -78,6 +83,7 @@ def ownership_intervals(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]
                 current[key] = row
                 latest_of[(agent, *key)] = row
         elif kind in RELEASING:
+            stalled.discard(agent)
             for ps in body["partitions"]:
                 row = latest_of.get((agent, ps["topic"], ps["partition"]))
                 if row is None or row["release_kind"] not in (None, "unreleased"):
@@ -92,7 +98,9 @@ def ownership_intervals(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]
             row = latest_of.get((agent, body["topic"], body["partition"]))
             if row is not None and row["first_fetch_ms"] is None:
                 row.update(first_fetch_ms=t, first_fetch_offset=body["offset"])
-        elif kind == "progress":
+        elif kind == "state_transition" and body["to_state"] == STALE_STATE:
+            stalled.add(agent)
+        elif kind == "progress" and agent not in stalled:  # a stalled member's progress is not its owner's
             for ps in body["partitions"]:
                 row = latest_of.get((agent, ps["topic"], ps["partition"]))
                 if row is None:

@@ -4,7 +4,10 @@ Outline: the member reads its records, then its application stalls longer than
 max.poll.interval.ms. On the next poll the agent must report the client error, the move
 to the protocol's stale state, and a partitions_lost event with the partitions and their
 offsets (no commit-on-revoke on lost partitions); the application's on_revoke receives
-them, as confluent-kafka does when no on_lost is given; then the member rejoins.
+them, as confluent-kafka does when no on_lost is given; then the member rejoins. The poll
+that returns the error must not report progress for the partitions the group already took,
+and gold's bounds on the lost handoffs' pause (the stall to the first record read again) are
+ordered and contain it.
 """
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ import pytest
 from confluent_kafka import KafkaError
 
 from consumer_agent import InstrumentedConsumer
+from pipelines.gold.group_pass import gold_of_group
 from tests.support.members import PROTOCOLS
 from tests.support.telemetry_log import TelemetryLog, partitions_of
 
@@ -46,6 +50,9 @@ def test_poll_stall_reports_stale_state_and_lost_partitions(kafka, unique, proto
         while not app_commits and time.monotonic() < deadline:
             consumer.poll(0.1)
         assert app_commits == [None]
+        for partition in (0, 1):  # to read again after the stall
+            kafka.seed(topic, (f"r-{partition}-{i}" for i in range(10, 15)), partition=partition)
+        stall_ms = time.time_ns() // 1_000_000
         time.sleep(STALL[protocol]["max.poll.interval.ms"] / 1000 + 2.5)  # the application stalls
         errors, deadline = [], time.monotonic() + 30
         while time.monotonic() < deadline and not (errors and app_revoked and consumer.assignment()):
@@ -73,6 +80,17 @@ def test_poll_stall_reports_stale_state_and_lost_partitions(kafka, unique, proto
         assert not [c for c in commits if c["in_revoke"]]  # never on lost partitions
         assert [(c["mode"], c["sync"], sorted(o["offset"] for o in c["offsets"])) for c in commits] == \
             [("manual", False, sorted(p["position"] for p in body["partitions"]))]
+        error_seq = next(e["seq"] for e in log.of(consumer.agent_id, "client_error"))
+        assert not [e for e in log.of(consumer.agent_id, "progress") if error_seq < e["seq"] < lost[0]["seq"]
+                    and e["body"]["partitions"]], "progress for partitions the group had taken"
+        log.wait_for(lambda lg: len([e for e in lg.of(consumer.agent_id, "first_fetch")
+                                     if e["seq"] > back[0]["seq"]]) == 2, 30, "both partitions read again")
+        _, handoffs, _ = gold_of_group(log.of(consumer.agent_id), gap_s=10.0)
+        lost_handoffs = [h for h in handoffs if h["release_kind"] == "lost"]
+        assert len(lost_handoffs) == 2
+        for h in lost_handoffs:
+            truth = (h["first_fetch_ms"] - stall_ms) / 1000  # not consumed from the stall to the first record again
+            assert 0 <= h["unavailable_lower_s"] <= truth <= h["unavailable_upper_s"], (h, truth)
         assert app_stats  # the application's stats_cb is chained
         stats = [e["body"] for e in log.of(consumer.agent_id, "client_stats")]
         assert stats and max(s["rebalance_cnt"] for s in stats) >= 1

@@ -69,3 +69,17 @@ def test_crashed_owner_bounds_are_confirmed_by_the_first_owner_that_reads():
     assert crash["release_kind"] == "crash" and crash["duplicates_lower"] == 50
     assert crash["duplicates_lower"] <= crash["duplicates_upper"] <= 151 - 50  # capped by m3's log end
     assert idle["duplicates_lower"] is None and idle["unavailable_s"] == 0.7
+
+
+def test_progress_reported_after_a_stall_does_not_bound_the_lost_pause():
+    """A member back from a stall past max.poll.interval.ms may report progress before its lost
+    callback (agents before the fix did): its partitions were already taken, so the pause is
+    bounded by its last progress before the stall, and the bounds stay ordered."""
+    fleet = Fleet()
+    m1, m2 = fleet.member("m1"), fleet.member("m2")
+    m1.at(0).joins().assigned(P0).fetches(P0, 0).at(1_000).processes(P0, upto=99)
+    m2.at(20_000).joins().assigned(P0).at(20_100).fetches(P0, 0)   # the group gave P0 to m2 during the stall
+    m1.at(25_000).exceeds_poll_interval().at(25_001).processes(P0, upto=99).at(25_002).loses(P0)
+    [lost] = [h for h in handoffs_of(ownership_intervals(fleet.events)) if h["release_kind"] == "lost"]
+    assert (lost["unavailable_lower_s"], lost["unavailable_upper_s"]) == (0.1, 19.1)
+    assert lost["duplicates_confirmed"] == 100
