@@ -54,11 +54,12 @@ def test_poll_stall_reports_stale_state_and_lost_partitions(kafka, unique, proto
             kafka.seed(topic, (f"r-{partition}-{i}" for i in range(10, 15)), partition=partition)
         stall_ms = time.time_ns() // 1_000_000
         time.sleep(STALL[protocol]["max.poll.interval.ms"] / 1000 + 2.5)  # the application stalls
-        errors, deadline = [], time.monotonic() + 30
+        errors, read_again, deadline = [], 0, time.monotonic() + 30
         while time.monotonic() < deadline and not (errors and app_revoked and consumer.assignment()):
             msg = consumer.poll(0.2)
             if msg is not None and msg.error():
                 errors.append(msg.error().code())
+            read_again += msg is not None and not msg.error()
         assert KafkaError._MAX_POLL_EXCEEDED in errors
         assert app_revoked == [{0, 1}]  # lost partitions reach on_revoke when no on_lost is given
 
@@ -83,6 +84,10 @@ def test_poll_stall_reports_stale_state_and_lost_partitions(kafka, unique, proto
         error_seq = next(e["seq"] for e in log.of(consumer.agent_id, "client_error"))
         assert not [e for e in log.of(consumer.agent_id, "progress") if error_seq < e["seq"] < lost[0]["seq"]
                     and e["body"]["partitions"]], "progress for partitions the group had taken"
+        deadline = time.monotonic() + 30
+        while read_again < 10 and time.monotonic() < deadline:  # the 5 records per partition seeded before the stall
+            msg = consumer.poll(0.2)
+            read_again += msg is not None and not msg.error()
         log.wait_for(lambda lg: len([e for e in lg.of(consumer.agent_id, "first_fetch")
                                      if e["seq"] > back[0]["seq"]]) == 2, 30, "both partitions read again")
         _, handoffs, _ = gold_of_group(log.of(consumer.agent_id), gap_s=10.0)
