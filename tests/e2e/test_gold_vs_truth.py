@@ -17,6 +17,7 @@ second per partition, so the two clocks differ by a poll and an inter-record gap
 from __future__ import annotations
 
 import uuid
+from collections import defaultdict
 from typing import Any
 
 import pytest
@@ -61,17 +62,45 @@ def _gold_for_run(landed: dict[str, Any], run_id: str) -> dict[tuple, dict[str, 
     """This run's gold handoffs keyed like truth's: (topic, partition, previous and next process, first offset at next).
 
     The previous owner is part of the key: an owner revoked before its first record and
-    the owner after it can both hand over to the same process at the same offset.
+    the owner after it can both hand over to the same process at the same offset. Truth is
+    built from delivered records, so a chain through owners that read nothing (assigned,
+    then revoked before their first record: the group forming, or a KIP-848 assignment
+    taken back at once) is one handoff to it: the chain's duplicates are its first link's
+    (gold confirms them at the first owner that reads), its pause and bounds the sums of
+    its links'.
     """
     prefix = f"{run_id}-"
     process = {agent: client[len(prefix):] for agent, client in landed["clients"].items()
                if client.startswith(prefix)}
-    keyed = {}
+    by_partition: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
     for h in landed["handoffs"]:
-        if h["next_agent_id"] in process:
-            h = {**h, "prev_process": process.get(h["prev_agent_id"]), "next_process": process[h["next_agent_id"]]}
-            keyed[(h["topic"], h["partition"], h["prev_process"], h["next_process"], h["first_fetch_offset"])] = h
+        by_partition[(h["topic"], h["partition"])].append(h)
+    keyed = {}
+    for links in by_partition.values():
+        links.sort(key=lambda h: h["assigned_ms"])
+        chain: list[dict[str, Any]] = []
+        for h in links:
+            chain.append(h)
+            if h["first_fetch_offset"] is None:  # its next owner read nothing: the chain goes on
+                continue
+            h = _through(chain)
+            chain = []
+            if h["next_agent_id"] in process:
+                h = {**h, "prev_process": process.get(h["prev_agent_id"]), "next_process": process[h["next_agent_id"]]}
+                keyed[(h["topic"], h["partition"], h["prev_process"], h["next_process"], h["first_fetch_offset"])] = h
     return keyed
+
+
+def _through(chain: list[dict[str, Any]]) -> dict[str, Any]:
+    """One handoff from the first link's previous owner to the last link's next owner."""
+    first, last = chain[0], chain[-1]
+
+    def total(column: str) -> float | None:
+        values = [h[column] for h in chain]
+        return None if None in values else sum(values)
+
+    return {**first, "next_agent_id": last["next_agent_id"], "first_fetch_offset": last["first_fetch_offset"],
+            **{c: total(c) for c in ("unavailable_s", "unavailable_lower_s", "unavailable_upper_s")}}
 
 
 def _key(h: Handoff) -> tuple:
