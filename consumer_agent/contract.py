@@ -36,6 +36,9 @@ BODY_DEFINITIONS: dict[str, str] = {
 LEAVING_STATES = frozenset(s.value for s in (ConsumerProtocolState.PREPARE_LEAVING, ConsumerProtocolState.LEAVING,
                                              ConsumerProtocolState.UNSUBSCRIBED, ClassicState.LEAVING,
                                              ClassicState.UNSUBSCRIBED))
+# The state_transition reasons of a member leaving on purpose (the API calls that start it); a
+# KIP-848 member that stalls passes through the leaving states too, with another reason.
+LEAVE_REASONS = frozenset({"close", "unsubscribe"})
 STALE_STATE = ConsumerProtocolState.STALE.value  # max.poll.interval.ms exceeded; ClassicState.STALE has the same name
 
 

@@ -13,6 +13,11 @@ pipelines can compare their gold tables with:
   processes them, so the partition is still in use until it polls again and the
   revoke callback runs), else its last record (lost or killed: no clean release);
   an eager rebalance that gives a partition back to the same process is a handoff too;
+- each handoff's cause, from what the scenario did (never from telemetry): the previous
+  owner was killed (``crash``), lost the partition after a stall the timeline ordered
+  (``poll_interval_exceeded``; ``session_lost`` without one), or was closing (``restart``
+  or ``scale_in``, whichever timeline action stopped it; ``scale_in`` at the run's end);
+  else the timeline action last played before the release (``start`` before the timeline);
 - rebalances: assign/revoke/lost callbacks of the whole fleet, clustered in time
   (a quiet gap of ``REBALANCE_GAP_S`` separates two), leaving out each process's own
   first assignment and the revoke it gets while closing: a static member that restarts
@@ -32,6 +37,10 @@ from lens_scenarios.truth_log import CallbackEvent, Delivery, read_deliveries, r
 
 REBALANCE_GAP_S = 1.0
 NS = 1_000_000_000
+# timeline action -> the cause of the handoffs it brings about (the gold causes' names)
+ACTION_CAUSES = {"rolling_restart": "restart", "scale_out": "scale_out", "scale_in": "scale_in", "crash": "crash",
+                 "slow_processing": "poll_interval_exceeded", "subscription_change": "subscription_change",
+                 "enforce_rebalance": "enforced"}
 
 
 @dataclass(frozen=True)
@@ -70,6 +79,7 @@ class Handoff:
     pause_s: float
     released_by: str
     at_wall_ns: int  # the previous owner's last record
+    cause: str
 
     @property
     def moved(self) -> bool:
@@ -133,10 +143,41 @@ def _interval(rows: list[Delivery], member: str, ended_by: str, released_mono_ns
                              first.mono_ns, last.mono_ns, first.wall_ns, last.wall_ns, ended_by, released_mono_ns)
 
 
-def handoffs(intervals: list[OwnershipInterval]) -> list[Handoff]:
+@dataclass(frozen=True, order=True)
+class Played:
+    """One step of the timeline as it was played."""
+
+    mono_ns: int
+    action: str
+    members: tuple[str, ...]
+
+
+def played(manifest: dict[str, Any]) -> list[Played]:
+    start = int(manifest.get("timeline_start_mono_ns", 0))
+    return sorted(Played(start + int(a["at_s"] * NS), a["action"], tuple(a["members"]))
+                  for a in manifest.get("actions", []))
+
+
+def cause_of(prev: OwnershipInterval, closing_ns: dict[str, int], steps: list[Played]) -> str:
+    """Why ``prev``'s owner let the partition go (see the module docstring)."""
+    if prev.ended_by == "killed":
+        return "crash"
+    released = prev.let_go_mono_ns
+    before = [s for s in steps if s.mono_ns <= released]
+    if prev.ended_by == "lost":
+        stalled = any(s.action == "slow_processing" and prev.member in s.members for s in before)
+        return "poll_interval_exceeded" if stalled else "session_lost"
+    if prev.ended_by == "exit" or closing_ns.get(prev.process, released + 1) <= released:
+        stopped = [s for s in before if prev.member in s.members and s.action in ("rolling_restart", "scale_in")]
+        return ACTION_CAUSES[stopped[-1].action] if stopped else "scale_in"
+    return ACTION_CAUSES[before[-1].action] if before else "start"
+
+
+def handoffs(intervals: list[OwnershipInterval], events: list[CallbackEvent], steps: list[Played]) -> list[Handoff]:
     by_partition: dict[tuple[str, int], list[OwnershipInterval]] = defaultdict(list)
     for iv in intervals:
         by_partition[(iv.topic, iv.partition)].append(iv)
+    closing_ns = {e.process: e.mono_ns for e in events if e.kind == "closing"}
     result = []
     for (topic, partition), ivs in sorted(by_partition.items()):
         ivs.sort(key=lambda iv: iv.first_mono_ns)
@@ -144,7 +185,8 @@ def handoffs(intervals: list[OwnershipInterval]) -> list[Handoff]:
             result.append(Handoff(
                 topic, partition, prev.member, prev.process, nxt.member, nxt.process,
                 prev.last_offset, nxt.first_offset, max(0, prev.last_offset - nxt.first_offset + 1),
-                max(0.0, (nxt.first_mono_ns - prev.let_go_mono_ns) / NS), prev.ended_by, prev.last_wall_ns))
+                max(0.0, (nxt.first_mono_ns - prev.let_go_mono_ns) / NS), prev.ended_by, prev.last_wall_ns,
+                cause_of(prev, closing_ns, steps)))
     return result
 
 
@@ -205,7 +247,8 @@ class GroundTruth:
         deliveries = [d for m in metas for d in read_deliveries(run_dir, m)]
         events = [e for m in metas for e in read_events(run_dir, m)]
         intervals = ownership_intervals(deliveries, events, member_of)
-        return cls(run_dir, manifest, deliveries, events, intervals, handoffs(intervals), rebalances(events))
+        return cls(run_dir, manifest, deliveries, events, intervals, handoffs(intervals, events, played(manifest)),
+                   rebalances(events))
 
     @property
     def timeline_start_mono_ns(self) -> int:

@@ -156,8 +156,8 @@ HANDOFFS = Table(
     columns=_columns(
         "handoff_id string, group_id string, topic string, partition bigint, prev_agent_id string, "
         "prev_member_id string, next_agent_id string, next_member_id string, same_owner boolean, "
-        "release_kind string, revoke_ms bigint, assigned_ms bigint, first_fetch_ms bigint, "
-        "first_fetch_offset bigint, last_processed_at_revoke bigint, committed_at_revoke bigint, "
+        "prev_assigned_ms bigint, generation bigint, release_kind string, revoke_ms bigint, assigned_ms bigint, "
+        "first_fetch_ms bigint, first_fetch_offset bigint, last_processed_at_revoke bigint, committed_at_revoke bigint, "
         "revoke_callback_ms double, revoke_event_id string, commit_in_revoke boolean, unavailable_s double, "
         "unavailable_lower_s double, unavailable_upper_s double, duplicates_estimated bigint, "
         "duplicates_confirmed bigint, duplicates_lower bigint, duplicates_upper bigint, "

@@ -1,26 +1,19 @@
 """Rebalance episodes: one group's rebalance, with what caused it.
 
-An episode is a cluster of one group's rebalance events (assign, revoke, lost, state
-transitions, member configs, rebalance requests, poll-interval errors) where each event
-follows the previous one by at most ``gap_s`` seconds. A late event lands in the
-cluster its time belongs to (the whole group is recomputed and replaced), so it can
-extend, merge or split episodes.
+Events first cluster in time: each rebalance event (assign, revoke, lost, state
+transitions, member configs, rebalance requests, poll-interval errors) follows the
+previous one by at most ``gap_s`` seconds (a late event lands in the cluster its time
+belongs to: the whole group is recomputed and replaced, so it can extend, merge or split
+episodes). A busy fleet's rebalances come closer than any gap, so a cluster is then split
+where the cause changes: each handoff has its own cause and rebalance round
+(``pipelines.gold.causes``); consecutive rounds with the same cause form one episode, and
+the next episode starts at the first release or trigger of a round with another cause.
+The gap stays the fallback that separates rebalances with the same cause.
 
-Causes, checked in this order (the first that holds is ``cause``; all that hold are in
-``causes``):
-
-- ``enforced``: a rebalance_requested event that was accepted;
-- ``subscription_change``: a member_config with reason subscription_changed;
-- ``poll_interval_exceeded``: a _MAX_POLL_EXCEEDED error or a move to the stale state;
-- ``crash``: a partition lost, or taken from an owner that never released it and did
-  not leave (crash or lost member);
-- ``restart``: a member left and then a member with the same group_instance_id, or the
-  same host and client id, joined (a member that joined before the other left is a
-  second instance, not its restart);
-- ``scale_in``: a member left and nobody came back for it;
-- ``scale_out``: a new member joined that replaced nobody;
-- ``start``: the group's first episode (members joining an empty group);
-- ``unknown`` otherwise.
+An episode's ``causes`` are its handoffs' causes in ``PRECEDENCE`` order (the triggers'
+when no partition moved: a join that got nothing, a static member's return), ``cause``
+the first; the group's first episode is ``start`` when nothing in it says otherwise.
+A handoff belongs to the episode in which its next owner was assigned.
 """
 from __future__ import annotations
 
@@ -28,12 +21,13 @@ import bisect
 from collections.abc import Iterable
 from typing import Any
 
-from consumer_agent.contract import LEAVING_STATES, STALE_STATE
+from pipelines.gold.causes import (POLL_EXCEEDED_ERROR, RANK, Bodies, Trigger, first_cause, handoff_causes, is_leave,
+                                   triggers_of)
 from pipelines.gold.ownership import body_of
 
 CLUSTER_KINDS = {"partitions_assigned", "partitions_revoked", "partitions_lost", "state_transition",
                  "member_config", "rebalance_requested", "client_error"}
-POLL_EXCEEDED_ERROR = "_MAX_POLL_EXCEEDED"
+
 
 def is_rebalance_event(event: dict[str, Any]) -> bool:
     if event["kind"] == "client_error":
@@ -54,74 +48,83 @@ def clusters(events: Iterable[dict[str, Any]], gap_s: float) -> list[list[dict[s
     return out
 
 
-def _identity(e: dict[str, Any]) -> set[tuple]:
-    ids = {("host+client", e["host"], e["client_id"])}
-    if e["group_instance_id"]:
-        ids.add(("instance", e["group_instance_id"]))
-    return ids
+def _release_ms(h: dict[str, Any]) -> int:
+    return h["revoke_ms"] if h["revoke_ms"] is not None else h["assigned_ms"]
 
 
-def causes_of(bodies: list[tuple[dict[str, Any], dict[str, Any]]], handoffs: list[dict[str, Any]],
-              first: bool) -> list[str]:
-    """Every cause that holds for one cluster (its events, each with its parsed body) and
-    the handoffs it completed, in precedence order."""
-    joined = {e["agent_id"]: e for e, b in bodies if e["kind"] == "member_config" and b["reason"] == "start"}
-    left = {e["agent_id"]: e for e, b in bodies
-            if e["kind"] == "state_transition" and b["to_state"] in LEAVING_STATES}
-    def replaces(joiner: dict[str, Any], leaver: dict[str, Any]) -> bool:
-        return (joiner["agent_id"] != leaver["agent_id"] and joiner["event_time_ms"] >= leaver["event_time_ms"]
-                and bool(_identity(joiner) & _identity(leaver)))
+def _split(bodies: Bodies, handoffs: list[dict[str, Any]], rounds: dict[str, tuple[str, Any]],
+           triggers: list[Trigger]) -> list[tuple[Bodies, list[dict[str, Any]]]]:
+    """One cluster (events with bodies, its handoffs by assignment time) cut where the cause changes."""
+    runs: list[tuple[str, list[dict[str, Any]]]] = []  # (cause, handoffs) of consecutive rounds with one cause
+    by_round: dict[Any, list[dict[str, Any]]] = {}
+    for h in handoffs:
+        by_round.setdefault(rounds[h["handoff_id"]][1], []).append(h)
+    for moved in by_round.values():
+        cause = first_cause(h["cause"] for h in moved)
+        if runs and runs[-1][0] == cause:
+            runs[-1][1].extend(moved)
+        else:
+            runs.append((cause, list(moved)))
+    cuts = []
+    for (_, before), (cause, moved) in zip(runs, runs[1:]):
+        after = max(h["assigned_ms"] for h in before)
+        starts = [_release_ms(h) for h in moved] + [t.time_ms for t in triggers
+                                                     if t.cause == cause and t.time_ms > after]
+        cuts.append(max(after + 1, min(starts)))
+    if not cuts:
+        return [(bodies, handoffs)]
+    pieces: list[tuple[Bodies, list[dict[str, Any]]]] = [([], []) for _ in range(len(cuts) + 1)]
+    for pair in bodies:
+        pieces[bisect.bisect_right(cuts, pair[0]["event_time_ms"])][0].append(pair)
+    for h in handoffs:
+        pieces[bisect.bisect_right(cuts, h["assigned_ms"])][1].append(h)
+    return [piece for piece in pieces if piece[0]]
 
-    returned = {a for a, e in left.items() if any(replaces(j, e) for j in joined.values())}
-    replacing = {a for a, j in joined.items() if any(replaces(j, e) for e in left.values())}
-    crashed = any(h["release_kind"] in ("crash", "lost") and h["prev_agent_id"] not in left for h in handoffs)
-    checks = [
-        ("enforced", any(e["kind"] == "rebalance_requested" and b["accepted"] for e, b in bodies)),
-        ("subscription_change", any(e["kind"] == "member_config" and b["reason"] == "subscription_changed"
-                                    for e, b in bodies)),
-        ("poll_interval_exceeded", any(e["kind"] == "client_error" or
-                                       (e["kind"] == "state_transition" and b["to_state"] == STALE_STATE)
-                                       for e, b in bodies)),
-        ("crash", crashed),
-        ("restart", bool(returned)),
-        ("scale_in", bool(set(left) - returned)),
-        ("scale_out", bool(set(joined) - replacing) and not first),
-        ("start", first),
-    ]
-    return [name for name, holds in checks if holds] or ["unknown"]
+
+def _episode(bodies: Bodies, moved: list[dict[str, Any]], triggers: list[Trigger], first: bool) -> dict[str, Any]:
+    events = [e for e, _ in bodies]
+    start, end = events[0]["event_time_ms"], events[-1]["event_time_ms"]
+    generations = [e["generation"] for e in events if e["kind"] == "partitions_assigned" and e["generation"] >= 0]
+    causes = {h["cause"] for h in moved} or {t.cause for t in triggers if start <= t.time_ms <= end}
+    causes = sorted(causes or {"start" if first else "unknown"}, key=RANK.__getitem__)
+    return {
+        "episode_id": f"{events[0]['group_id']}@{events[0]['event_id']}", "group_id": events[0]["group_id"],
+        "start_ms": start, "end_ms": end, "duration_s": (end - start) / 1000.0,
+        "generation_min": min(generations) if generations else None,
+        "generation_max": max(generations) if generations else None,
+        "members": sorted({e["agent_id"] for e in events}),
+        "members_joined": sorted({e["agent_id"] for e, b in bodies
+                                  if e["kind"] == "member_config" and b["reason"] == "start"}),
+        "members_left": sorted({e["agent_id"] for e, b in bodies if is_leave(e, b)}
+                               | {h["prev_agent_id"] for h in moved if h["release_kind"] == "crash"}),
+        "partitions_moved": len(moved), "partitions_lost": sum(h["release_kind"] != "revoked" for h in moved),
+        "events": len(events), "cause": causes[0], "causes": causes,
+    }
 
 
 def episodes_of(events: Iterable[dict[str, Any]], handoffs: list[dict[str, Any]],
                 gap_s: float) -> tuple[list[dict[str, Any]], dict[str, str]]:
-    """One group's episodes, and handoff_id -> episode_id (a handoff belongs to the episode
-    in which its next owner was assigned)."""
+    """One group's episodes, and handoff_id -> episode_id; sets each handoff's ``cause``."""
     found = clusters(events, gap_s)
+    if not found:
+        return [], {}
+    parsed = [[(e, body_of(e)) for e in cluster] for cluster in found]  # parsed once: JSON was most of this pass
+    triggers = triggers_of([pair for cluster in parsed for pair in cluster], found[0][-1]["event_time_ms"])
+    rounds = handoff_causes([pair for cluster in parsed for pair in cluster], triggers, handoffs, gap_s)
+    for h in handoffs:
+        h["cause"] = rounds[h["handoff_id"]][0]
     # Handoffs by assignment time, so each cluster finds its own by bisection: a group's
     # history holds thousands of episodes and handoffs, and a scan per cluster grew with their product.
     by_time = sorted(handoffs, key=lambda h: h["assigned_ms"])
     times = [h["assigned_ms"] for h in by_time]
+    trigger_times = [t.time_ms for t in triggers]
     episodes, owner_of = [], {}
-    for i, cluster in enumerate(found):
+    for i, (cluster, bodies) in enumerate(zip(found, parsed)):
         start, end = cluster[0]["event_time_ms"], cluster[-1]["event_time_ms"]
-        episode_id = f"{cluster[0]['group_id']}@{cluster[0]['event_id']}"
         mine = by_time[bisect.bisect_left(times, start):bisect.bisect_right(times, end)]
-        for h in mine:
-            owner_of[h["handoff_id"]] = episode_id
-        generations = [e["generation"] for e in cluster if e["kind"] == "partitions_assigned" and e["generation"] >= 0]
-        bodies = [(e, body_of(e)) for e in cluster]  # parsed once per episode: JSON parsing was most of this pass
-        causes = causes_of(bodies, mine, first=i == 0)
-        episodes.append({
-            "episode_id": episode_id, "group_id": cluster[0]["group_id"], "start_ms": start, "end_ms": end,
-            "duration_s": (end - start) / 1000.0,
-            "generation_min": min(generations) if generations else None,
-            "generation_max": max(generations) if generations else None,
-            "members": sorted({e["agent_id"] for e in cluster}),
-            "members_joined": sorted({e["agent_id"] for e, b in bodies
-                                      if e["kind"] == "member_config" and b["reason"] == "start"}),
-            "members_left": sorted({e["agent_id"] for e, b in bodies if e["kind"] == "state_transition"
-                                    and b["to_state"] in LEAVING_STATES}
-                                   | {h["prev_agent_id"] for h in mine if h["release_kind"] == "crash"}),
-            "partitions_moved": len(mine), "partitions_lost": sum(h["release_kind"] != "revoked" for h in mine),
-            "events": len(cluster), "cause": causes[0], "causes": causes,
-        })
+        near = triggers[bisect.bisect_left(trigger_times, start):bisect.bisect_right(trigger_times, end)]
+        for piece, moved in _split(bodies, mine, rounds, near):
+            episode = _episode(piece, moved, near, first=i == 0)
+            episodes.append(episode)
+            owner_of.update((h["handoff_id"], episode["episode_id"]) for h in moved)
     return episodes, owner_of

@@ -78,6 +78,7 @@ def handoff(prev: dict[str, Any], nxt: dict[str, Any], reader: dict[str, Any] | 
         "group_id": prev["group_id"], "topic": prev["topic"], "partition": prev["partition"],
         "prev_agent_id": prev["agent_id"], "prev_member_id": prev["member_id"], "next_agent_id": nxt["agent_id"],
         "next_member_id": nxt["member_id"], "same_owner": prev["agent_id"] == nxt["agent_id"],
+        "prev_assigned_ms": prev["assigned_ms"], "generation": nxt["generation"],
         "release_kind": "crash" if kind == "unreleased" else kind, "revoke_ms": prev["released_ms"],
         "assigned_ms": nxt["assigned_ms"], "first_fetch_ms": nxt["first_fetch_ms"],
         "first_fetch_offset": nxt["first_fetch_offset"],

@@ -1,6 +1,8 @@
 """Gold metrics per group, per hour and per day, overall (cause ``all``) and by cause.
 
-A handoff counts in the period and cause of the episode it belongs to. Duplicates
+A handoff counts in the period of the episode it belongs to, under its own cause (what
+made its previous owner let go: ``pipelines.gold.causes``), so a busy hour's restart,
+crash and stall costs stay apart; rebalances count under their episode's cause. Duplicates
 use the confirmed count where there is one and the lower bound for crashes (the
 upper-bound sum is beside it). The duplicate rate divides by the records processed
 in the period, from the members' progress events. Revoke callback time counts each

@@ -9,7 +9,8 @@ gold/handoffs with:
 - lost (max.poll.interval.ms exceeded): duplicates exact too (the member knew its
   offsets when its lost callback ran);
 - crashed (SIGKILL): truth within the [lower, upper] duplicates bracket;
-- unavailability within 100 ms of truth (graceful), or truth inside the bounds (crash, lost).
+- unavailability within 100 ms of truth (graceful), or truth inside the bounds (crash, lost);
+- the cause truth takes from the scenario's timeline.
 Truth's pause runs from the old owner's last record to the new owner's first record;
 gold's from the revoke event to the first_fetch event: the records flow at 50 per
 second per partition, so the two clocks differ by a poll and an inter-record gap.
@@ -54,8 +55,9 @@ def landed(kafka, spark, tmp_path_factory) -> dict[str, Any]:
     clients = {r.agent_id: r.client_id for r in
                lake.read(spark, config.lake_path, catalog.EVENTS).select("agent_id", "client_id")
                .distinct().collect()}
+    metrics = [r.asDict() for r in lake.read(spark, config.lake_path, catalog.METRICS).where("grain = 'day'").collect()]
     return {"runs": runs, "handoffs": handoffs, "clients": clients, "results": results,
-            "costs": read_costs(spark, config.lake_path)}
+            "costs": read_costs(spark, config.lake_path), "metrics": metrics}
 
 
 def _gold_for_run(landed: dict[str, Any], run_id: str) -> dict[tuple, dict[str, Any]]:
@@ -110,7 +112,7 @@ def _key(h: Handoff) -> tuple:
 def _check(truth: Handoff, gold: dict[str, Any]) -> list[str]:
     """What differs between one truth handoff and its gold row (empty when they agree)."""
     where = f"{truth.topic}/{truth.partition} {truth.prev_process}->{truth.next_process} ({truth.released_by})"
-    problems = []
+    problems = [] if gold["cause"] == truth.cause else [f"{where}: cause gold {gold['cause']} != truth {truth.cause}"]
     if truth.released_by in ("revoke", "exit", "lost"):
         if gold["duplicates_confirmed"] != truth.duplicates:
             problems.append(f"{where}: duplicates gold {gold['duplicates_confirmed']} != truth {truth.duplicates}")
@@ -169,3 +171,17 @@ def test_per_run_totals_match_ground_truth(landed, scenario):
         assert len(seen) == len(graceful)
         assert sum(r["unavailable_s"] for r in seen) == pytest.approx(sum(h.pause_s for h in graceful),
                                                                       abs=TOLERANCE_S * len(graceful))
+
+
+def test_metrics_by_cause_add_up_to_all_on_the_busy_fleet(landed):
+    """turbulent-minute packs a restart, a crash, a scale-out and a subscription change
+    closer than the episode gap: each keeps its own rows, and the causes sum to ``all``."""
+    run = landed["runs"]["turbulent-minute"]
+    rows = [r for r in landed["metrics"] if r["group_id"] == run.manifest["group_id"]]
+    by_cause = {r["cause"]: r for r in rows}
+    assert {"restart", "crash", "scale_out", "subscription_change"} <= set(by_cause)
+    for measure in ("partitions_moved", "duplicates", "duplicates_upper", "lost_partitions",
+                    "partition_seconds_unavailable_lower", "partition_seconds_unavailable_upper"):
+        parts = sum(r[measure] for c, r in by_cause.items() if c != "all")
+        assert parts == pytest.approx(by_cause["all"][measure]), measure
+    assert by_cause["crash"]["lost_partitions"] >= 1 and by_cause["restart"]["lost_partitions"] == 0

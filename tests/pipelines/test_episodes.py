@@ -6,7 +6,7 @@ import pytest
 from pipelines.gold.episodes import clusters
 from pipelines.gold.group_pass import gold_of_group
 from lens_scenarios.synthetic import P0, Fleet
-from tests.support.fleets import every_cause
+from tests.support.fleets import busy_fleet, every_cause
 
 FLEETS = every_cause()
 
@@ -35,3 +35,14 @@ def test_gap_splits_and_late_event_merges():
     m1.at(8_000).state("stable", "late note")  # late events bridging the two
     m1.at(16_000).state("stable", "another")
     assert len(clusters(fleet.events, gap_s=10.0)) == 1
+
+
+def test_busy_fleet_gets_one_episode_and_cause_per_rebalance():
+    _, handoffs, episodes = gold_of_group(busy_fleet().events, gap_s=10.0)
+    assert [e["cause"] for e in episodes] == ["start", "restart", "crash", "scale_out", "subscription_change"]
+    by_episode = {e["episode_id"]: e for e in episodes}
+    for h in handoffs:
+        assert h["cause"] == by_episode[h["episode_id"]]["cause"], h["handoff_id"]
+    assert sum(e["partitions_moved"] for e in episodes) == len(handoffs)
+    crashed = [h for h in handoffs if h["release_kind"] == "crash"]
+    assert len(crashed) == 1 and crashed[0]["cause"] == "crash"

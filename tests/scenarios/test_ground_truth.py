@@ -1,7 +1,7 @@
 """The truth reader on a small hand-made history: duplicates, intervals, handoffs, rebalances."""
 from __future__ import annotations
 
-from lens_scenarios.ground_truth import duplicate_count, handoffs, ownership_intervals, rebalances
+from lens_scenarios.ground_truth import Played, duplicate_count, handoffs, ownership_intervals, rebalances
 from lens_scenarios.truth_log import CallbackEvent, Delivery, TruthWriter, read_deliveries, read_events, \
     read_meta
 
@@ -25,7 +25,7 @@ def test_a_handoff_with_redelivered_offsets_and_a_pause():
     intervals = ownership_intervals(deliveries, events, {"a.1": "a", "b.1": "b"})
     assert [(iv.process, iv.first_offset, iv.last_offset, iv.ended_by) for iv in intervals] == \
         [("a.1", 0, 9, "revoke"), ("b.1", 6, 11, "killed")]
-    [h] = handoffs(intervals)
+    [h] = handoffs(intervals, events, [])
     assert (h.prev_member, h.next_member, h.last_offset_prev, h.first_offset_next, h.duplicates) == ("a", "b", 9, 6, 4)
     assert abs(h.pause_s - 0.45) < 1e-9 and h.moved
     assert duplicate_count(deliveries) == 4
@@ -35,15 +35,28 @@ def test_a_handoff_with_redelivered_offsets_and_a_pause():
 def test_an_eager_revoke_and_reassign_to_the_same_process_is_a_handoff_without_a_move():
     deliveries = [_d("a.1", 0, 0), _d("a.1", 1, 20), _d("a.1", 2, 400)]
     events = [_e("a.1", "assign", 0), _e("a.1", "revoke", 100), _e("a.1", "assign", 300)]
-    [h] = handoffs(ownership_intervals(deliveries, events, {"a.1": "a"}))
+    [h] = handoffs(ownership_intervals(deliveries, events, {"a.1": "a"}), events, [])
     assert not h.moved and abs(h.pause_s - 0.30) < 1e-9  # revoked at 100 ms, next record at 400 ms
 
 
 def test_a_killed_owner_pauses_from_its_last_record():
     deliveries = [_d("a.1", 0, 0), _d("a.1", 1, 20), _d("b.1", 0, 6000)]
     events = [_e("a.1", "assign", 0), _e("b.1", "assign", 5900)]
-    [h] = handoffs(ownership_intervals(deliveries, events, {"a.1": "a", "b.1": "b"}))
+    [h] = handoffs(ownership_intervals(deliveries, events, {"a.1": "a", "b.1": "b"}), events, [])
     assert h.released_by == "killed" and h.duplicates == 2 and abs(h.pause_s - 5.98) < 1e-9
+    assert h.cause == "crash"
+
+
+def test_a_handoff_takes_its_cause_from_the_timeline():
+    # c.1 stays and is revoked twice: after a scale-out at 1 s, then after b (stopped at 3 s) left;
+    # b.1's own partition goes when it closes: the scale-in that stopped it.
+    steps = [Played(1000 * MS, "scale_out", ("b",)), Played(3000 * MS, "scale_in", ("b",))]
+    deliveries = [_d("c.1", 0, 0), _d("b.1", 1, 1500), _d("c.1", 2, 3200)]
+    events = [_e("c.1", "assign", 0), _e("c.1", "revoke", 1100), _e("b.1", "assign", 1400),
+              _e("b.1", "closing", 3000, ()), _e("b.1", "revoke", 3001), _e("c.1", "assign", 3100)]
+    found = handoffs(ownership_intervals(deliveries, events, {"c.1": "c", "b.1": "b"}), events, steps)
+    assert [(h.prev_member, h.next_member, h.cause) for h in found] == [("c", "b", "scale_out"), ("b", "c", "scale_in")]
+    assert handoffs(ownership_intervals(deliveries, events, {"c.1": "c", "b.1": "b"}), events, [])[0].cause == "start"
 
 
 def test_own_start_and_close_are_not_rebalances_but_group_callbacks_are():

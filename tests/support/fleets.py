@@ -1,7 +1,7 @@
 """Small fleets whose costs are known by hand, shared by the pipeline tests."""
 from __future__ import annotations
 
-from lens_scenarios.synthetic import P0, P1, Fleet
+from lens_scenarios.synthetic import P0, P1, P2, P3, Fleet
 
 
 def scale_out_then_crash(group: str = "orders-app") -> Fleet:
@@ -73,3 +73,50 @@ def every_cause() -> dict[str, Fleet]:
     _, m1, m2 = pair("crash")
     m1.at(60_500).revokes(P0).at(61_000).assigned(P0, P1).fetches(P0, 10).fetches(P1, 5)
     return fleets
+
+
+def busy_fleet() -> Fleet:
+    """Classic eager group whose rebalances come 5-7 s apart (one cluster at a 10 s gap):
+    a restart of m2 at 20 s (leave, then rejoin), m3 killed (found at 33 s), m4 joining at
+    39 s, m1 changing its subscription at 45 s. Each round's handoffs have that round's cause."""
+    fleet = Fleet(group="busy")
+    m1, m2, m3 = fleet.member("m1"), fleet.member("m2"), fleet.member("m3")
+    offsets = {p: 0 for p in (P0, P1, P2, P3)}
+
+    def assign(t: int, generation: int, *plan: tuple) -> None:
+        for member, parts in plan:
+            member.at(t).assigned(*parts, generation=generation)
+            for p in parts:
+                member.fetches(p, offsets[p])
+        for member, parts in plan:
+            for p in parts:
+                offsets[p] += 10
+                member.at(t + 1_000).processes(p, upto=offsets[p] - 1).commits(p, offsets[p])
+
+    def revoke_all(t: int, *members) -> None:
+        for member in members:
+            member.at(t).revokes(*list(member.owned))
+
+    for m in (m1, m2, m3):
+        m.at(0).joins()
+    assign(500, 1, (m1, (P0, P1)), (m2, (P2,)), (m3, (P3,)))
+    m2.at(20_000).leaves()
+    revoke_all(20_000, m2)
+    revoke_all(20_300, m1, m3)
+    assign(20_600, 2, (m1, (P0, P1)), (m3, (P2, P3)))
+    m2b = fleet.member("m2", host=m2.host, client_id=m2.client_id)
+    m2b.at(21_000).joins()
+    revoke_all(21_300, m1, m3)
+    assign(21_600, 3, (m1, (P0, P1)), (m2b, (P2,)), (m3, (P3,)))
+    # m3 is killed at 27 s: silent; the session times out at 33 s
+    revoke_all(33_000, m1, m2b)
+    assign(33_400, 4, (m1, (P0, P1)), (m2b, (P2, P3)))
+    m4 = fleet.member("m4")
+    m4.at(39_000).joins()
+    revoke_all(39_300, m1, m2b)
+    assign(39_600, 5, (m1, (P0,)), (m2b, (P1, P2)), (m4, (P3,)))
+    m1.at(45_000).changes_subscription(("orders", "refunds"))
+    revoke_all(45_000, m1)
+    revoke_all(45_300, m2b, m4)
+    assign(45_600, 6, (m1, (P0, P1)), (m2b, (P2,)), (m4, (P3,)))
+    return fleet

@@ -1,0 +1,207 @@
+"""Why each partition moved: every handoff's cause, and the rebalance rounds it belongs to.
+
+A handoff's cause is what made its previous owner let the partition go. The previous
+owner is asked first, between its assignment and its release:
+
+- ``crash``: it never released the partition and did not leave (killed, or gone silent);
+- ``poll_interval_exceeded``: it lost the partition after a stall past max.poll.interval.ms
+  (a move to the stale state or a _MAX_POLL_EXCEEDED error);
+- ``session_lost``: it lost the partition without such a stall (session timeout, fencing);
+- ``restart`` / ``scale_in``: it left (closed or unsubscribed); ``restart`` when a member
+  joined to replace it (``restarts``: its identity within ``RESTART_WINDOW_S``, anyone
+  within ``REPLACE_WINDOW_S``);
+- ``subscription_change`` / ``enforced``: it changed its own subscription / asked for the rebalance.
+
+Otherwise the owner stayed and gave the partition up because the group rebalanced, and
+the cause is that rebalance's trigger: a member joining (``scale_out``, ``restart`` when it
+replaces a member that left, ``start`` in the group's first episode), leaving, changing its
+subscription, asking for a rebalance, stalling, crashing or losing its session elsewhere.
+
+Which rebalance moved a partition: under the classic protocol a rebalance is a generation.
+A trigger seen at generation g (a leave, a subscription change, a request, a stall) makes
+the group rejoin at g + 1; a join belongs to the generation of the joiner's first
+assignment; a crash or a loss to the generation that reassigned its partitions; a
+handoff to the generation of its next owner's assignment. A generation with no trigger of
+its own (a cooperative follow-up round, which moves the partitions the first round
+revoked) takes the previous generation's when it follows within the episode gap. The
+consumer protocol (KIP-848) has no group generation (the envelope carries the member
+epoch), so there a handoff's trigger is the latest one at or before its release, within
+the gap. Several triggers in one rebalance: the first in ``PRECEDENCE`` wins, and
+``rounds`` says which handoffs moved together (the episodes split where causes change).
+"""
+from __future__ import annotations
+
+import bisect
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from consumer_agent.contract import LEAVE_REASONS, LEAVING_STATES, STALE_STATE
+
+PRECEDENCE = ("enforced", "subscription_change", "poll_interval_exceeded", "crash", "session_lost", "restart",
+              "scale_in", "scale_out", "start", "unknown")
+RANK = {cause: i for i, cause in enumerate(PRECEDENCE)}
+# A member with the same identity joining this soon after a leave is its restart: a
+# deployment or an orchestrator restarts a process within seconds to a minute; later, the
+# leave was a scale-in and the join a scale-out. Anyone joining this soon after a leave
+# replaces it (a restart under a new name); a scale-in and a scale-out seconds apart are rare.
+RESTART_WINDOW_S = 120.0
+REPLACE_WINDOW_S = 10.0
+POLL_EXCEEDED_ERROR = "_MAX_POLL_EXCEEDED"
+Bodies = list[tuple[dict[str, Any], dict[str, Any]]]  # (event, its parsed body)
+
+
+@dataclass(frozen=True)
+class Trigger:
+    """Something a member did that makes its group rebalance."""
+
+    time_ms: int
+    agent_id: str
+    cause: str
+    generation: int | None  # classic: the generation it makes the group rejoin at (None: unknown)
+
+
+def first_cause(causes: Iterable[str]) -> str:
+    return min(causes, key=RANK.__getitem__, default="unknown")
+
+
+def _identity(e: dict[str, Any]) -> set[tuple]:
+    ids = {("host+client", e["host"], e["client_id"])}
+    if e["group_instance_id"]:
+        ids.add(("instance", e["group_instance_id"]))
+    return ids
+
+
+def is_leave(e: dict[str, Any], b: dict[str, Any]) -> bool:
+    """A member leaving on purpose (a KIP-848 stall passes through the leaving states too)."""
+    return e["kind"] == "state_transition" and b["to_state"] in LEAVING_STATES and b["reason"] in LEAVE_REASONS
+
+
+def is_stall(e: dict[str, Any], b: dict[str, Any]) -> bool:
+    if e["kind"] == "client_error":
+        return b["name"] == POLL_EXCEEDED_ERROR
+    return e["kind"] == "state_transition" and b["to_state"] == STALE_STATE
+
+
+def restarts(joins: list[dict[str, Any]], leaves: list[dict[str, Any]]) -> set[str]:
+    """The agents of joins and leaves that pair up as restarts (each join replaces one leave).
+
+    A leave pairs with the first later join of its identity within ``RESTART_WINDOW_S``,
+    else with the first later join of anyone within ``REPLACE_WINDOW_S`` (a replacement
+    under a new name: a pod restarted under a new host name, a process numbering its client
+    id). A join before the leave is a second instance (a surge), not a restart.
+    """
+    paired: set[str] = set()
+    free = sorted(joins, key=lambda e: e["event_time_ms"])
+    for leaver in sorted(leaves, key=lambda e: e["event_time_ms"]):
+        def after(window_s: float) -> list[dict[str, Any]]:
+            return [j for j in free if j["agent_id"] != leaver["agent_id"]
+                    and 0 <= j["event_time_ms"] - leaver["event_time_ms"] <= window_s * 1000]
+        same = [j for j in after(RESTART_WINDOW_S) if _identity(j) & _identity(leaver)]
+        joiner = (same or after(REPLACE_WINDOW_S) or [None])[0]
+        if joiner is not None:
+            free.remove(joiner)
+            paired.update((joiner["agent_id"], leaver["agent_id"]))
+    return paired
+
+
+def triggers_of(bodies: Bodies, first_episode_end_ms: int) -> list[Trigger]:
+    """Every trigger in one group's events, each with its cause."""
+    joins = [e for e, b in bodies if e["kind"] == "member_config" and b["reason"] == "start"]
+    leaves: dict[str, dict[str, Any]] = {}  # agent -> its first leave (KIP-848 passes several leaving states)
+    for e, b in bodies:
+        if is_leave(e, b):
+            leaves.setdefault(e["agent_id"], e)
+    restarted = restarts(joins, list(leaves.values()))
+    first_generation: dict[str, int] = {}
+    for e, _ in bodies:
+        if e["kind"] == "partitions_assigned" and e["generation"] >= 0:
+            first_generation.setdefault(e["agent_id"], e["generation"])
+    out = []
+    for e, b in bodies:
+        kind, t = e["kind"], e["event_time_ms"]
+        rejoin = e["generation"] + 1 if e["generation"] >= 0 else None
+        if kind == "member_config" and b["reason"] == "start":
+            cause = ("start" if t <= first_episode_end_ms
+                     else "restart" if e["agent_id"] in restarted else "scale_out")
+            rejoin = first_generation.get(e["agent_id"])
+        elif is_leave(e, b):
+            cause = "restart" if e["agent_id"] in restarted else "scale_in"
+        elif kind == "member_config" and b["reason"] == "subscription_changed":
+            cause = "subscription_change"
+        elif kind == "rebalance_requested" and b["accepted"]:
+            cause = "enforced"
+        elif is_stall(e, b):
+            cause = "poll_interval_exceeded"
+        else:
+            continue
+        out.append(Trigger(t, e["agent_id"], cause, rejoin))
+    return out
+
+
+def _owner_cause(h: dict[str, Any], mine: list[Trigger]) -> str | None:
+    """The cause the previous owner itself gives (``mine``: its triggers, in time order)."""
+    kind = h["release_kind"]
+    if kind == "crash":
+        return "crash"
+    during = [t for t in mine if h["prev_assigned_ms"] <= t.time_ms <= h["revoke_ms"]]
+    if kind == "lost":
+        return "poll_interval_exceeded" if any(t.cause == "poll_interval_exceeded" for t in during) else "session_lost"
+    own = [t.cause for t in during if t.cause in ("restart", "scale_in", "subscription_change", "enforced")]
+    return own[-1] if own else None
+
+
+def handoff_causes(bodies: Bodies, triggers: list[Trigger], handoffs: list[dict[str, Any]],
+                   gap_s: float) -> dict[str, tuple[str, Any]]:
+    """handoff_id -> (cause, round key): the round key groups handoffs moved by one rebalance."""
+    by_agent: dict[str, list[Trigger]] = defaultdict(list)
+    for t in triggers:
+        by_agent[t.agent_id].append(t)
+    own = {h["handoff_id"]: _owner_cause(h, by_agent[h["prev_agent_id"]]) for h in handoffs}
+    classic = bool(bodies) and bodies[0][0]["group_protocol"] == "classic"
+    if classic:
+        return _by_generation(triggers, handoffs, own, bodies, gap_s)
+    return _by_time(triggers, handoffs, own, gap_s)
+
+
+def _by_generation(triggers: list[Trigger], handoffs: list[dict[str, Any]], own: dict[str, str | None],
+                   bodies: Bodies, gap_s: float) -> dict[str, tuple[str, Any]]:
+    causes: dict[int, list[str]] = defaultdict(list)
+    for t in triggers:
+        if t.generation is not None:
+            causes[t.generation].append(t.cause)
+    for h in handoffs:
+        if h["release_kind"] != "revoked":
+            causes[h["generation"]].append(own[h["handoff_id"]])
+    span: dict[int, list[int]] = {}  # generation -> [first, last] assignment time
+    for e, _ in bodies:
+        if e["kind"] == "partitions_assigned" and e["generation"] >= 0:
+            s = span.setdefault(e["generation"], [e["event_time_ms"], e["event_time_ms"]])
+            s[0], s[1] = min(s[0], e["event_time_ms"]), max(s[1], e["event_time_ms"])
+    cause_of: dict[int, str] = {}
+    previous: int | None = None
+    for g in sorted(span):
+        if causes.get(g):
+            cause_of[g] = first_cause(causes[g])
+        elif previous is not None and previous in cause_of and span[g][0] - span[previous][1] <= gap_s * 1000:
+            cause_of[g] = cause_of[previous]  # a follow-up round
+        previous = g
+    return {h["handoff_id"]: (own[h["handoff_id"]] or cause_of.get(h["generation"], "unknown"), h["generation"])
+            for h in handoffs}
+
+
+def _by_time(triggers: list[Trigger], handoffs: list[dict[str, Any]], own: dict[str, str | None],
+             gap_s: float) -> dict[str, tuple[str, Any]]:
+    ordered = sorted(triggers, key=lambda t: t.time_ms)
+    times = [t.time_ms for t in ordered]
+    out = {}
+    for h in handoffs:
+        cause = own[h["handoff_id"]]
+        release = h["revoke_ms"] if h["revoke_ms"] is not None else h["assigned_ms"]
+        i = bisect.bisect_right(times, release) - 1
+        trigger = ordered[i] if i >= 0 and release - times[i] <= gap_s * 1000 else None
+        if cause is None:
+            cause = trigger.cause if trigger else "unknown"
+        out[h["handoff_id"]] = (cause, (trigger.time_ms, trigger.agent_id) if trigger else ("own", h["prev_agent_id"]))
+    return out
