@@ -71,6 +71,8 @@ class Membership:
         self.owned: set[Key] = set()
         self.committed: dict[Key, int] = {}
         self.awaiting_first: dict[Key, float] = {}  # assigned (monotonic time), no record handed out yet
+        self.unwatched: dict[Key, float] = {}       # the same, after the watch for the first record ended
+        self.start_offsets: dict[Key, int] = {}     # unwatched: the committed offset the fetch started from
         self.frontier: dict[Key, int] = {}          # processed frontier at the last progress tick
 
     @property
@@ -159,6 +161,8 @@ class Membership:
         now = _monotonic()
         for key in keys:
             self.awaiting_first[key] = now
+            self.unwatched.pop(key, None)
+            self.start_offsets.pop(key, None)
         self._emit("partitions_assigned", contract.PartitionsChange(
             partitions=self._partition_states(partitions), incremental=self._cooperative, callback_ms=callback_ms,
             assignment_size=len(self.owned), commit_on_revoke=None))
@@ -175,6 +179,8 @@ class Membership:
             self.owned = set()
         for key in keys:
             self.awaiting_first.pop(key, None)
+            self.unwatched.pop(key, None)
+            self.start_offsets.pop(key, None)
             self.frontier.pop(key, None)
             self.committed.pop(key, None)
         self._processed.inflight.forget(keys)

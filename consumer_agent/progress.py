@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from confluent_kafka import Message, TopicPartition
+from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Message, TopicPartition
 
 from consumer_agent import contract
 from consumer_agent.membership import Emit, Membership
@@ -22,10 +22,14 @@ if TYPE_CHECKING:
     from consumer_agent.instrumented import InstrumentedConsumer
 
 MAX_PROGRESS_PARTITIONS = 100
-# A partition that hands out no record this long after its assignment stops being watched for its
-# first fetch, so idle partitions cannot keep the slow path on. It loses nothing: a backlog (the
-# records a previous owner left uncommitted, i.e. the duplicates) is fetched at once after assignment.
+# A partition that hands out no record this long after its assignment stops being watched
+# record by record, so an idle partition cannot keep the slow path on. Its first record is
+# still reported: the emitter thread asks the group's committed offset (where the fetch
+# starts: the first record's offset), and each progress tick looks at the partition's
+# position, which librdkafka leaves unknown until a record is handed out. A backlogged
+# partition can starve another's fetches well past this (33-99 s seen beside a hot partition).
 FIRST_FETCH_WATCH_S = 30.0
+COMMITTED_TIMEOUT_S = 10.0
 _monotonic = time.monotonic
 
 
@@ -50,12 +54,29 @@ class Progress:
         self._emit_health = emit_health
         self._tick_due = False
         self._last_tick = _monotonic()
+        self._to_look_up: list[tuple[str, int]] = []  # unwatched partitions whose start offset is not asked yet
         self.rearm()
 
     def arm_tick(self) -> None:
-        """Emitter thread, every progress interval: make the next poll take the slow path once."""
+        """Emitter thread, every progress interval: ask where newly unwatched partitions start
+        (a broker round trip, kept off the application thread), then make the next poll take
+        the slow path once."""
+        keys = []
+        while self._to_look_up:  # list.pop is atomic: the application thread may append meanwhile
+            keys.append(self._to_look_up.pop())
+        if keys:
+            self._guard(self._look_up_starts, keys)
         self._tick_due = True
         self._consumer._hook = True
+
+    def _look_up_starts(self, keys: list[tuple[str, int]]) -> None:
+        """The group's committed offsets of ``keys``: nothing was handed out, so nothing of theirs
+        was committed by this member since the assignment; their fetch started there."""
+        member = self._member
+        for tp in self._consumer.committed([TopicPartition(t, p) for t, p in keys], timeout=COMMITTED_TIMEOUT_S):
+            key = (tp.topic, tp.partition)
+            if key in member.unwatched and tp.error is None and tp.offset >= 0:
+                member.start_offsets[key] = tp.offset
 
     def rearm(self) -> None:
         """Recompute the consumer's ``_hook`` flag: after a tick, a first fetch, or a change of assignment."""
@@ -85,9 +106,11 @@ class Progress:
                 assigned_at = awaiting_first.pop(key, None)
                 if assigned_at is not None:
                     self._member.frontier[key] = msg.offset()
+                    kind, timestamp = msg.timestamp()
                     self._emit("first_fetch", contract.FirstFetch(
                         topic=key[0], partition=key[1], offset=msg.offset(),
-                        since_assign_ms=(_monotonic() - assigned_at) * 1000))
+                        since_assign_ms=(_monotonic() - assigned_at) * 1000,
+                        timestamp_ms=timestamp if kind != TIMESTAMP_NOT_AVAILABLE else None))
                     self.rearm()
         except Exception as exc:
             self._note(f"agent: observe: {exc!r}")
@@ -98,9 +121,13 @@ class Progress:
         interval_ms = (now - self._last_tick) * 1000
         self._last_tick = now
         member = self._member
+        if member.unwatched and not member.partitions_taken:
+            self._found_first(now, interval_ms)
         for key, assigned_at in list(member.awaiting_first.items()):
-            if now - assigned_at > FIRST_FETCH_WATCH_S:
+            if now - assigned_at > FIRST_FETCH_WATCH_S and not self._explicit:  # explicit mode sees every record
                 del member.awaiting_first[key]
+                member.unwatched[key] = assigned_at
+                self._to_look_up.append(key)
         # After a stall past max.poll.interval.ms (or a fencing) the first poll returns the error
         # before the lost callback runs: the partitions are no longer this member's, and a progress
         # event for them would pass for the owner's last sign of life (gold bounds the pause by it).
@@ -126,3 +153,19 @@ class Progress:
             self._emit("progress", contract.Progress(interval_ms=interval_ms, partitions=rows,
                                                      truncated=len(keys) - len(shown)))
         self._emit_health()
+
+    def _found_first(self, now: float, window_ms: float) -> None:
+        """Report the first record of unwatched partitions whose position moved since the last
+        tick: one was handed out within ``window_ms``; its offset is where the fetch started."""
+        member = self._member
+        for tp in self._consumer.position([TopicPartition(t, p) for t, p in member.unwatched]):
+            key = (tp.topic, tp.partition)
+            if tp.offset < 0:
+                continue
+            assigned_at = member.unwatched.pop(key)
+            start = member.start_offsets.pop(key, contract.OFFSET_UNKNOWN)
+            if start >= 0:
+                member.frontier[key] = start
+            self._emit("first_fetch", contract.FirstFetch(
+                topic=key[0], partition=key[1], offset=start, since_assign_ms=(now - assigned_at) * 1000,
+                timestamp_ms=None, seen=False, window_ms=window_ms))

@@ -1,4 +1,4 @@
-"""The steady record stream a scenario runs on: every partition gets ``rate`` records per second.
+"""The steady record stream a scenario runs on: every partition gets its topic's rate of records per second.
 
 Each record's value is a unique integer id (ASCII), so the ground truth can count
 duplicates by id. The stream is paced in 10 ms ticks, so at 50 records/s per partition
@@ -22,8 +22,9 @@ class Feeder(threading.Thread):
         super().__init__(daemon=True, name="feeder")
         self.producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "1",
                                   "log.connection.close": False})
-        self.targets = [(t.name, p) for t in topics for p in range(t.partitions)]
-        self.rate = rate_per_partition
+        # (topic, partition, records per second, records sent)
+        self.targets = [[t.name, p, t.rate_per_partition or rate_per_partition, 0]
+                        for t in topics for p in range(t.partitions)]
         self.produced = 0
         self.errors = 0
         self._stop_event = threading.Event()
@@ -34,15 +35,16 @@ class Feeder(threading.Thread):
 
     def run(self) -> None:
         started = time.monotonic()
-        sent_per_target = 0
         while not self._stop_event.is_set():
-            due = int((time.monotonic() - started) * self.rate) + 1
-            while sent_per_target < due:
-                for topic, partition in self.targets:
+            elapsed = time.monotonic() - started
+            for target in self.targets:
+                topic, partition, rate, sent = target
+                due = int(elapsed * rate) + 1
+                for _ in range(due - sent):
                     self.producer.produce(topic, value=str(self.produced).encode(), partition=partition,
                                           on_delivery=self._delivered)
                     self.produced += 1
-                sent_per_target += 1
+                target[3] = max(sent, due)
             self.producer.poll(0)
             time.sleep(TICK_S)
         self.producer.flush(10)

@@ -12,6 +12,9 @@ pipelines can compare their gold tables with:
   revoke callback for a graceful handoff (the member logs a batch's records before it
   processes them, so the partition is still in use until it polls again and the
   revoke callback runs), else its last record (lost or killed: no clean release);
+  only time in which a record waited counts: from the first record's production (its
+  Kafka timestamp) if that came later, and no pause at all if it came after the next
+  owner's assignment (an idle partition is not unavailable; the gold definition);
   an eager rebalance that gives a partition back to the same process is a handoff too;
 - each handoff's cause, from what the scenario did (never from telemetry): the previous
   owner was killed (``crash``), lost the partition after a stall the timeline ordered
@@ -56,6 +59,7 @@ class OwnershipInterval:
     last_mono_ns: int
     first_wall_ns: int
     last_wall_ns: int
+    first_timestamp_ms: int  # the Kafka timestamp of its first record
     ended_by: str  # revoke | lost | exit (closed) | killed (SIGKILLed: no exit event)
     released_mono_ns: int | None = None  # the revoke or lost callback that ended it, if any
 
@@ -140,7 +144,8 @@ def _interval(rows: list[Delivery], member: str, ended_by: str, released_mono_ns
     first, last = rows[0], rows[-1]
     return OwnershipInterval(first.topic, first.partition, member, first.process,
                              min(r.offset for r in rows), max(r.offset for r in rows), len(rows),
-                             first.mono_ns, last.mono_ns, first.wall_ns, last.wall_ns, ended_by, released_mono_ns)
+                             first.mono_ns, last.mono_ns, first.wall_ns, last.wall_ns, first.timestamp_ms, ended_by,
+                             released_mono_ns)
 
 
 @dataclass(frozen=True, order=True)
@@ -173,11 +178,26 @@ def cause_of(prev: OwnershipInterval, closing_ns: dict[str, int], steps: list[Pl
     return ACTION_CAUSES[before[-1].action] if before else "start"
 
 
+def pause_s(prev: OwnershipInterval, nxt: OwnershipInterval, assigned_ns: list[int]) -> float:
+    """Seconds a record waited between ``prev`` letting go and ``nxt``'s first record;
+    ``assigned_ns``: the next process's assignments of the partition (mono, sorted)."""
+    produced = nxt.first_timestamp_ms * 1_000_000 - (nxt.first_wall_ns - nxt.first_mono_ns)  # on the mono clock
+    taken = [t for t in assigned_ns if t <= nxt.first_mono_ns]
+    if taken and produced > taken[-1]:
+        return 0.0
+    return max(0.0, (nxt.first_mono_ns - max(prev.let_go_mono_ns, produced)) / NS)
+
+
 def handoffs(intervals: list[OwnershipInterval], events: list[CallbackEvent], steps: list[Played]) -> list[Handoff]:
     by_partition: dict[tuple[str, int], list[OwnershipInterval]] = defaultdict(list)
     for iv in intervals:
         by_partition[(iv.topic, iv.partition)].append(iv)
     closing_ns = {e.process: e.mono_ns for e in events if e.kind == "closing"}
+    assigned: dict[tuple[str, str, int], list[int]] = defaultdict(list)
+    for e in sorted(events, key=lambda e: e.mono_ns):
+        if e.kind == "assign":
+            for topic, partition in e.partitions:
+                assigned[(e.process, topic, partition)].append(e.mono_ns)
     result = []
     for (topic, partition), ivs in sorted(by_partition.items()):
         ivs.sort(key=lambda iv: iv.first_mono_ns)
@@ -185,7 +205,7 @@ def handoffs(intervals: list[OwnershipInterval], events: list[CallbackEvent], st
             result.append(Handoff(
                 topic, partition, prev.member, prev.process, nxt.member, nxt.process,
                 prev.last_offset, nxt.first_offset, max(0, prev.last_offset - nxt.first_offset + 1),
-                max(0.0, (nxt.first_mono_ns - prev.let_go_mono_ns) / NS), prev.ended_by, prev.last_wall_ns,
+                pause_s(prev, nxt, assigned[(nxt.process, topic, partition)]), prev.ended_by, prev.last_wall_ns,
                 cause_of(prev, closing_ns, steps)))
     return result
 

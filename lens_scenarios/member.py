@@ -126,7 +126,7 @@ class Member:
             for msg in self.consumer.consume(BATCH, POLL_TIMEOUT_S):
                 err = msg.error()
                 if err is None:
-                    rows.append((msg.topic(), msg.partition(), msg.offset(), int(msg.value())))
+                    rows.append((msg.topic(), msg.partition(), msg.offset(), int(msg.value()), msg.timestamp()[1]))
                 elif err.code() != KafkaError._PARTITION_EOF:
                     _say(ev="client_error", error=err.str(), code=err.code())
             self.delivered += self.truth.records(rows)

@@ -34,6 +34,7 @@ ACTION_KEYS: dict[str, tuple[frozenset[str], dict[str, Any]]] = {
 class TopicSpec:
     name: str
     partitions: int
+    rate_per_partition: float | None = None  # None: the scenario's; a quiet topic gets a record now and then
 
 
 @dataclass(frozen=True)
@@ -143,9 +144,10 @@ def _topics(data: dict, source: str) -> tuple[TopicSpec, ...]:
     topics = []
     for i, item in enumerate(raw):
         key = f"topics[{i}]"
-        _check_keys(item, key, source, {"name", "partitions"})
+        _check_keys(item, key, source, {"name", "partitions", "rate_per_partition"})
+        rate = _number(item, "rate_per_partition", source, None, 0.01, 2000) if "rate_per_partition" in item else None
         topics.append(TopicSpec(_name(item.get("name"), f"{key}.name", source),
-                                int(_number(item, "partitions", source, None, 1, 64, integer=True))))
+                                int(_number(item, "partitions", source, None, 1, 64, integer=True)), rate))
     names = [t.name for t in topics]
     if len(set(names)) != len(names):
         raise _fail(source, "topics", "names a topic twice", "Give every topic a distinct name.")
@@ -280,6 +282,6 @@ def with_topic_prefix(scenario: Scenario, prefix: str) -> Scenario:
         return replace(a, members=None if a.members is None else tuple(member(m) for m in a.members),
                        params=params)
 
-    return replace(scenario, topics=tuple(TopicSpec(prefix + t.name, t.partitions) for t in scenario.topics),
+    return replace(scenario, topics=tuple(replace(t, name=prefix + t.name) for t in scenario.topics),
                    subscribe=names(scenario.subscribe), members=tuple(member(m) for m in scenario.members),
                    timeline=tuple(action(a) for a in scenario.timeline))

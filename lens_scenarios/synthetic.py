@@ -112,10 +112,15 @@ class Member:
         self.state_name = "stable"
         return self._change("partitions_assigned", parts, callback_ms)
 
-    def fetches(self, part: tuple[str, int], offset: int, since_assign_ms: float = 5.0) -> "Member":
+    def fetches(self, part: tuple[str, int], offset: int, since_assign_ms: float = 5.0,
+                produced_ms: int | None = None, window_ms: float = 0.0) -> "Member":
+        """The first record after the assignment; ``produced_ms`` (its Kafka timestamp) is an
+        offset from the base time; ``window_ms`` > 0: found at a progress tick, not seen."""
         self.owned[part].position = offset
+        timestamp = None if produced_ms is None or window_ms else self.fleet.base_ms + produced_ms
         return self._emit("first_fetch", {"topic": part[0], "partition": part[1], "offset": offset,
-                                          "since_assign_ms": since_assign_ms})
+                                          "since_assign_ms": since_assign_ms, "timestamp_ms": timestamp,
+                                          "seen": not window_ms, "window_ms": window_ms})
 
     def processes(self, part: tuple[str, int], upto: int, interval_ms: float = 1000.0,
                   lag: int | None = 0) -> "Member":

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-ROW = struct.Struct("<HIqqqq")
+ROW = struct.Struct("<HIqqqqq")
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,7 @@ class Delivery:
     record_id: int
     mono_ns: int
     wall_ns: int
+    timestamp_ms: int  # the record's Kafka timestamp (when the feeder produced it)
 
 
 @dataclass(frozen=True)
@@ -77,10 +78,10 @@ class TruthWriter:
         self._records = open(folder / f"{process}.records", "ab", buffering=0)  # noqa: SIM115 - lives with the writer
         self._events = open(folder / f"{process}.events.jsonl", "a", buffering=1)  # noqa: SIM115 - line-buffered
 
-    def records(self, rows: Iterable[tuple[str, int, int, int]]) -> int:
-        """Write (topic, partition, offset, record id) rows stamped now; returns how many."""
+    def records(self, rows: Iterable[tuple[str, int, int, int, int]]) -> int:
+        """Write (topic, partition, offset, record id, Kafka timestamp ms) rows stamped now; returns how many."""
         mono, wall = time.monotonic_ns(), time.time_ns()
-        data = b"".join(ROW.pack(self._index[t], p, o, rid, mono, wall) for t, p, o, rid in rows)
+        data = b"".join(ROW.pack(self._index[t], p, o, rid, mono, wall, ts) for t, p, o, rid, ts in rows)
         if data:
             self._records.write(data)
         return len(data) // ROW.size
@@ -106,8 +107,8 @@ def read_deliveries(run_dir: Path, meta: ProcessMeta) -> Iterator[Delivery]:
     """Rows of one process; a row cut short by a SIGKILL mid-write is dropped."""
     data = (truth_dir(run_dir) / f"{meta.process}.records").read_bytes()
     usable = len(data) - len(data) % ROW.size
-    for t, p, o, rid, mono, wall in ROW.iter_unpack(data[:usable]):
-        yield Delivery(meta.process, meta.topics[t], p, o, rid, mono, wall)
+    for t, p, o, rid, mono, wall, ts in ROW.iter_unpack(data[:usable]):
+        yield Delivery(meta.process, meta.topics[t], p, o, rid, mono, wall, ts)
 
 
 def read_events(run_dir: Path, meta: ProcessMeta) -> list[CallbackEvent]:

@@ -12,7 +12,18 @@ release, so the duplicates are exact:
   highest offset the previous owner committed before the handoff (the revoke body's
   committed offset or a later commit, e.g. librdkafka's auto-commit after the callback).
 
-Unavailability of a graceful handoff = next owner's first_fetch time - revoke time.
+Unavailability of a graceful handoff = next owner's first_fetch time - revoke time,
+counting only time in which a record was waiting (every bound below too): if the first
+record read after the handoff (its Kafka timestamp T, carried by first_fetch) was
+produced after the revoke, the pause starts at T; if after the reader's assignment,
+nothing waited on the handoff and the pause is 0 (an idle partition on a quiet topic is
+not unavailable until its next record arrives; its owner reads it as fast as ever).
+
+A first record the agent found at a progress tick (its record-by-record watch had ended,
+``first_fetch.seen`` false) was handed out within ``window_ms`` before the event: the
+pause has bounds [event - window - start, event - start] and no exact figure; its offset
+is the group's committed offset the fetch started from, or unknown (then the duplicates
+are bounded by [0, estimated]: the new owner starts at or after the last commit seen).
 
 A crashed owner (``unreleased``: never released, found when someone else was assigned
 the partition) left no offsets, only its last progress event (time t_p, last processed
@@ -58,12 +69,34 @@ def _max_known(*offsets: int | None) -> int | None:
     return max(known) if known else None
 
 
-def _pause_end_ms(nxt: dict[str, Any]) -> int | None:
-    """When the partition became available again after being handed to ``nxt``: its first
-    fetch, or, if it gave the partition up without reading, when it did."""
+def _pause_end_ms(nxt: dict[str, Any]) -> tuple[int | None, int | None]:
+    """When the partition became available again after being handed to ``nxt``, as
+    (earliest, latest): its first fetch (a range when the agent found it at a progress
+    tick), or, if it gave the partition up without reading, when it did."""
     if nxt["first_fetch_ms"] is not None or nxt["release_kind"] is None:
-        return nxt["first_fetch_ms"]
-    return nxt["released_ms"] if nxt["released_ms"] is not None else nxt["next_assigned_ms"]
+        end = nxt["first_fetch_ms"]
+        return (None if end is None else end - int(nxt["first_fetch_window_ms"] or 0)), end
+    end = nxt["released_ms"] if nxt["released_ms"] is not None else nxt["next_assigned_ms"]
+    return end, end
+
+
+def _waited(reader: dict[str, Any], end: tuple[int | None, int | None], *starts: int | None) -> list[float | None]:
+    """Seconds from each of ``starts`` to the pause's end (earliest end for the first start,
+    latest for the others), counting only time in which a record was waiting: from the
+    production (Kafka timestamp) of the first record read after the handoff, by ``reader``,
+    if it came later, and none at all if it came after ``reader``'s assignment (nothing
+    waited on the handoff: an idle partition is not unavailable)."""
+    produced = reader["first_fetch_timestamp_ms"] if reader["first_fetch_ms"] is not None else None
+    if produced is not None and produced > reader["assigned_ms"]:
+        return [0.0 for _ in starts]
+    out = []
+    for i, start in enumerate(starts):
+        later = end[0] if i == 0 else end[1]
+        if start is not None and produced is not None:
+            start = max(start, produced)
+        seconds = _seconds(later, start)
+        out.append(None if seconds is None else max(0.0, seconds))
+    return out
 
 
 def handoff(prev: dict[str, Any], nxt: dict[str, Any], reader: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -71,7 +104,7 @@ def handoff(prev: dict[str, Any], nxt: dict[str, Any], reader: dict[str, Any] | 
     ``reader`` is the first interval from ``nxt`` on that fetched (default ``nxt``)."""
     kind = prev["release_kind"]
     reader = nxt if reader is None else reader
-    ff_ms, ff_off = _pause_end_ms(nxt), reader["first_fetch_offset"]
+    end, ff_off = _pause_end_ms(nxt), reader["first_fetch_offset"]
     committed = _max_known(prev["committed_at_release"], prev["committed_max"])
     row = {
         "handoff_id": f"{prev['assign_event_id']}>{nxt['assign_event_id']}:{prev['topic']}/{prev['partition']}",
@@ -81,24 +114,29 @@ def handoff(prev: dict[str, Any], nxt: dict[str, Any], reader: dict[str, Any] | 
         "prev_assigned_ms": prev["assigned_ms"], "generation": nxt["generation"],
         "release_kind": "crash" if kind == "unreleased" else kind, "revoke_ms": prev["released_ms"],
         "assigned_ms": nxt["assigned_ms"], "first_fetch_ms": nxt["first_fetch_ms"],
-        "first_fetch_offset": nxt["first_fetch_offset"],
+        "first_fetch_offset": nxt["first_fetch_offset"], "first_fetch_window_ms": nxt["first_fetch_window_ms"],
+        "first_fetch_timestamp_ms": nxt["first_fetch_timestamp_ms"],
         "last_processed_at_revoke": prev["last_processed_at_release"], "committed_at_revoke": committed,
         "revoke_callback_ms": prev["callback_ms"], "revoke_event_id": prev["release_event_id"],
         "commit_in_revoke": prev["commit_in_revoke"],
     }
-    if kind == "revoked":
-        unavailable = _seconds(ff_ms, prev["released_ms"])
+    last_progress = prev["last_progress_ms"] or prev["assigned_ms"]
+    if kind in ("revoked", "lost"):
+        estimated = _dups(prev["last_processed_at_release"], committed)
         confirmed = _dups(prev["last_processed_at_release"], ff_off)
-        row.update(unavailable_s=unavailable, unavailable_lower_s=unavailable, unavailable_upper_s=unavailable,
-                   duplicates_confirmed=confirmed, duplicates_lower=confirmed, duplicates_upper=confirmed,
-                   duplicates_estimated=_dups(prev["last_processed_at_release"], committed))
-    elif kind == "lost":
-        confirmed = _dups(prev["last_processed_at_release"], ff_off)
-        noticed = min(prev["released_ms"], nxt["assigned_ms"])
-        row.update(unavailable_s=None, unavailable_lower_s=_seconds(ff_ms, noticed),
-                   unavailable_upper_s=_seconds(ff_ms, prev["last_progress_ms"] or prev["assigned_ms"]),
-                   duplicates_confirmed=confirmed, duplicates_lower=confirmed, duplicates_upper=confirmed,
-                   duplicates_estimated=_dups(prev["last_processed_at_release"], committed))
+        # a first record found at a progress tick without the group's committed offset: at most
+        # what the previous owner processed past its last commit (the next owner starts at or after it)
+        offset_unknown = ff_off is None and reader["first_fetch_ms"] is not None
+        lower, upper = (0, estimated) if offset_unknown else (confirmed, confirmed)
+        if kind == "revoked":
+            low, high = _waited(reader, end, prev["released_ms"], prev["released_ms"])
+            unavailable = low if low == high else None
+        else:
+            unavailable = None
+            low, high = _waited(reader, end, min(prev["released_ms"], nxt["assigned_ms"]), last_progress)
+        row.update(unavailable_s=unavailable, unavailable_lower_s=low, unavailable_upper_s=high,
+                   duplicates_confirmed=confirmed, duplicates_lower=lower, duplicates_upper=upper,
+                   duplicates_estimated=estimated)
     else:
         lower = _dups(prev["last_progress_processed_offset"], ff_off)
         upper = None
@@ -107,8 +145,8 @@ def handoff(prev: dict[str, Any], nxt: dict[str, Any], reader: dict[str, Any] | 
             upper = lower + math.ceil((prev["max_rate_per_s"] or 0.0) * window_s)
             if reader["first_progress_log_end"] is not None and ff_off is not None:
                 upper = max(lower, min(upper, reader["first_progress_log_end"] - ff_off))
-        row.update(unavailable_s=None, unavailable_lower_s=_seconds(ff_ms, nxt["assigned_ms"]),
-                   unavailable_upper_s=_seconds(ff_ms, prev["last_progress_ms"] or prev["assigned_ms"]),
+        low, high = _waited(reader, end, nxt["assigned_ms"], last_progress)
+        row.update(unavailable_s=None, unavailable_lower_s=low, unavailable_upper_s=high,
                    duplicates_confirmed=None, duplicates_lower=lower, duplicates_upper=upper,
                    duplicates_estimated=_dups(prev["last_progress_processed_offset"], committed))
     return row
@@ -125,7 +163,7 @@ def handoffs_of(intervals: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         rows.sort(key=lambda r: (r["assigned_ms"], r["assign_event_id"]))
         readers: list[dict[str, Any] | None] = [None] * len(rows)  # per interval: it, or the first later one that fetched
         for i in reversed(range(len(rows))):
-            fetched = rows[i]["first_fetch_offset"] is not None
+            fetched = rows[i]["first_fetch_ms"] is not None
             readers[i] = rows[i] if fetched or i + 1 == len(rows) else readers[i + 1]
         out.extend(handoff(rows[i], rows[i + 1], readers[i + 1])
                    for i in range(len(rows) - 1) if rows[i]["release_kind"] is not None)

@@ -14,8 +14,9 @@ from pipelines.gold.ownership import PARTITION_FACTS
 from pipelines.scope import events_of, pending
 
 ENVELOPE_FOR_LOGIC = ["event_id", "kind", "event_time_ms", "agent_id", "seq", "group_id", "member_id",
-                      "group_instance_id", "client_id", "host", "generation", "body"]  # what gold_of_group reads
-MEMBER_DETAILS = ["event_id", "member_id", "group_instance_id", "client_id", "host", "generation"]
+                      "group_instance_id", "client_id", "host", "generation", "group_protocol",
+                      "body"]  # what gold_of_group reads
+MEMBER_DETAILS = ["event_id", "member_id", "group_instance_id", "client_id", "host", "generation", "group_protocol"]
 # The pass's three outputs, each with its table. One row per interval, handoff or episode
 # (the other two null), split in Spark: rows of bounded size, where one row per group with
 # three arrays grows with the group's history.

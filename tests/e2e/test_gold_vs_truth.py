@@ -83,7 +83,7 @@ def _gold_for_run(landed: dict[str, Any], run_id: str) -> dict[tuple, dict[str, 
         chain: list[dict[str, Any]] = []
         for h in links:
             chain.append(h)
-            if h["first_fetch_offset"] is None:  # its next owner read nothing: the chain goes on
+            if h["first_fetch_ms"] is None:  # its next owner read nothing: the chain goes on
                 continue
             h = _through(chain)
             chain = []
@@ -102,6 +102,7 @@ def _through(chain: list[dict[str, Any]]) -> dict[str, Any]:
         return None if None in values else sum(values)
 
     return {**first, "next_agent_id": last["next_agent_id"], "first_fetch_offset": last["first_fetch_offset"],
+            "first_fetch_ms": last["first_fetch_ms"],
             **{c: total(c) for c in ("unavailable_s", "unavailable_lower_s", "unavailable_upper_s")}}
 
 
@@ -185,3 +186,16 @@ def test_metrics_by_cause_add_up_to_all_on_the_busy_fleet(landed):
         parts = sum(r[measure] for c, r in by_cause.items() if c != "all")
         assert parts == pytest.approx(by_cause["all"][measure]), measure
     assert by_cause["crash"]["lost_partitions"] >= 1 and by_cause["restart"]["lost_partitions"] == 0
+
+
+def test_a_quiet_topic_moving_with_nothing_waiting_costs_no_unavailability(landed):
+    """turbulent-minute's audit topic gets a record per partition every 10 s: its partitions
+    move with nothing to read, and the next record comes seconds later. Only time in which a
+    record waited counts (truth and gold alike), so those handoffs cost nothing."""
+    run = landed["runs"]["turbulent-minute"]
+    gold = _gold_for_run(landed, run.manifest["run_id"])
+    quiet = [gold[_key(h)] for h in GroundTruth.load(run.run_dir).handoffs
+             if h.topic.endswith("audit") and h.released_by in ("revoke", "exit") and _key(h) in gold]
+    idle = [h for h in quiet if h["revoke_ms"] is not None and h["first_fetch_ms"] - h["revoke_ms"] > 2000]
+    assert idle, "no quiet-topic handoff waited seconds for its next record"
+    assert all(h["unavailable_s"] == 0.0 for h in idle), idle

@@ -83,3 +83,33 @@ def test_progress_reported_after_a_stall_does_not_bound_the_lost_pause():
     [lost] = [h for h in handoffs_of(ownership_intervals(fleet.events)) if h["release_kind"] == "lost"]
     assert (lost["unavailable_lower_s"], lost["unavailable_upper_s"]) == (0.1, 19.1)
     assert lost["duplicates_confirmed"] == 100
+
+
+def _revoke_then_fetch(**fetch) -> dict:
+    """m1 processes P0 to 99 (committed 80) and is revoked at 10 s; m2 is assigned at 10.5 s and reads at 12 s."""
+    fleet = Fleet()
+    m1, m2 = fleet.member("m1"), fleet.member("m2")
+    m1.at(0).joins().assigned(P0).fetches(P0, 0).at(5_000).processes(P0, upto=99).commits(P0, 80)
+    m1.at(10_000).revokes(P0)
+    m2.at(10_000).joins().at(10_500).assigned(P0).at(12_000).fetches(P0, **{"offset": 80, **fetch})
+    [h] = handoffs_of(ownership_intervals(fleet.events))
+    return h
+
+
+def test_an_idle_partition_is_unavailable_only_while_a_record_waits():
+    waiting = _revoke_then_fetch(produced_ms=3_000)      # produced before the revoke: waited 10 -> 12 s
+    arrived = _revoke_then_fetch(produced_ms=10_200)     # produced between revoke and assignment
+    idle = _revoke_then_fetch(produced_ms=11_000)        # produced after the assignment: nothing waited
+    assert (waiting["unavailable_s"], arrived["unavailable_s"], idle["unavailable_s"]) == (2.0, 1.8, 0.0)
+    assert waiting["duplicates_confirmed"] == idle["duplicates_confirmed"] == 20
+
+
+def test_a_first_record_found_late_gives_bounds_never_a_silent_zero():
+    found = _revoke_then_fetch(window_ms=5_000)  # handed out within the 5 s before 12 s, offset known
+    assert found["unavailable_s"] is None
+    assert (found["unavailable_lower_s"], found["unavailable_upper_s"]) == (0.0, 2.0)
+    assert found["duplicates_confirmed"] == 20
+    unknown = _revoke_then_fetch(window_ms=1_000, offset=-1001)  # the committed offset could not be asked
+    assert unknown["duplicates_confirmed"] is None
+    assert (unknown["duplicates_lower"], unknown["duplicates_upper"]) == (0, 20)
+    assert (unknown["unavailable_lower_s"], unknown["unavailable_upper_s"]) == (1.0, 2.0)

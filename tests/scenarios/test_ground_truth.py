@@ -9,7 +9,7 @@ MS = 1_000_000
 
 
 def _d(process: str, offset: int, t_ms: int) -> Delivery:
-    return Delivery(process, "t", 0, offset, offset, t_ms * MS, t_ms * MS)
+    return Delivery(process, "t", 0, offset, offset, t_ms * MS, t_ms * MS, 0)  # produced long before
 
 
 def _e(process: str, kind: str, t_ms: int, parts=(("t", 0),)) -> CallbackEvent:
@@ -72,7 +72,7 @@ def test_own_start_and_close_are_not_rebalances_but_group_callbacks_are():
 def test_the_writer_round_trips_and_drops_a_torn_row(tmp_path):
     writer = TruthWriter(tmp_path, "m1", "m1.1", ["orders"])
     writer.event("assign", [("orders", 2)])
-    assert writer.records([("orders", 2, 10, 77), ("orders", 2, 11, 78)]) == 2
+    assert writer.records([("orders", 2, 10, 77, 5), ("orders", 2, 11, 78, 6)]) == 2
     writer.close()
     with open(tmp_path / "truth" / "m1.1.records", "ab") as f:
         f.write(b"\x00" * 7)  # a write cut short by SIGKILL
@@ -80,3 +80,13 @@ def test_the_writer_round_trips_and_drops_a_torn_row(tmp_path):
     rows = list(read_deliveries(tmp_path, meta))
     assert [(r.topic, r.partition, r.offset, r.record_id) for r in rows] == [("orders", 2, 10, 77), ("orders", 2, 11, 78)]
     assert [e.kind for e in read_events(tmp_path, meta)] == ["assign"]
+
+
+def test_only_time_with_a_record_waiting_counts_as_a_pause():
+    # a.1 revoked at 100 ms; b.1 assigned at 300 ms. Its first record, produced at 200 ms, waited
+    # 200 -> 500 ms; had it been produced at 400 ms (after the assignment) nothing waited on the handoff.
+    events = [_e("a.1", "assign", 0), _e("a.1", "revoke", 100), _e("b.1", "assign", 300)]
+    for produced_ms, pause in ((200, 0.3), (400, 0.0), (50, 0.4)):
+        deliveries = [_d("a.1", 0, 10), Delivery("b.1", "t", 0, 1, 1, 500 * MS, 500 * MS, produced_ms)]
+        [h] = handoffs(ownership_intervals(deliveries, events, {"a.1": "a", "b.1": "b"}), events, [])
+        assert abs(h.pause_s - pause) < 1e-9, produced_ms
