@@ -14,7 +14,7 @@ owner is asked first, between its assignment and its release:
 
 Otherwise the owner stayed and gave the partition up because the group rebalanced, and
 the cause is that rebalance's trigger: a member joining (``scale_out``, ``restart`` when it
-replaces a member that left, ``start`` in the group's first episode), leaving, changing its
+replaces a member that left, ``start`` for the members that formed the group), leaving, changing its
 subscription, asking for a rebalance, stalling, crashing or losing its session elsewhere.
 
 Which rebalance moved a partition: under the classic protocol a rebalance is a generation.
@@ -48,6 +48,11 @@ RANK = {cause: i for i, cause in enumerate(PRECEDENCE)}
 # replaces it (a restart under a new name); a scale-in and a scale-out seconds apart are rare.
 RESTART_WINDOW_S = 120.0
 REPLACE_WINDOW_S = 10.0
+# The members a fleet starts with join within a second or two of each other.
+START_BURST_S = 2.0
+# librdkafka may serve the lost callback before it returns the poll-interval error: a stall
+# reported this soon after the loss still explains it.
+STALL_REPORT_SLACK_MS = 5_000
 POLL_EXCEEDED_ERROR = "_MAX_POLL_EXCEEDED"
 Bodies = list[tuple[dict[str, Any], dict[str, Any]]]  # (event, its parsed body)
 
@@ -106,9 +111,23 @@ def restarts(joins: list[dict[str, Any]], leaves: list[dict[str, Any]]) -> set[s
     return paired
 
 
-def triggers_of(bodies: Bodies, first_episode_end_ms: int) -> list[Trigger]:
+def start_joins(joins: list[dict[str, Any]]) -> set[str]:
+    """The agents that formed the group: its first join and each join within ``START_BURST_S``
+    of the previous one (a fleet's members start together; a later join is a scale-out)."""
+    formed: set[str] = set()
+    last = None
+    for e in sorted(joins, key=lambda e: e["event_time_ms"]):
+        if last is not None and e["event_time_ms"] - last > START_BURST_S * 1000:
+            break
+        formed.add(e["agent_id"])
+        last = e["event_time_ms"]
+    return formed
+
+
+def triggers_of(bodies: Bodies) -> list[Trigger]:
     """Every trigger in one group's events, each with its cause."""
     joins = [e for e, b in bodies if e["kind"] == "member_config" and b["reason"] == "start"]
+    formed = start_joins(joins)
     leaves: dict[str, dict[str, Any]] = {}  # agent -> its first leave (KIP-848 passes several leaving states)
     for e, b in bodies:
         if is_leave(e, b):
@@ -123,7 +142,7 @@ def triggers_of(bodies: Bodies, first_episode_end_ms: int) -> list[Trigger]:
         kind, t = e["kind"], e["event_time_ms"]
         rejoin = e["generation"] + 1 if e["generation"] >= 0 else None
         if kind == "member_config" and b["reason"] == "start":
-            cause = ("start" if t <= first_episode_end_ms
+            cause = ("start" if e["agent_id"] in formed
                      else "restart" if e["agent_id"] in restarted else "scale_out")
             rejoin = first_generation.get(e["agent_id"])
         elif is_leave(e, b):
@@ -147,7 +166,9 @@ def _owner_cause(h: dict[str, Any], mine: list[Trigger]) -> str | None:
         return "crash"
     during = [t for t in mine if h["prev_assigned_ms"] <= t.time_ms <= h["revoke_ms"]]
     if kind == "lost":
-        return "poll_interval_exceeded" if any(t.cause == "poll_interval_exceeded" for t in during) else "session_lost"
+        stalled = any(t.cause == "poll_interval_exceeded"
+                      and h["prev_assigned_ms"] <= t.time_ms <= h["revoke_ms"] + STALL_REPORT_SLACK_MS for t in mine)
+        return "poll_interval_exceeded" if stalled else "session_lost"
     own = [t.cause for t in during if t.cause in ("restart", "scale_in", "subscription_change", "enforced")]
     return own[-1] if own else None
 

@@ -10,9 +10,9 @@ where the cause changes: each handoff has its own cause and rebalance round
 the next episode starts at the first release or trigger of a round with another cause.
 The gap stays the fallback that separates rebalances with the same cause.
 
-An episode's ``causes`` are its handoffs' causes in ``PRECEDENCE`` order (the triggers'
-when no partition moved: a join that got nothing, a static member's return), ``cause``
-the first; the group's first episode is ``start`` when nothing in it says otherwise.
+An episode's ``cause`` is the first of its handoffs' causes in ``PRECEDENCE`` order (of its
+triggers' when no partition moved: a join that got nothing, a static member's return);
+``causes`` are all of both; the group's first episode is ``start`` when nothing says otherwise.
 A handoff belongs to the episode in which its next owner was assigned.
 """
 from __future__ import annotations
@@ -85,8 +85,9 @@ def _episode(bodies: Bodies, moved: list[dict[str, Any]], triggers: list[Trigger
     events = [e for e, _ in bodies]
     start, end = events[0]["event_time_ms"], events[-1]["event_time_ms"]
     generations = [e["generation"] for e in events if e["kind"] == "partitions_assigned" and e["generation"] >= 0]
-    causes = {h["cause"] for h in moved} or {t.cause for t in triggers if start <= t.time_ms <= end}
-    causes = sorted(causes or {"start" if first else "unknown"}, key=RANK.__getitem__)
+    moved_by = sorted({h["cause"] for h in moved}, key=RANK.__getitem__)
+    seen = {t.cause for t in triggers if start <= t.time_ms <= end} | set(moved_by)
+    causes = sorted(seen or {"start" if first else "unknown"}, key=RANK.__getitem__)
     return {
         "episode_id": f"{events[0]['group_id']}@{events[0]['event_id']}", "group_id": events[0]["group_id"],
         "start_ms": start, "end_ms": end, "duration_s": (end - start) / 1000.0,
@@ -98,7 +99,7 @@ def _episode(bodies: Bodies, moved: list[dict[str, Any]], triggers: list[Trigger
         "members_left": sorted({e["agent_id"] for e, b in bodies if is_leave(e, b)}
                                | {h["prev_agent_id"] for h in moved if h["release_kind"] == "crash"}),
         "partitions_moved": len(moved), "partitions_lost": sum(h["release_kind"] != "revoked" for h in moved),
-        "events": len(events), "cause": causes[0], "causes": causes,
+        "events": len(events), "cause": (moved_by or causes)[0], "causes": causes,
     }
 
 
@@ -109,7 +110,7 @@ def episodes_of(events: Iterable[dict[str, Any]], handoffs: list[dict[str, Any]]
     if not found:
         return [], {}
     parsed = [[(e, body_of(e)) for e in cluster] for cluster in found]  # parsed once: JSON was most of this pass
-    triggers = triggers_of([pair for cluster in parsed for pair in cluster], found[0][-1]["event_time_ms"])
+    triggers = triggers_of([pair for cluster in parsed for pair in cluster])
     rounds = handoff_causes([pair for cluster in parsed for pair in cluster], triggers, handoffs, gap_s)
     for h in handoffs:
         h["cause"] = rounds[h["handoff_id"]][0]

@@ -90,7 +90,9 @@ def test_late_event_updates_its_episode(spark, kafka, messy):
     assert (last["rows"], last["duplicates"], last["new_events"], last["missing_events"]) == (2, 1, 1, 0)
     updated = lake.read(spark, config.lake_path, catalog.EPISODES).where(f"start_ms <= {crash['end_ms']} AND end_ms >= {crash['start_ms']}")
     rows = updated.collect()
-    assert len(rows) == 1 and rows[0]["cause"] == "enforced" and "crash" in rows[0]["causes"]
+    # the request moved nothing: the episode's cause stays the crash its handoffs had, and it is among the causes
+    assert len(rows) == 1 and rows[0]["cause"] == "crash" and "enforced" in rows[0]["causes"]
+    assert rows[0]["events"] == crash["events"] + 1
     assert lake.read(spark, config.lake_path, catalog.EPISODES).count() == 3
 
 
