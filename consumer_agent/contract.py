@@ -123,9 +123,9 @@ class FirstFetch:
     partition: int
     offset: int
     since_assign_ms: float
-    timestamp_ms: int | None = None
-    seen: bool = True
-    window_ms: float = 0.0
+    timestamp_ms: int | None
+    seen: bool
+    window_ms: float
 
 
 @dataclass(frozen=True)

@@ -110,7 +110,7 @@ class Progress:
                     self._emit("first_fetch", contract.FirstFetch(
                         topic=key[0], partition=key[1], offset=msg.offset(),
                         since_assign_ms=(_monotonic() - assigned_at) * 1000,
-                        timestamp_ms=timestamp if kind != TIMESTAMP_NOT_AVAILABLE else None))
+                        timestamp_ms=timestamp if kind != TIMESTAMP_NOT_AVAILABLE else None, seen=True, window_ms=0.0))
                     self.rearm()
         except Exception as exc:
             self._note(f"agent: observe: {exc!r}")

@@ -97,8 +97,8 @@ def ownership_intervals(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]
         elif kind == "first_fetch":
             row = latest_of.get((agent, body["topic"], body["partition"]))
             if row is not None and row["first_fetch_ms"] is None:
-                row.update(first_fetch_ms=t, first_fetch_offset=_known(body["offset"]),
-                           first_fetch_window_ms=body.get("window_ms") or 0.0,
+                row.update(first_fetch_ms=t, first_fetch_offset=_known(body["offset"]),  # (.get: lakes written
+                           first_fetch_window_ms=body.get("window_ms") or 0.0,      # before the two fields)
                            first_fetch_timestamp_ms=body.get("timestamp_ms"))
         elif kind == "state_transition" and body["to_state"] == STALE_STATE:
             stalled.add(agent)
