@@ -4,7 +4,8 @@ Whatever the old owner processed but did not commit, the new owner reads again: 
 duplicates of a rebalance. In the revoke callback, before the application's own, the
 agent waits (bounded) for the records still in flight on the revoked partitions, then
 commits their processed frontier synchronously; the outcome rides on the
-partitions_revoked event as its ``commit_on_revoke``.
+partitions_revoked event as its ``commit_on_revoke``. ``close`` commits the same frontier
+before librdkafka leaves the group (``commit_before_close``).
 """
 from __future__ import annotations
 
@@ -60,3 +61,15 @@ class RevokeCommitter:
         failed = [f"{tp.topic}[{tp.partition}]: {tp.error}" for tp in result if tp.error is not None]
         return contract.CommitOnRevoke(waited_ms=waited_ms, timed_out=not drained, committed=not failed,
                                        error="; ".join(failed) or None)
+
+    def commit_before_close(self) -> None:
+        """Commit the owned partitions' processed frontier while the member is still in the group.
+
+        An eager revoke already queued when ``close`` starts (another member left or joined) is
+        served by librdkafka only after it has left the group, so the commit in that callback
+        fails with UNKNOWN_MEMBER_ID and the next owner re-reads everything since the last
+        commit. Committed here first, the callback finds nothing left to commit; a commit that
+        fails here is tried again there, and its error is reported on the partitions_revoked event.
+        """
+        if self._member.owned and not self._member.partitions_taken:
+            self.commit_before_handover([TopicPartition(t, p) for t, p in sorted(self._member.owned)])

@@ -235,10 +235,15 @@ class InstrumentedConsumer(Consumer):
             self._guard(self._member.left, "unsubscribe")
 
     def close(self, *args: Any, **kwargs: Any) -> None:
-        """``Consumer.close``, then a bounded flush of the telemetry (at most 5 s)."""
+        """``Consumer.close``, then a bounded flush of the telemetry (at most 5 s).
+
+        With commit-on-revoke the processed frontier is committed first (``commit_before_close``).
+        """
         if self._closed:
             return super().close(*args, **kwargs)
         self._guard(self._member.start_leaving, "close")
+        if self._revoke_committer is not None:
+            self._guard(self._revoke_committer.commit_before_close)
         try:
             super().close(*args, **kwargs)
         finally:

@@ -4,8 +4,9 @@ Outline: two groups read the same topic side by side, one plain, one with
 ``lens.commit.on.revoke``. In each, member A reads everything and commits every 100 records
 (so a tail stays uncommitted); then a member B joins both groups at once. The plain group
 re-delivers exactly the uncommitted tail of the partitions that moved (predicted from A's
-own revoke event); the commit-on-revoke group re-delivers nothing. Then the same with work
-in flight on worker threads and on asyncio tasks (explicit processing mode).
+own revoke event); the commit-on-revoke group re-delivers nothing. Then a member that closes
+with a revoke already queued, and work in flight on worker threads and on asyncio tasks
+(explicit processing mode).
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from collections import Counter
 
 import pytest
 
-from consumer_agent import AsyncInstrumentedConsumer
+from consumer_agent import AsyncInstrumentedConsumer, InstrumentedConsumer
 from tests.support.members import EAGER, PROTOCOLS, Member, duplicates, settle, wait_until
 from tests.support.telemetry_log import TelemetryLog
 
@@ -62,6 +63,47 @@ def test_commit_on_revoke_removes_the_duplicates_plain_commits_leave(kafka, uniq
                 if protocol in EAGER:
                     assert dups > 0  # every partition restarts from its last commit
     finally:
+        for m in members:
+            m.stop()
+        log.close()
+
+
+def test_close_with_a_revoke_already_queued_commits_before_leaving(kafka, unique):
+    """Eager: A closes while its revoke is queued (B just left). librdkafka leaves the group before it
+    serves that revoke, where a commit fails (UNKNOWN_MEMBER_ID); the agent commits before close instead."""
+    topic = kafka.create_topic(f"agent-corc-{unique}", partitions=PARTITIONS)
+    telemetry = f"telemetry-corc-{unique}"
+    cfg = config(kafka, f"g-{unique}", telemetry, "range", **{"lens.commit.on.revoke": True})
+    log = TelemetryLog(kafka.bootstrap_servers, telemetry)
+    a = InstrumentedConsumer(cfg)
+    a.subscribe([topic])
+    members = [Member(cfg, topic)]
+    seen: list[str] = []
+
+    def a_reads(count: int) -> bool:
+        msg = a.poll(0.05)
+        if msg is not None and not msg.error():
+            seen.append(msg.value().decode())
+        return len(seen) >= count
+
+    try:
+        wait_until(lambda: a_reads(0) and len(a.assignment()) == PARTITIONS // 2, 30, "A and B to share the topic")
+        ids = kafka.seed_partitions(topic, PARTITIONS, 50)
+        wait_until(lambda: a_reads(len(ids) // 2), 30, "A to read its half")  # and commit none of it
+        members[0].stop()
+        time.sleep(2.5)  # A's heartbeat learns of the rebalance and queues the revoke; A does not poll
+        a.close()
+        members.append(Member(cfg, topic))
+        settle(members[1:], kafka.seed_partitions(topic, PARTITIONS, 1, start=50))
+        counts = Counter(seen + members[0].seen + members[1].seen)
+        assert ids <= set(counts) and max(counts.values()) == 1
+        log.wait_for(lambda lg: [e for e in lg.of(a.agent_id, "state_transition") if e["body"]["reason"] == "close"
+                                 and e["body"]["from_state"] == "leaving"], 20, "A's close")
+        commit = log.of(a.agent_id, "commit")[-1]["body"]
+        assert commit["error"] is None and {o["offset"] for o in commit["offsets"]} == {50}
+        assert log.of(a.agent_id, "partitions_revoked")[-1]["body"]["commit_on_revoke"]["committed"] is True
+    finally:
+        a.close()
         for m in members:
             m.stop()
         log.close()
