@@ -19,7 +19,7 @@ second per partition, so the two clocks differ by a poll and an inter-record gap
 from __future__ import annotations
 
 import uuid
-from collections import defaultdict
+from collections import Counter, defaultdict
 from typing import Any
 
 import pytest
@@ -28,11 +28,15 @@ from pipelines import catalog, lake
 from pipelines.config import PipelineConfig
 from pipelines.gold.costs import read_costs
 from pipelines.stages import run_pipeline
+from pipelines.simulator.assignors import assign
+from pipelines.simulator.observed import partition_counts, rounds_of
 from lens_scenarios.ground_truth import GroundTruth, Handoff
 from lens_scenarios.runner import RunOptions, run_scenario
 from lens_scenarios.spec import builtin_names, load
 
 TOLERANCE_S = 0.1
+ENVELOPE = ("event_id", "kind", "event_time_ms", "agent_id", "seq", "group_id", "member_id", "group_instance_id",
+            "generation", "group_protocol", "rebalance_protocol", "assignor", "body")
 ASSIGNORS = ("range", "cooperative-sticky", "consumer", "roundrobin")
 
 
@@ -57,8 +61,11 @@ def landed(kafka, spark, tmp_path_factory) -> dict[str, Any]:
                lake.read(spark, config.lake_path, catalog.EVENTS).select("agent_id", "client_id")
                .distinct().collect()}
     metrics = [r.asDict() for r in lake.read(spark, config.lake_path, catalog.METRICS).where("grain = 'day'").collect()]
+    events: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in lake.read(spark, config.lake_path, catalog.EVENTS).select(*ENVELOPE).collect():
+        events[r.group_id].append(r.asDict())
     return {"runs": runs, "handoffs": handoffs, "clients": clients, "results": results,
-            "costs": read_costs(spark, config.lake_path), "metrics": metrics}
+            "costs": read_costs(spark, config.lake_path), "metrics": metrics, "events": events}
 
 
 def _gold_for_run(landed: dict[str, Any], run_id: str) -> dict[tuple, dict[str, Any]]:
@@ -201,3 +208,22 @@ def test_a_quiet_topic_moving_with_nothing_waiting_costs_no_unavailability(lande
     idle = [h for h in quiet if h["revoke_ms"] is not None and h["first_fetch_ms"] - h["revoke_ms"] > 2000]
     assert idle, "no quiet-topic handoff waited seconds for its next record"
     assert all(h["unavailable_s"] == 0.0 for h in idle), idle
+
+
+def test_assignor_models_give_the_assignments_the_groups_made(landed):
+    """Every classic rebalance of the built-in runs replayed through the model of the assignor in
+    use (its members, their subscriptions and what they held): range and roundrobin must give the
+    observed assignment exactly; cooperative-sticky too, its target read after the follow-up round."""
+    checked, mismatches = Counter(), []
+    for name, run in landed["runs"].items():
+        events = landed["events"][run.manifest["group_id"]]
+        counts = partition_counts(events)
+        for r in rounds_of(events):
+            topics = set().union(*(m.subscription for m in r.members))
+            model = assign(f"classic:{r.assignor}", list(r.members), {t: n for t, n in counts.items() if t in topics},
+                           r.before)
+            checked[r.assignor] += 1
+            if model != r.target:
+                mismatches.append(f"{name} generation {r.generation} ({r.assignor}): model {model} != {r.target}")
+    assert {"range", "roundrobin", "cooperative-sticky"} <= set(checked), checked
+    assert not mismatches, "\n".join(mismatches)

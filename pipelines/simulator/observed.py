@@ -1,0 +1,84 @@
+"""The rebalances a classic group went through, read from its telemetry: what the assignor
+models are checked against and what the what-if replays start from.
+
+A round is one generation of a classic group: the members that took part (each with its
+member id, group.instance.id and subscription at that moment), what each held before it,
+and the assignment the group's assignor produced. Under the eager protocol every member's
+assign callback carries its whole assignment. Under the cooperative protocol the leader
+withholds every partition that changes owner, the losers revoke it, and the next
+generation hands it over (assignors.md 1.3), so a round's target is what the members hold
+after that follow-up generation. KIP-848 groups have no group generation (the envelope
+carries the member epoch) and are not cut into rounds here.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from pipelines.gold.ownership import body_of
+from pipelines.simulator.group import Assignment, Member, TopicPartition
+
+CHANGES = ("partitions_assigned", "partitions_revoked", "partitions_lost")
+
+
+@dataclass(frozen=True)
+class Round:
+    generation: int
+    assignor: str  # partition.assignment.strategy, as the envelope reports it
+    cooperative: bool
+    members: tuple[Member, ...]
+    before: Assignment  # what each member held when the round started (its owned partitions)
+    target: Assignment  # the assignor's result (after the cooperative follow-up generation)
+
+
+def partition_counts(events: Iterable[dict[str, Any]]) -> dict[str, int]:
+    """Partitions per topic, as far as the group's assignments show them (every partition
+    of a subscribed topic is assigned to someone)."""
+    counts: dict[str, int] = {}
+    for e in events:
+        if e["kind"] == "partitions_assigned":
+            for p in body_of(e)["partitions"]:
+                counts[p["topic"]] = max(counts.get(p["topic"], 0), p["partition"] + 1)
+    return counts
+
+
+def rounds_of(events: Iterable[dict[str, Any]]) -> list[Round]:
+    """The classic rounds of one group's events, in generation order."""
+    ordered = sorted(events, key=lambda e: (e["event_time_ms"], e["agent_id"], e["seq"]))
+    owned: dict[str, set[TopicPartition]] = defaultdict(set)  # agent -> what it holds now
+    subscription: dict[str, frozenset[str]] = {}
+    before: dict[tuple[int, str], frozenset[TopicPartition]] = {}  # (generation, agent) -> held when it joined it
+    held_at: dict[int, dict[str, tuple[Member, frozenset[TopicPartition]]]] = {}
+    assignors: dict[int, tuple[str, bool]] = {}
+    revoked_in: set[int] = set()  # generations in which a cooperative member revoked (a follow-up comes)
+    for e in ordered:
+        kind, agent, g = e["kind"], e["agent_id"], e["generation"]
+        if kind == "member_config":
+            subscription[agent] = frozenset(body_of(e)["topics"])
+            continue
+        if e["group_protocol"] != "classic" or g < 0 or kind not in CHANGES:
+            continue
+        body = body_of(e)
+        parts = {(p["topic"], p["partition"]) for p in body["partitions"]}
+        before.setdefault((g, agent), frozenset(owned[agent]))
+        if kind == "partitions_assigned":
+            owned[agent] = owned[agent] | parts if body["incremental"] else parts
+            member = Member(e["member_id"], e["group_instance_id"], subscription.get(agent, frozenset()))
+            held_at.setdefault(g, {})[agent] = (member, frozenset(owned[agent]))
+            assignors[g] = (e["assignor"], e["rebalance_protocol"] == "cooperative")
+        else:
+            owned[agent] = owned[agent] - parts if body["incremental"] else set()
+            if body["incremental"] and parts:
+                revoked_in.add(g)
+    out = []
+    for g in sorted(held_at):
+        assignor, cooperative = assignors[g]
+        seen = held_at[g]
+        final = held_at.get(g + 1, {}) if cooperative and g in revoked_in else {}
+        members = tuple(sorted((m for m, _ in seen.values()), key=lambda m: m.member_id))
+        out.append(Round(g, assignor, cooperative, members,
+                         before={m.member_id: set(before[(g, a)]) for a, (m, _) in seen.items()},
+                         target={m.member_id: set(final.get(a, (m, held))[1]) for a, (m, held) in seen.items()}))
+    return out
