@@ -1,7 +1,7 @@
 """Properties every assignor model must have, over random groups.
 
-hypothesis is not installed in this project's environment, so the groups come from a
-seeded ``random.Random`` (EXAMPLES seeds per assignor; a failure names its seed). A group
+hypothesis drives the groups through ``st.randoms`` (its choices, so a failure shrinks to a
+small group and is replayed from hypothesis's database). A group
 has 1-6 members with identical or random subscriptions, static members sometimes,
 topics of 1-8 partitions, sometimes a subscribed topic that does not exist, and a
 previous assignment that may include departed members, a deleted topic and unowned
@@ -13,12 +13,15 @@ import random
 from dataclasses import dataclass
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pipelines.simulator.assignors import ASSIGNORS, assign
 from pipelines.simulator.group import Assignment, Member, valid_claims
 from pipelines.simulator.handoff import classic_cooperative_rounds, handoff, owners
 
-EXAMPLES = 200
+EXAMPLES = settings(max_examples=200, deadline=None)
+RANDOMS = st.randoms(use_true_random=False)
 BALANCED_WITH_IDENTICAL_SUBSCRIPTIONS = ["classic:roundrobin", "classic:cooperative-sticky", "consumer:uniform"]
 BALANCED_PER_TOPIC = ["classic:range", "consumer:range"]
 STICKY = [name for name, model in ASSIGNORS.items() if model.sticky]
@@ -31,8 +34,7 @@ class Case:
     previous: Assignment
 
 
-def random_case(seed: int, identical: bool | None = None) -> Case:
-    rng = random.Random(seed)
+def random_case(rng: random.Random, identical: bool | None = None) -> Case:
     partitions = {f"topic-{i}": rng.randint(1, 8) for i in range(rng.randint(1, 4))}
     names = list(partitions) + ["missing-topic"] * (rng.random() < 0.2)
     if identical is None:
@@ -41,11 +43,12 @@ def random_case(seed: int, identical: bool | None = None) -> Case:
     static = rng.random() < 0.3
 
     def member(i: int) -> Member:
+        """Member ids are random (their order is what the assignors sort by) and unique (the suffix)."""
         subscription = shared if identical else frozenset(rng.sample(names, rng.randint(1, len(names))))
-        return Member(f"client-{rng.getrandbits(32):08x}", f"instance-{i}" if static else None, subscription)
+        return Member(f"client-{rng.getrandbits(32):08x}-{i}", f"instance-{i}" if static else None, subscription)
 
     members = [member(i) for i in range(rng.randint(1, 6))]
-    earlier = rng.sample(members, rng.randint(0, len(members))) + [member(99) for _ in range(rng.randint(0, 2))]
+    earlier = rng.sample(members, rng.randint(0, len(members))) + [member(90 + i) for i in range(rng.randint(0, 2))]
     owned = list(partitions.items()) + [("deleted-topic", 2)]
     previous: Assignment = {m.member_id: set() for m in earlier}
     for topic, count in owned:
@@ -75,65 +78,71 @@ def moves(case: Case, result: Assignment) -> int:
 
 
 @pytest.mark.parametrize("assignor", list(ASSIGNORS))
-def test_each_subscribed_partition_goes_to_exactly_one_subscriber(assignor):
-    for seed in range(EXAMPLES):
-        case = random_case(seed)
-        result = assign(assignor, case.members, case.partitions, case.previous)
-        assert set(result) == {m.member_id for m in case.members}, seed
-        given = [tp for tps in result.values() for tp in tps]
-        assert len(given) == len(set(given)) and set(given) == subscribed_partitions(case), seed
-        subscriptions = {m.member_id: m.subscription for m in case.members}
-        assert all(t in subscriptions[m] for m, tps in result.items() for t, _ in tps), seed
+@EXAMPLES
+@given(rng=RANDOMS)
+def test_each_subscribed_partition_goes_to_exactly_one_subscriber(assignor, rng):
+    case = random_case(rng)
+    result = assign(assignor, case.members, case.partitions, case.previous)
+    assert set(result) == {m.member_id for m in case.members}
+    given = [tp for tps in result.values() for tp in tps]
+    assert len(given) == len(set(given)) and set(given) == subscribed_partitions(case)
+    subscriptions = {m.member_id: m.subscription for m in case.members}
+    assert all(t in subscriptions[m] for m, tps in result.items() for t, _ in tps)
 
 
 @pytest.mark.parametrize("assignor", BALANCED_WITH_IDENTICAL_SUBSCRIPTIONS)
-def test_identical_subscriptions_give_a_balanced_assignment(assignor):
-    for seed in range(EXAMPLES):
-        case = random_case(seed, identical=True)
-        sizes = [len(tps) for tps in assign(assignor, case.members, case.partitions, case.previous).values()]
-        assert max(sizes) - min(sizes) <= 1, seed
+@EXAMPLES
+@given(rng=RANDOMS)
+def test_identical_subscriptions_give_a_balanced_assignment(assignor, rng):
+    case = random_case(rng, identical=True)
+    sizes = [len(tps) for tps in assign(assignor, case.members, case.partitions, case.previous).values()]
+    assert max(sizes) - min(sizes) <= 1
 
 
 @pytest.mark.parametrize("assignor", BALANCED_PER_TOPIC)
-def test_range_balances_each_topic_over_its_subscribers(assignor):
-    for seed in range(EXAMPLES):
-        case = random_case(seed)
-        result = assign(assignor, case.members, case.partitions, case.previous)
-        for topic in case.partitions:
-            sizes = [sum(t == topic for t, _ in result[m.member_id]) for m in case.members
-                     if topic in m.subscription]
-            assert not sizes or max(sizes) - min(sizes) <= 1, (seed, topic)
+@EXAMPLES
+@given(rng=RANDOMS)
+def test_range_balances_each_topic_over_its_subscribers(assignor, rng):
+    case = random_case(rng)
+    result = assign(assignor, case.members, case.partitions, case.previous)
+    for topic in case.partitions:
+        sizes = [sum(t == topic for t, _ in result[m.member_id]) for m in case.members
+                 if topic in m.subscription]
+        assert not sizes or max(sizes) - min(sizes) <= 1, topic
 
 
 @pytest.mark.parametrize("assignor", STICKY)
-def test_sticky_assignors_move_no_more_than_balance_needs(assignor):
-    for seed in range(EXAMPLES):
-        case = random_case(seed, identical=True)
-        result = assign(assignor, case.members, case.partitions, case.previous)
-        assert moves(case, result) == minimal_moves(case), seed
+@EXAMPLES
+@given(rng=RANDOMS)
+def test_sticky_assignors_move_no_more_than_balance_needs(assignor, rng):
+    case = random_case(rng, identical=True)
+    result = assign(assignor, case.members, case.partitions, case.previous)
+    assert moves(case, result) == minimal_moves(case)
 
 
 @pytest.mark.parametrize("assignor", list(ASSIGNORS))
-def test_eager_revokes_everything_and_cooperative_only_what_changes_owner(assignor):
+@EXAMPLES
+@given(rng=RANDOMS)
+def test_eager_revokes_everything_and_cooperative_only_what_changes_owner(assignor, rng):
     protocol = ASSIGNORS[assignor].rebalance_protocol
-    for seed in range(EXAMPLES):
-        case = random_case(seed)
-        new = assign(assignor, case.members, case.partitions, case.previous)
-        result = handoff(case.previous, new, protocol)
-        before, after = owners(case.previous), owners(new)
-        assert result.moved == {tp: (before[tp], after[tp]) for tp in before.keys() & after.keys()
-                                if before[tp] != after[tp]}, seed
-        if protocol == "eager":
-            assert result.revoked == case.previous and not result.second_round, seed
-        else:
-            assert all(result.revoked[m] == tps - new.get(m, set()) for m, tps in case.previous.items()), seed
-            assert result.second_round == {tp for tp, (src, _) in result.moved.items() if src in new}, seed
+    case = random_case(rng)
+    new = assign(assignor, case.members, case.partitions, case.previous)
+    result = handoff(case.previous, new, protocol)
+    before, after = owners(case.previous), owners(new)
+    assert result.moved == {tp: (before[tp], after[tp]) for tp in before.keys() & after.keys()
+                            if before[tp] != after[tp]}
+    if protocol == "eager":
+        assert result.revoked == case.previous and not result.second_round
+    else:
+        assert all(result.revoked[m] == tps - new.get(m, set()) for m, tps in case.previous.items())
+        assert result.second_round == {tp for tp, (src, _) in result.moved.items() if src in new}
 
 
-def test_classic_cooperative_rounds_end_on_the_assignors_result():
-    for seed in range(EXAMPLES):
-        case = random_case(seed)
-        rounds = classic_cooperative_rounds("classic:cooperative-sticky", case.members, case.partitions,
-                                            case.previous)
-        settled = rounds[-1]
-        assert settled == assign("classic:cooperative-sticky", case.members, case.partitions, settled), seed
+@EXAMPLES
+@given(rng=RANDOMS)
+def test_classic_cooperative_rounds_end_on_the_assignors_result(rng):
+    case = random_case(rng)
+    rounds = classic_cooperative_rounds("classic:cooperative-sticky", case.members, case.partitions,
+                                        case.previous)
+    settled = rounds[-1]
+    assert settled == assign("classic:cooperative-sticky", case.members, case.partitions, settled)
