@@ -213,8 +213,8 @@ def test_a_quiet_topic_moving_with_nothing_waiting_costs_no_unavailability(lande
 def test_assignor_models_give_the_assignments_the_groups_made(landed):
     """Every eager classic rebalance of the built-in runs replayed through the model of the assignor
     in use (its members, their subscriptions): range and roundrobin give the observed assignment
-    exactly. (Cooperative-sticky rounds read from telemetry are not compared yet: while the group
-    forms, a follow-up generation that also admits a new member hides the round's own result.)"""
+    exactly. (Cooperative-sticky rounds read from telemetry are not compared yet: 3 formation rounds
+    mismatched in one run, likely a follow-up generation that also admitted a member.)"""
     checked, mismatches = Counter(), []
     for name, run in landed["runs"].items():
         events = landed["events"][run.manifest["group_id"]]
