@@ -167,6 +167,10 @@ def run_scenario(scenario: Scenario, options: RunOptions,
                 report("running", min(scenario.duration_s, scenario.duration_s - (end - time.monotonic())))
                 time.sleep(0.25)
             report("stopping members", scenario.duration_s)
+            # the end of the run is a scale-in of every member: the handoffs it makes get that cause in truth
+            timeline.log.append({"action": "scale_in", "step": "stop all (end of run)", "members": sorted(fleet.running),
+                                 "planned_s": scenario.duration_s,
+                                 "at_s": round(time.monotonic() - timeline.started_mono, 3), "wall": time.time()})
             fleet.stop_all()
         except BaseException:
             timeline.cancelled.set()
