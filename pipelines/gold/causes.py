@@ -164,12 +164,12 @@ def _owner_cause(h: dict[str, Any], mine: list[Trigger]) -> str | None:
     kind = h["release_kind"]
     if kind == "crash":
         return "crash"
-    during = [t for t in mine if h["prev_assigned_ms"] <= t.time_ms <= h["revoke_ms"]]
     if kind == "lost":
         stalled = any(t.cause == "poll_interval_exceeded"
                       and h["prev_assigned_ms"] <= t.time_ms <= h["revoke_ms"] + STALL_REPORT_SLACK_MS for t in mine)
         return "poll_interval_exceeded" if stalled else "session_lost"
-    own = [t.cause for t in during if t.cause in ("restart", "scale_in", "subscription_change", "enforced")]
+    own = [t.cause for t in mine if h["prev_assigned_ms"] <= t.time_ms <= h["revoke_ms"]
+           and t.cause in ("restart", "scale_in", "subscription_change", "enforced")]
     return own[-1] if own else None
 
 
