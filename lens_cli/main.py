@@ -1,4 +1,4 @@
-"""The ``rebalance-lens`` command line: ``setup``, ``kafka``, ``demo``, ``scenario``, ``pipeline``.
+"""The ``rebalance-lens`` command line: ``setup``, ``kafka``, ``demo``, ``scenario``, ``pipeline``, ``recommend``.
 
 Subcommands import what they need lazily, so ``--help`` and ``kafka`` work on the
 agent-only install, which has no Spark. A ``LensError`` (a problem the user can fix) is
@@ -12,7 +12,7 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 
-from lens_cli import pipeline_commands, scenario_commands
+from lens_cli import pipeline_commands, recommend_commands, scenario_commands
 from lens_runtime.errors import LensError
 
 
@@ -78,6 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(func=_cmd_demo)
     scenario_commands.register(sub)
     pipeline_commands.register(sub)
+    recommend_commands.register(sub)
     return parser
 
 

@@ -172,6 +172,18 @@ EPISODES = Table(
     + (("members", "array<string>"), ("members_joined", "array<string>"), ("members_left", "array<string>"))
     + _columns("partitions_moved bigint, partitions_lost bigint, events bigint, cause string")
     + (("causes", "array<string>"),))
+MEMBERS = Table(
+    "gold/members",
+    grain="one row per member process (agent) of a group: configuration, join, leave, subscriptions, stalls",
+    keys=("agent_id",), written_by="gold",
+    columns=_columns(
+        "group_id string, agent_id string, member_id string, group_instance_id string, host string, "
+        "client_id string, group_protocol string, assignor string, remote_assignor string, commit_on_revoke boolean, "
+        "enable_auto_commit boolean, auto_commit_interval_ms bigint, session_timeout_ms bigint, "
+        "heartbeat_interval_ms bigint, max_poll_interval_ms bigint, joined_ms bigint, join_cause string, "
+        "left_ms bigint, leave_cause string, last_seen_ms bigint, crashed boolean")
+    + (("subscriptions", "array<struct<at_ms: bigint, topics: array<string>>>"),
+       ("stalls", "array<struct<at_ms: bigint, back_ms: bigint>>"), ("enforced_ms", "array<bigint>")))
 METRICS = Table(
     "gold/metrics", grain="one row per group, grain (hour or day), period and cause (or 'all')",
     keys=("group_id", "grain", "period_start", "cause"), written_by="gold",
@@ -182,5 +194,30 @@ METRICS = Table(
         "lost_partitions bigint, commit_on_revoke_coverage double, revoke_callback_s double, "
         "records_processed bigint, duplicate_rate double"))
 
+WHAT_IF = Table(
+    "gold/what_if",
+    grain="one row per group and candidate configuration: its replay's predicted rebalances and costs",
+    keys=("group_id", "config"), written_by="recommend",
+    columns=_columns(
+        "group_id string, config string, is_current boolean, group_protocol string, assignor string, "
+        "static_membership boolean, commit_on_revoke boolean, session_timeout_ms bigint, max_poll_interval_ms bigint, "
+        "window_start_ms bigint, window_end_ms bigint, rebalances bigint, handoffs bigint, partitions_moved bigint, "
+        "duplicates double, pause_s double, duplicates_saved double, pause_saved_s double, "
+        "measured_duplicates double, measured_pause_s double"))
+RECOMMENDATIONS = Table(
+    "gold/recommendations",
+    grain="one row per group and recommendation (a change, a warning, or the healthy verdict), ranked",
+    keys=("group_id", "rank"), written_by="recommend",
+    columns=_columns("group_id string, rank int, kind string, title string, current_config string, "
+                     "recommended_config string, target_assignor string, target_static_membership boolean, "
+                     "target_commit_on_revoke boolean, target_session_timeout_ms bigint, "
+                     "target_max_poll_interval_ms bigint")
+    + (("config_change", "array<string>"), ("rollout", "array<string>"), ("evidence", "array<string>"))
+    + _columns("evidence_query string, duplicates_before double, duplicates_after double, duplicates_saved double, "
+               "duplicates_saved_pct double, pause_before_s double, pause_after_s double, pause_saved_s double, "
+               "pause_saved_pct double, measured_duplicates double, measured_pause_s double, tradeoff string, "
+               "confidence string, confidence_reason string"))
+
 TABLES: tuple[Table, ...] = (BRONZE, QUARANTINE, VALIDATION_SUMMARY, STAGE_PROGRESS, EVENTS, MEMBER_STATES, COMMITS,
-                             OWNERSHIP, HANDOFFS, EPISODES, METRICS)
+                             OWNERSHIP, HANDOFFS, EPISODES, MEMBERS, METRICS, WHAT_IF,
+                             RECOMMENDATIONS)

@@ -16,10 +16,12 @@ from lens_runtime.errors import LensError
 from pipelines import ingest, silver, validate
 from pipelines.config import PipelineConfig, Progress
 from pipelines.gold import stage as gold
+from pipelines.recommend import stage as recommend
 
 Stage = Callable[[SparkSession, PipelineConfig, Progress], dict[str, int]]
 # In the order they run: each reads what the ones before it wrote.
-STAGES: dict[str, Stage] = {"ingest": ingest.run, "validate": validate.run, "silver": silver.run, "gold": gold.run}
+STAGES: dict[str, Stage] = {"ingest": ingest.run, "validate": validate.run, "silver": silver.run, "gold": gold.run,
+                             "recommend": recommend.run}
 
 
 def resolve_stages(stages: Sequence[str]) -> list[str]:

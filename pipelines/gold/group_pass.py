@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from pipelines.gold.episodes import episodes_of
 from pipelines.gold.handoffs import handoffs_of
+from pipelines.gold.members import members_of
 from pipelines.gold.ownership import ownership_intervals
 
 
-
-def gold_of_group(events: list[dict], gap_s: float) -> tuple[list[dict], list[dict], list[dict]]:
-    """(ownership intervals, handoffs with their cause and episode, episodes) of one group,
+def gold_of_group(events: list[dict], gap_s: float) -> tuple[list[dict], list[dict], list[dict], list[dict]]:
+    """(ownership intervals, handoffs with their cause and episode, episodes, members) of one group,
     from all its events: one pass builds the three, so a group's events cross from the JVM
     to Python once (two passes, intervals then gold, cost 34.1 s against 27.0 s for one on
     2.5M events)."""
@@ -27,4 +27,4 @@ def gold_of_group(events: list[dict], gap_s: float) -> tuple[list[dict], list[di
     for h in handoffs:
         episode = of_id.get(owner_of.get(h["handoff_id"]), {})
         h.update(episode_id=episode.get("episode_id"), episode_start_ms=episode.get("start_ms"))
-    return intervals, handoffs, episodes
+    return intervals, handoffs, episodes, members_of(events, handoffs)

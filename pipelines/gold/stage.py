@@ -15,12 +15,14 @@ from pipelines.scope import events_of, pending
 
 ENVELOPE_FOR_LOGIC = ["event_id", "kind", "event_time_ms", "agent_id", "seq", "group_id", "member_id",
                       "group_instance_id", "client_id", "host", "generation", "group_protocol",
-                      "body"]  # what gold_of_group reads
-MEMBER_DETAILS = ["event_id", "member_id", "group_instance_id", "client_id", "host", "generation", "group_protocol"]
+                      "assignor", "body"]  # what gold_of_group reads
+MEMBER_DETAILS = ["event_id", "member_id", "group_instance_id", "client_id", "host", "generation", "group_protocol",
+                  "assignor"]
 # The pass's three outputs, each with its table. One row per interval, handoff or episode
 # (the other two null), split in Spark: rows of bounded size, where one row per group with
 # three arrays grows with the group's history.
-OUTPUTS = (("interval", catalog.OWNERSHIP), ("handoff", catalog.HANDOFFS), ("episode", catalog.EPISODES))
+OUTPUTS = (("interval", catalog.OWNERSHIP), ("handoff", catalog.HANDOFFS), ("episode", catalog.EPISODES),
+           ("member", catalog.MEMBERS))
 GROUP_ROW_DDL = ", ".join(f"{name} struct<{table.ddl(': ')}>" for name, table in OUTPUTS)
 
 
@@ -39,7 +41,7 @@ def spill_path(config: PipelineConfig) -> str:
 
 
 def run(spark: SparkSession, config: PipelineConfig, progress: Progress = print) -> dict[str, int]:
-    """Ownership intervals, handoffs, episodes and metrics for the groups with events
+    """Ownership intervals, handoffs, episodes, members and metrics for the groups with events
     validated since gold last ran. Gold reads the validated events, as silver does, not
     silver's output: one per-group pass needs the whole timeline."""
     todo = pending(spark, config, "gold", progress)

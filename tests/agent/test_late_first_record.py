@@ -77,7 +77,7 @@ def _late_first_record(kafka, unique: str, delay_s: float) -> None:
     events = log.wait_for(lambda lg: (lg.of(m1.agent_id) + lg.of(m2.agent_id)
                                       if lg.of(m2.agent_id, "partitions_revoked") else None), 30, "m2's close")
     log.close()
-    _, handoffs, _ = gold_of_group(events, gap_s=10.0)
+    _, handoffs, _, _ = gold_of_group(events, gap_s=10.0)
     [h] = [h for h in handoffs if h["prev_agent_id"] == m1.agent_id and h["next_agent_id"] == m2.agent_id]
     revoke_ms = h["revoke_ms"]
     assert h["duplicates_confirmed"] == 5  # m1 processed 0..9 and committed 5

@@ -90,7 +90,7 @@ def test_poll_stall_reports_stale_state_and_lost_partitions(kafka, unique, proto
             read_again += msg is not None and not msg.error()
         log.wait_for(lambda lg: len([e for e in lg.of(consumer.agent_id, "first_fetch")
                                      if e["seq"] > back[0]["seq"]]) == 2, 30, "both partitions read again")
-        _, handoffs, _ = gold_of_group(log.of(consumer.agent_id), gap_s=10.0)
+        _, handoffs, _, _ = gold_of_group(log.of(consumer.agent_id), gap_s=10.0)
         lost_handoffs = [h for h in handoffs if h["release_kind"] == "lost"]
         assert len(lost_handoffs) == 2
         for h in lost_handoffs:

@@ -14,14 +14,14 @@ FLEETS = every_cause()
 @pytest.mark.parametrize("cause", sorted(FLEETS))
 def test_last_episode_gets_its_cause(cause):
     events = FLEETS[cause].events
-    _, handoffs, episodes = gold_of_group(events, gap_s=10.0)
+    _, handoffs, episodes, _ = gold_of_group(events, gap_s=10.0)
     assert [e["cause"] for e in episodes] == ["start", cause]
     assert all(h["episode_id"] == episodes[-1]["episode_id"] for h in handoffs)
 
 
 def test_poll_exceeded_loss_has_exact_duplicates():
     events = FLEETS["poll_interval_exceeded"].events
-    _, handoffs, _ = gold_of_group(events, gap_s=10.0)
+    _, handoffs, _, _ = gold_of_group(events, gap_s=10.0)
     lost = next(h for h in handoffs if h["release_kind"] == "lost")
     # m2 processed to 9 and lost P1; m1 restarted it at 8: records 8 and 9 were read twice.
     assert (lost["duplicates_confirmed"], lost["duplicates_lower"], lost["duplicates_upper"]) == (2, 2, 2)
@@ -38,7 +38,7 @@ def test_gap_splits_and_late_event_merges():
 
 
 def test_busy_fleet_gets_one_episode_and_cause_per_rebalance():
-    _, handoffs, episodes = gold_of_group(busy_fleet().events, gap_s=10.0)
+    _, handoffs, episodes, _ = gold_of_group(busy_fleet().events, gap_s=10.0)
     assert [e["cause"] for e in episodes] == ["start", "restart", "crash", "scale_out", "subscription_change"]
     by_episode = {e["episode_id"]: e for e in episodes}
     for h in handoffs:

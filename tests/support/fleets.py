@@ -120,3 +120,49 @@ def busy_fleet() -> Fleet:
     revoke_all(45_300, m2b, m4)
     assign(45_600, 6, (m1, (P0, P1)), (m2b, (P2,)), (m4, (P3,)))
     return fleet
+
+
+def quiet_group() -> Fleet:
+    """Three members form a group and consume for ten minutes: no rebalance after the start."""
+    fleet = Fleet(group="quiet")
+    members = [fleet.member(f"m{i}") for i in (1, 2, 3)]
+    for i, m in enumerate(members):
+        parts = (P0, P1, P2, P3)[i::3]
+        m.at(0).joins().at(500).assigned(*parts, generation=1)
+        for p in parts:
+            m.fetches(p, 0)
+        for minute in range(1, 11):
+            for p in parts:
+                m.at(minute * 60_000).processes(p, upto=minute * 3_000 - 1, interval_ms=60_000).commits(p, minute * 3_000)
+    return fleet
+
+
+def static_cooperative_restarts(rounds: int = 3) -> Fleet:
+    """A static, cooperative-sticky group with commit-on-revoke restarting each member in
+    turn: each comes back in 1.5 s with its own partitions and no rebalance (the
+    configuration the rules would pick for a restarting fleet)."""
+    fleet = Fleet(group="static-coop")
+    settings = {"rebalance_protocol": "cooperative", "assignor": "cooperative-sticky", "commit_on_revoke": True}
+    members = [fleet.member(f"m{i}", group_instance_id=f"m{i}", **settings) for i in (1, 2, 3)]
+    owned = {m.client_id: (P0, P1, P2, P3)[i::3] for i, m in enumerate(members)}
+    done = {p: 0 for p in (P0, P1, P2, P3)}
+    for m in members:
+        m.at(0).joins().at(500).assigned(*owned[m.client_id], generation=1)
+        for p in owned[m.client_id]:
+            m.fetches(p, 0)
+    t = 10_000
+    for r in range(rounds):
+        for i, m in enumerate(list(members)):
+            parts = owned[m.client_id]
+            for p in parts:
+                done[p] += 500
+                m.at(t).processes(p, upto=done[p] - 1, interval_ms=10_000)
+            m.at(t + 100).leaves().revokes(*parts, committed_in_callback=True)
+            back = fleet.member(m.client_id, host=m.host, client_id=m.client_id, group_instance_id=m.group_instance_id,
+                                **settings)
+            back.at(t + 1_600).joins().at(t + 1_700).assigned(*parts, generation=1)
+            for p in parts:
+                back.fetches(p, done[p])
+            members[i] = back
+            t += 10_000
+    return fleet

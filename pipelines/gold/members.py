@@ -1,0 +1,74 @@
+"""The members of a group, one row per member process (agent): who it was, how it was
+configured, when it joined and left and why, what it subscribed to, and when it stalled
+or asked for a rebalance.
+
+This is the group's membership timeline: what the what-if replay (``pipelines.simulator.replay``)
+runs through other assignors, protocols and settings, and what the recommendation rules
+read a group's configuration from. Pure Python over one group's events, beside the
+ownership intervals and handoffs of the same pass.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from pipelines.catalog import MEMBERS
+from pipelines.gold.causes import is_leave, is_stall, triggers_of
+from pipelines.gold.ownership import body_of
+
+KINDS = {"member_config", "state_transition", "rebalance_requested", "client_error", "partitions_assigned"}
+MEMBER_COLUMNS = MEMBERS.column_names()
+
+
+def _member(e: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    row = dict.fromkeys(MEMBER_COLUMNS)
+    row.update(group_id=e["group_id"], agent_id=e["agent_id"], member_id=e["member_id"],
+               group_instance_id=e["group_instance_id"], host=e["host"], client_id=e["client_id"],
+               group_protocol=e["group_protocol"], assignor=e["assignor"],
+               commit_on_revoke=b["commit_on_revoke"], enable_auto_commit=b["enable_auto_commit"],
+               auto_commit_interval_ms=b["auto_commit_interval_ms"], session_timeout_ms=b["session_timeout_ms"],
+               heartbeat_interval_ms=b["heartbeat_interval_ms"], max_poll_interval_ms=b["max_poll_interval_ms"],
+               remote_assignor=b["config"].get("group.remote.assignor"),
+               joined_ms=e["event_time_ms"], last_seen_ms=e["event_time_ms"], crashed=False,
+               subscriptions=[{"at_ms": e["event_time_ms"], "topics": sorted(b["topics"])}], stalls=[],
+               enforced_ms=[])
+    return row
+
+
+def members_of(events: Iterable[dict[str, Any]], handoffs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per agent that reported its configuration (its ``member_config`` at start)."""
+    ordered = sorted(events, key=lambda e: (e["event_time_ms"], e["agent_id"], e["seq"]))
+    last_seen: dict[str, int] = {}
+    bodies = []
+    for e in ordered:
+        last_seen[e["agent_id"]] = e["event_time_ms"]
+        if e["kind"] in KINDS:
+            bodies.append((e, body_of(e)))
+    causes = {(t.agent_id, t.time_ms): t.cause for t in triggers_of(bodies)}
+    rows: dict[str, dict[str, Any]] = {}
+    for e, b in bodies:
+        agent, t = e["agent_id"], e["event_time_ms"]
+        if e["kind"] == "member_config" and b["reason"] == "start" and agent not in rows:
+            rows[agent] = _member(e, b)
+            rows[agent]["join_cause"] = causes.get((agent, t))
+            continue
+        row = rows.get(agent)
+        if row is None:
+            continue
+        if e["kind"] == "member_config" and b["reason"] == "subscription_changed":
+            row["subscriptions"].append({"at_ms": t, "topics": sorted(b["topics"])})
+        elif e["kind"] == "partitions_assigned":
+            row["member_id"] = e["member_id"] or row["member_id"]
+            if row["stalls"] and row["stalls"][-1]["back_ms"] is None:
+                row["stalls"][-1]["back_ms"] = t
+        elif is_leave(e, b) and row["left_ms"] is None:
+            row.update(left_ms=t, leave_cause=causes.get((agent, t)))
+        elif e["kind"] == "rebalance_requested" and b["accepted"]:
+            row["enforced_ms"].append(t)
+        elif is_stall(e, b) and not (row["stalls"] and row["stalls"][-1]["back_ms"] is None):
+            row["stalls"].append({"at_ms": t, "back_ms": None})
+    crashed = {h["prev_agent_id"] for h in handoffs if h["release_kind"] == "crash"}
+    for agent, row in rows.items():
+        row["last_seen_ms"] = last_seen[agent]
+        row["crashed"] = agent in crashed and row["left_ms"] is None
+    return list(rows.values())

@@ -1,0 +1,55 @@
+"""One group's recommend pass: its what-if and its ranked recommendations, as table rows.
+
+Pure Python over the group's gold rows (members, handoffs, episodes, ownership
+intervals), so it runs in Spark's Python workers and in tests alike.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from pipelines.catalog import RECOMMENDATIONS
+from pipelines.recommend import what_if as what_if_module
+from pipelines.recommend.rules import Evidence, Recommendation, recommend
+
+RECOMMENDATION_COLUMNS = RECOMMENDATIONS.column_names()
+
+
+def _pct(saved: float, of: float) -> float | None:
+    return 100.0 * saved / of if of > 0 else None
+
+
+def recommendation_row(group_id: str, rank: int, r: Recommendation, w: what_if_module.WhatIf,
+                       lake_path: str) -> dict[str, Any]:
+    row = dict.fromkeys(RECOMMENDATION_COLUMNS)
+    base = w.baseline
+    row.update(group_id=group_id, rank=rank, kind=r.kind, title=r.title, current_config=w.current.label,
+               recommended_config=r.config.label if r.config else None, config_change=list(r.config_change),
+               rollout=list(r.rollout), evidence=list(r.evidence), evidence_query=r.evidence_query.format(lake=lake_path),
+               measured_duplicates=w.measured.duplicates, measured_pause_s=w.measured.pause_s, tradeoff=r.tradeoff,
+               confidence=r.confidence, confidence_reason=r.confidence_reason)
+    if r.config is not None:
+        row.update(target_assignor=r.config.setup.assignor, target_static_membership=r.config.setup.static,
+                   target_commit_on_revoke=r.config.commit_on_revoke,
+                   target_session_timeout_ms=r.config.setup.session_timeout_ms,
+                   target_max_poll_interval_ms=r.config.setup.max_poll_interval_ms)
+    if r.priced is not None:
+        d, p = base.duplicates - r.priced.duplicates, base.pause_s - r.priced.pause_s
+        row.update(duplicates_before=base.duplicates, duplicates_after=r.priced.duplicates, duplicates_saved=d,
+                   duplicates_saved_pct=_pct(d, base.duplicates), pause_before_s=base.pause_s,
+                   pause_after_s=r.priced.pause_s, pause_saved_s=p, pause_saved_pct=_pct(p, base.pause_s))
+    return row
+
+
+def recommend_group(rows: list[dict[str, Any]], lake_path: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(what-if rows, recommendation rows) of one group; ``rows`` carry ``source`` (members,
+    handoffs, episodes, intervals) and the source table's columns."""
+    of: dict[str, list[dict[str, Any]]] = {"members": [], "handoffs": [], "episodes": [], "intervals": []}
+    for row in rows:
+        of[row["source"]].append(row[row["source"]])
+    group_id = rows[0]["group_id"]
+    w = what_if_module.what_if(of["members"], of["handoffs"], of["intervals"])
+    if w is None:
+        return [], []
+    found = recommend(Evidence(group_id, of["members"], of["handoffs"], of["episodes"], of["intervals"], w))
+    return (what_if_module.rows(group_id, w),
+            [recommendation_row(group_id, rank, r, w, lake_path) for rank, r in enumerate(found, 1)])

@@ -1,0 +1,372 @@
+"""The recommendation rules: each reads a group's evidence, names one change, prices it
+with the what-if and says how to roll it out (``gold/recommendations``).
+
+A rule fires only on its own evidence (restarts for static membership, graceful
+duplicates for commit-on-revoke, stalls for ``max.poll.interval.ms``, crashes for the
+session timeout, enforced rebalances or load skew for the enforce policy) and only when
+the what-if predicts a saving of at least ``MIN_SAVING`` of what the group's rebalances
+cost now, in duplicates or in paused partition-seconds, without making the other
+worse by more than ``MAX_WORSE`` (a stated trade-off excepted). So a group without churn,
+or already on the configuration a rule would pick, gets no change: it gets one
+``healthy`` row that says why. Warnings (a rebalance storm, eager and cooperative
+members in one group) carry no config change of their own.
+
+Every evidence figure comes with the SQL that reproduces it over the lake's tables;
+the group id is a parameter (``:group_id``), never text spliced into the query.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from pipelines.recommend.candidates import (Config, changes, longest_restart_ms, longest_stall_ms, mixed_protocols,
+                                            static_session_timeout_ms, with_setup)
+from pipelines.recommend.what_if import WhatIf, partition_counts
+from pipelines.simulator.assignors import ASSIGNORS, assign
+from pipelines.simulator.cost_model import Priced, price
+from pipelines.simulator.group import Assignment, Member, TopicPartition
+from pipelines.simulator.handoff import owners
+from pipelines.simulator.replay import SimHandoff, SimRebalance, replay
+
+MIN_SAVING = 0.10
+MAX_WORSE = 0.10
+# Below these a saving is not worth a rollout, whatever its share: a few records or a second of one partition.
+MIN_DUPLICATES = 10
+MIN_PAUSE_S = 1.0
+STORM_PER_HOUR = 12  # one rebalance every five minutes, all hour
+SKEW_RATIO = 1.5  # the busiest member's record rate over the members' mean
+
+Q_COST_BY_CAUSE = ("SELECT cause, count(*) AS handoffs, "
+                   "sum(coalesce(duplicates_confirmed, duplicates_lower)) AS duplicates, "
+                   "sum(coalesce(duplicates_confirmed, duplicates_upper)) AS duplicates_upper, "
+                   "sum(coalesce(unavailable_s, unavailable_lower_s)) AS paused_partition_s "
+                   "FROM delta.`{lake}/gold/handoffs` WHERE group_id = :group_id GROUP BY cause")
+Q_MEMBERS = ("SELECT agent_id, client_id, group_instance_id, assignor, join_cause, leave_cause, joined_ms, left_ms, "
+             "crashed, stalls, enforced_ms, session_timeout_ms, max_poll_interval_ms, commit_on_revoke "
+             "FROM delta.`{lake}/gold/members` WHERE group_id = :group_id ORDER BY joined_ms")
+Q_WHAT_IF = ("SELECT config, rebalances, handoffs, partitions_moved, duplicates, pause_s, duplicates_saved, "
+             "pause_saved_s FROM delta.`{lake}/gold/what_if` WHERE group_id = :group_id ORDER BY duplicates_saved DESC")
+Q_EPISODES = ("SELECT date_trunc('hour', timestamp_millis(start_ms)) AS hour, cause, count(*) AS rebalances "
+              "FROM delta.`{lake}/gold/episodes` WHERE group_id = :group_id AND cause <> 'start' "
+              "GROUP BY 1, 2 ORDER BY 1")
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    kind: str
+    title: str
+    config: Config | None  # the candidate it prices (None: a warning or the healthy verdict)
+    config_change: tuple[str, ...]
+    rollout: tuple[str, ...]
+    evidence: tuple[str, ...]
+    evidence_query: str
+    confidence: str
+    confidence_reason: str
+    priced: Priced | None = None
+    tradeoff: str | None = None
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One group's gold rows and its what-if, as the rules read them."""
+
+    group_id: str
+    members: list[dict[str, Any]]
+    handoffs: list[dict[str, Any]]
+    episodes: list[dict[str, Any]]
+    intervals: list[dict[str, Any]]
+    what_if: WhatIf
+
+    def churn(self, cause: str | None = None) -> list[dict[str, Any]]:
+        return [h for h in self.handoffs if h["cause"] != "start" and (cause is None or h["cause"] == cause)]
+
+
+def _pct(saved: float, of: float) -> float | None:
+    return 100.0 * saved / of if of > 0 else None
+
+
+def _fmt(d: float, p: float) -> str:
+    return f"{d:,.0f} duplicates and {p:,.1f} paused partition-seconds"
+
+
+def pays(base: Priced, p: Priced, tradeoff_ok: bool = False) -> bool:
+    """A saving of at least MIN_SAVING in one figure, and the other no more than MAX_WORSE worse."""
+    dup_saved, pause_saved = base.duplicates - p.duplicates, base.pause_s - p.pause_s
+    good = (dup_saved > MIN_SAVING * base.duplicates and dup_saved >= MIN_DUPLICATES) or \
+           (pause_saved > MIN_SAVING * base.pause_s and pause_saved >= MIN_PAUSE_S)
+    worse = dup_saved < -MAX_WORSE * max(base.duplicates, 1) or pause_saved < -MAX_WORSE * max(base.pause_s, 1)
+    return good and (tradeoff_ok or not worse)
+
+
+def _score(base: Priced, p: Priced) -> float:
+    """Relative savings, summed: how rules rank the changes they found."""
+    return ((base.duplicates - p.duplicates) / max(base.duplicates, 1.0)
+            + (base.pause_s - p.pause_s) / max(base.pause_s, 1.0))
+
+
+def _confidence(e: Evidence, config: Config) -> tuple[str, str]:
+    f, w = e.what_if.fitted, e.what_if
+    base, seen = w.baseline, w.measured
+    reasons = []
+    off = [abs(b - s) / s for b, s in ((base.duplicates, seen.duplicates), (base.pause_s, seen.pause_s)) if s > 0]
+    if off and max(off) > 0.25:
+        reasons.append(f"the model of the current configuration is {100 * max(off):.0f}% off what gold measured "
+                       f"({_fmt(base.duplicates, base.pause_s)} against {_fmt(seen.duplicates, seen.pause_s)})")
+    if f.pause_observations < 5 or f.window_observations < 5:
+        reasons.append(f"the cost model rests on few handoffs ({f.pause_observations} pauses, "
+                       f"{f.window_observations} graceful re-deliveries)")
+    now, then = w.current.setup.assignor.split(":")[0], config.setup.assignor.split(":")[0]
+    if now != then:
+        reasons.append(f"the group was never seen on group.protocol={then}: its handoff pause is assumed to be "
+                       "the one measured here")
+    if not reasons:
+        return "high", (f"{f.pause_observations} measured handoffs fit the model, which reproduces the measured "
+                        "costs within 25%")
+    return ("low" if len(reasons) > 1 else "medium"), "; ".join(reasons)
+
+
+def _priced_change(e: Evidence, kind: str, title: str, config: Config, rollout: tuple[str, ...],
+                   evidence: tuple[str, ...], query: str, tradeoff: str | None = None) -> Recommendation | None:
+    base, p = e.what_if.baseline, e.what_if.priced.get(config)
+    if p is None or config == e.what_if.current or not pays(base, p, tradeoff_ok=tradeoff is not None):
+        return None
+    level, why = _confidence(e, config)
+    return Recommendation(kind, title, config, tuple(changes(e.what_if.current, config)), rollout, evidence, query,
+                          level, why, p, tradeoff)
+
+
+def assignor_rule(e: Evidence) -> Recommendation | None:
+    """The assignor (and protocol) that saves the most, all else kept."""
+    cur = e.what_if.current
+    options = [with_setup(cur, assignor=a) for a in ASSIGNORS if a != cur.setup.assignor]
+    options = [c for c in options if c in e.what_if.priced and pays(e.what_if.baseline, e.what_if.priced[c])]
+    if not options:
+        return None
+    best = max(options, key=lambda c: _score(e.what_if.baseline, e.what_if.priced[c]))
+    now, then = cur.setup.assignor, best.setup.assignor
+    eager_now = ASSIGNORS[now].rebalance_protocol == "eager"
+    if then.startswith("consumer:"):
+        rollout = ("Needs brokers with the KIP-848 group coordinator (Kafka 4.0+) and librdkafka 2.10+.",
+                   "Check the broker's group.consumer.migration.policy allows upgrading a classic group "
+                   "(bidirectional or upgrade); then restart the members one by one with the new settings.",
+                   "Watch gold/episodes during the roll: each restart is one rebalance, as today.")
+    elif eager_now and ASSIGNORS[then].rebalance_protocol == "cooperative":
+        rollout = ("librdkafka refuses a strategy list that mixes eager and cooperative assignors, so KIP-429's "
+                   "two rolling bounces (add cooperative-sticky, then drop the old one) are not possible here.",
+                   "Either stop every member and start them with the new strategy (one short full stop), or, on "
+                   "Java clients, do the two bounces: [cooperative-sticky, "
+                   f"{now.split(':')[1]}] first, then [cooperative-sticky].",
+                   "Members on different strategies share no protocol: a member started with only the new one "
+                   "cannot join until the old ones are gone.")
+    else:
+        rollout = ("Stop every member and start them with the new strategy: members with different strategies "
+                   "share no protocol, and a rolling change leaves the new ones outside the group.",)
+    base, p = e.what_if.baseline, e.what_if.priced[best]
+    evidence = (f"{len(e.churn())} partition handoffs after the group formed cost {_fmt(e.what_if.measured.duplicates, e.what_if.measured.pause_s)} (gold/handoffs).",
+                f"Replayed under {then} the same membership changes make {p.rebalances} rebalances and "
+                f"{p.handoffs} handoffs instead of {base.handoffs} ({ASSIGNORS[then].rebalance_protocol} "
+                f"protocol: {'only moved partitions stop' if ASSIGNORS[then].rebalance_protocol == 'cooperative' else 'every partition stops at every rebalance'}).")
+    return _priced_change(e, "assignor", f"Switch to {then.replace('consumer:', 'KIP-848 ').replace('classic:', '')}",
+                          best, rollout, evidence, Q_WHAT_IF)
+
+
+def static_rule(e: Evidence) -> Recommendation | None:
+    """Static membership when members restart and come back quickly."""
+    cur = e.what_if.current
+    restarts = [h for h in e.churn("restart")]
+    if cur.setup.static or not longest_restart_ms(e.members):
+        return None
+    config = with_setup(cur, static=True, session_timeout_ms=static_session_timeout_ms(cur, e.members))
+    longest = longest_restart_ms(e.members) / 1000.0
+    evidence = (f"{sum(m['leave_cause'] == 'restart' for m in e.members)} restarts; the longest took "
+                f"{longest:.1f} s from leave to rejoin (gold/members).",
+                f"Restart handoffs cost {_fmt(sum((h['duplicates_confirmed'] or 0) for h in restarts), sum((h['unavailable_s'] or 0) for h in restarts))} (gold/handoffs, cause restart).",
+                f"With group.instance.id and session.timeout.ms={config.setup.session_timeout_ms} a restart is no "
+                "rebalance: only the restarting member's partitions wait for it.")
+    rollout = ("Give every member a group.instance.id that is unique in the group and survives restarts "
+               "(a StatefulSet pod name, a host name plus an index).",
+               "Roll the members one by one; a member with an instance id joins a group of dynamic members "
+               "without trouble.",
+               f"Keep session.timeout.ms at least {config.setup.session_timeout_ms} ms: a restart longer than it "
+               "is a rebalance again.")
+    tradeoff = (f"a crashed static member's partitions wait up to session.timeout.ms "
+                f"({config.setup.session_timeout_ms} ms) before they move") if config.setup.session_timeout_ms > cur.setup.session_timeout_ms else None
+    return _priced_change(e, "static_membership", "Use static membership (group.instance.id)", config, rollout,
+                          evidence, Q_MEMBERS, tradeoff)
+
+
+def commit_on_revoke_rule(e: Evidence) -> Recommendation | None:
+    """Commit what was processed inside the revoke callback when graceful handoffs re-deliver."""
+    cur = e.what_if.current
+    graceful = [h for h in e.churn() if h["release_kind"] == "revoked" and not h["commit_in_revoke"]]
+    duplicated = sum(h["duplicates_confirmed"] or 0 for h in graceful)
+    if cur.commit_on_revoke or duplicated == 0:
+        return None
+    config = Config(cur.setup, True)
+    evidence = (f"{len(graceful)} graceful handoffs re-delivered {duplicated:,} records that had been processed but "
+                "not committed (gold/handoffs, release_kind revoked).",
+                f"Uncommitted window: {e.what_if.fitted.uncommitted_window_s:.2f} s of records per partition at a revoke.")
+    rollout = ("Set lens.commit.on.revoke=true on the InstrumentedConsumer (the agent commits the processed "
+               "offsets synchronously inside the revoke callback).",
+               "Roll it member by member; it changes nothing on the wire.",
+               "Crashes still re-deliver: a killed process commits nothing.")
+    fitted = e.what_if.fitted
+    return _priced_change(e, "commit_on_revoke", "Commit processed offsets on revoke", config, rollout, evidence,
+                          Q_COST_BY_CAUSE, tradeoff=f"each revoke waits for one synchronous commit "
+                          f"(about {1000 * fitted.commit_in_revoke_s:.0f} ms) before the partition moves")
+
+
+def max_poll_rule(e: Evidence) -> Recommendation | None:
+    cur = e.what_if.current
+    stall = longest_stall_ms(e.members)
+    if stall < cur.setup.max_poll_interval_ms:
+        return None
+    options = [c for c in e.what_if.priced if c.setup.max_poll_interval_ms > cur.setup.max_poll_interval_ms
+               and c.setup.assignor == cur.setup.assignor and c.setup.static == cur.setup.static
+               and c.commit_on_revoke == cur.commit_on_revoke and c.setup.session_timeout_ms == cur.setup.session_timeout_ms]
+    if not options:
+        return None
+    config = options[0]
+    evidence = (f"The longest stall between polls was {stall / 1000:.1f} s, past max.poll.interval.ms="
+                f"{cur.setup.max_poll_interval_ms}: the member was thrown out and its partitions moved (gold/members, "
+                "stalls; gold/handoffs, cause poll_interval_exceeded).",)
+    rollout = (f"Raise max.poll.interval.ms to {config.setup.max_poll_interval_ms}, or process less per poll "
+               "(consume() fewer records; max.poll.records on Java clients) or faster.",
+               "Roll it member by member.")
+    return _priced_change(e, "max_poll_interval", "Give slow batches room: raise max.poll.interval.ms", config,
+                          rollout, evidence, Q_MEMBERS,
+                          tradeoff="a member that truly hangs keeps its partitions that much longer")
+
+
+def session_timeout_rule(e: Evidence) -> Recommendation | None:
+    crashes = [h for h in e.churn() if h["release_kind"] == "crash"]
+    if not crashes:
+        return None
+    cur = e.what_if.current
+    options = [c for c in e.what_if.priced if c.setup.session_timeout_ms < cur.setup.session_timeout_ms
+               and c.setup.assignor == cur.setup.assignor and c.commit_on_revoke == cur.commit_on_revoke]
+    if not options:
+        return None
+    config = min(options, key=lambda c: e.what_if.priced[c].pause_s)
+    waited = sum((h["unavailable_lower_s"] or 0) for h in crashes)
+    evidence = (f"{len(crashes)} partitions of crashed members waited at least {waited:.1f} partition-seconds "
+                f"for session.timeout.ms={cur.setup.session_timeout_ms} to expire (gold/handoffs, cause crash).",)
+    return _priced_change(e, "session_timeout", "Find crashed members sooner: lower session.timeout.ms", config,
+                          ("Lower it member by member; keep it at least three heartbeat intervals.",), evidence,
+                          Q_COST_BY_CAUSE, tradeoff="a long GC pause or network blip now counts as a crash and "
+                                                    "rebalances the group")
+
+
+def member_loads(rate: dict[TopicPartition, float], assignment: Assignment) -> dict[str, float]:
+    """Records per second each member reads under ``assignment`` (its partitions' rates)."""
+    return {m: sum(rate.get(tp, 0.0) for tp in tps) for m, tps in assignment.items()}
+
+
+def skew(loads: dict[str, float]) -> float:
+    """The busiest member's record rate over the members' mean (1.0: balanced)."""
+    mean = sum(loads.values()) / len(loads) if loads else 0.0
+    return max(loads.values()) / mean if mean > 0 else 1.0
+
+
+def enforce_rule(e: Evidence) -> Recommendation | None:
+    """KIP-568 in spirit: whether an enforced rebalance pays, on which signal, how often.
+
+    The signal is load skew between the live members (their partitions' record rates).
+    One enforced rebalance is simulated under the group's assignor: what it would move,
+    the skew after it, and its price under the group's protocol. It is recommended only
+    when it cuts the skew by a fifth or more; a group that enforces rebalances that
+    change no owner is told to stop, priced by the replay without them."""
+    cur, fitted = e.what_if.current, e.what_if.fitted
+    live = [m for m in e.members if m["left_ms"] is None and not m["crashed"]]
+    now = {m["agent_id"]: {(i["topic"], int(i["partition"])) for i in e.intervals
+                           if i["agent_id"] == m["agent_id"] and i["release_kind"] is None} for m in live}
+    view = [Member(m["agent_id"], m["group_instance_id"], frozenset(m["subscriptions"][-1]["topics"])) for m in live]
+    again = assign(cur.setup.assignor, view, partition_counts(e.intervals), now) if view else {}
+    moved = {tp for tp, o in owners(again).items() if owners(now).get(tp) != o}
+    before, after = skew(member_loads(fitted.rate, now)), skew(member_loads(fitted.rate, again))
+    handed = [SimHandoff(tp, "graceful", tp in moved) for tps in now.values() for tp in sorted(tps)
+              if tp in moved or not cur.setup.cooperative]
+    one = price([SimRebalance(0, "enforced", tuple(handed))], fitted, cur.commit_on_revoke, cur.setup.session_timeout_ms)
+    requests = sum(len(m["enforced_ms"]) for m in e.members)
+    enforced = e.churn("enforced")
+    useful = before >= SKEW_RATIO and after <= 0.8 * before
+    if not useful and not requests:
+        return None  # no skew an enforced rebalance would fix, and none was asked for
+    evidence = [f"Load skew: the busiest live member reads {before:.2f}x the members' mean record rate "
+                f"(gold/partition_ownership); after an enforced rebalance under {cur.setup.assignor}: {after:.2f}x "
+                f"(simulated, {len(moved)} partitions move).",
+                f"One enforced rebalance costs about {_fmt(one.duplicates, one.pause_s)} under the "
+                f"{ASSIGNORS[cur.setup.assignor].rebalance_protocol} protocol (simulated)."]
+    if requests:
+        evidence.append(f"{requests} enforce_rebalance calls; their rebalances cost "
+                        f"{_fmt(sum(h['duplicates_confirmed'] or 0 for h in enforced), sum(h['unavailable_s'] or 0 for h in enforced))} "
+                        f"and moved {sum(not h['same_owner'] for h in enforced)} partitions to another member "
+                        "(gold/handoffs, cause enforced).")
+    priced = None
+    if useful:
+        title = f"Enforce a rebalance when skew stays above {SKEW_RATIO}x, at most once an hour"
+        change = (f"# call consumer.enforce_rebalance() when the busiest member's record rate stays above "
+                  f"{SKEW_RATIO}x the members' mean for 10 minutes; at most once per hour",)
+        policy = ("The signal: per-member record rates from the agent's progress events (gold/partition_ownership).",
+                  f"At most once an hour: each call costs about {_fmt(one.duplicates, one.pause_s)}.")
+    else:
+        title = "Stop calling enforce_rebalance: it costs a rebalance and cannot fix the skew"
+        change = ("# stop calling consumer.enforce_rebalance() on load or lag signals",)
+        policy = ("With unchanged membership the assignor gives back the same balance of partition counts: skew from "
+                  "hot partitions needs more partitions, better keys, or a rate-aware assignor.",
+                  "Keep enforce_rebalance for what changes the assignment (a subscription the group has not seen).")
+        without = [{**m, "enforced_ms": []} for m in e.members]
+        priced = price(replay(without, partition_counts(e.intervals), cur.setup), fitted, cur.commit_on_revoke,
+                       cur.setup.session_timeout_ms)
+    level, why = _confidence(e, cur) if requests else \
+        ("medium", "no enforced rebalance was measured here; its cost is simulated")
+    return Recommendation("enforce_policy", title, cur if priced else None, change, policy, tuple(evidence),
+                          Q_COST_BY_CAUSE, level, why, priced)
+
+
+def storm_warning(e: Evidence) -> Recommendation | None:
+    rebalances = sorted((x for x in e.episodes if x["cause"] != "start"), key=lambda x: x["start_ms"])
+    per_hour = Counter(x["start_ms"] // 3_600_000 for x in rebalances)
+    overlapping = sum(1 for a, b in zip(rebalances, rebalances[1:]) if b["start_ms"] < a["end_ms"])
+    busiest = max(per_hour.values(), default=0)
+    if busiest <= STORM_PER_HOUR and not overlapping:
+        return None
+    cause, n = Counter(x["cause"] for x in rebalances).most_common(1)[0]
+    evidence = (f"Up to {busiest} rebalances in one hour (threshold {STORM_PER_HOUR}); {overlapping} started before "
+                f"the previous one ended (gold/episodes).",
+                f"The likely cause: {cause} ({n} of {len(rebalances)} rebalances).")
+    return Recommendation("storm", f"Rebalance storm, mostly {cause}", None, (), (
+        "Find what makes members " + {"restart": "restart", "crash": "crash", "poll_interval_exceeded": "stall",
+                                      "scale_out": "scale out", "scale_in": "scale in"}.get(cause, cause) +
+        " this often; the changes above price what each fix saves.",), evidence, Q_EPISODES, "high",
+        "counted from gold/episodes")
+
+
+def mixed_warning(e: Evidence) -> Recommendation | None:
+    if not mixed_protocols(e.members):
+        return None
+    return Recommendation("mixed_protocols", "Eager and cooperative members in one group", None, (), (
+        "Give every member the same partition.assignment.strategy: librdkafka refuses a list mixing eager and "
+        "cooperative assignors, and the group picks a protocol every member supports, if any.",),
+        ("Members report different rebalance protocols (gold/members, assignor).",), Q_MEMBERS, "high",
+        "read from the members' configuration")
+
+
+RULES = (assignor_rule, static_rule, commit_on_revoke_rule, max_poll_rule, session_timeout_rule)
+WARNINGS = (enforce_rule, storm_warning, mixed_warning)
+
+
+def recommend(e: Evidence) -> list[Recommendation]:
+    """Ranked changes (the best saving first), then warnings; or one ``healthy`` verdict."""
+    base = e.what_if.baseline
+    found = [r for rule in RULES if (r := rule(e)) is not None]
+    found.sort(key=lambda r: -_score(base, r.priced))  # type: ignore[arg-type]
+    warnings = [r for rule in WARNINGS if (r := rule(e)) is not None]
+    if found or warnings:
+        return found + warnings
+    m = e.what_if.measured
+    why = (f"{len(e.churn())} handoffs after the group formed cost {_fmt(m.duplicates, m.pause_s)}; no change the "
+           f"what-if priced ({len(e.what_if.priced) - 1} configurations) saves {100 * MIN_SAVING:.0f}% of that"
+           if e.churn() else "no rebalance after the group formed: nothing to save")
+    return [Recommendation("healthy", "No change recommended", None, (), (), (why,), Q_COST_BY_CAUSE, "high", why)]

@@ -1,0 +1,60 @@
+"""The recommend stage: what-if and recommendations for the groups with new validated events
+(incremental by group, like gold, which it reads)."""
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from pipelines import catalog, lake
+from pipelines.config import PipelineConfig, Progress
+from pipelines.gold.group_apply import apply_per_group
+from pipelines.recommend.group_pass import recommend_group
+from pipelines.scope import pending
+
+# What the pass reads of each gold table (the ownership intervals are the big one).
+SOURCES = {
+    "members": (catalog.MEMBERS, None),
+    "handoffs": (catalog.HANDOFFS, None),
+    "episodes": (catalog.EPISODES, ["group_id", "start_ms", "end_ms", "cause"]),
+    "intervals": (catalog.OWNERSHIP, ["group_id", "topic", "partition", "agent_id", "assigned_ms", "first_fetch_ms",
+                                      "released_ms", "last_progress_ms", "processed", "release_kind"]),
+}
+OUTPUTS = (("what_if", catalog.WHAT_IF), ("recommendation", catalog.RECOMMENDATIONS))
+ROW_DDL = ", ".join(f"{name} struct<{table.ddl(': ')}>" for name, table in OUTPUTS)
+
+
+def _inputs(spark: SparkSession, config: PipelineConfig, groups: list[str]) -> DataFrame:
+    """One row per gold row of the groups: ``group_id``, ``source`` and the row as a struct
+    in the column named by its source (the others null)."""
+    parts = []
+    for name, (table, columns) in SOURCES.items():
+        rows = lake.rows_of(spark, config.lake_path, table, "group_id", groups)
+        rows = rows.select(*(columns or rows.columns))
+        parts.append(rows.select("group_id", F.lit(name).alias("source"), F.struct(*rows.columns).alias(name)))
+    combined = parts[0]
+    for part in parts[1:]:
+        combined = combined.unionByName(part, allowMissingColumns=True)
+    return combined
+
+
+def run(spark: SparkSession, config: PipelineConfig, progress: Progress = print) -> dict[str, int]:
+    """What-if and recommendations for the groups with events validated since recommend last ran."""
+    todo = pending(spark, config, "recommend", progress)
+    if todo is None:
+        return {"groups": 0}
+    high, groups = todo
+    lake_path = config.lake_path
+
+    def recommend(group: list[dict]) -> list[dict]:
+        what_if, recommendations = recommend_group(group, lake_path)
+        return ([{"what_if": row, "recommendation": None} for row in what_if]
+                + [{"what_if": None, "recommendation": row} for row in recommendations])
+
+    with lake.spilled(spark, apply_per_group(_inputs(spark, config, groups), "group_id", recommend, ROW_DDL),
+                      f"{config.checkpoint_path}/recommend_rows") as rows:
+        for name, table in OUTPUTS:
+            lake.replace_scope(spark, lake_path, table, rows.where(F.col(name).isNotNull()).select(f"{name}.*"),
+                               groups)
+        counts = rows.agg(*[F.count(name).alias(f"{name}s") for name, _ in OUTPUTS]).first().asDict()
+    lake.set_stage_mark(spark, lake_path, "recommend", high)
+    return {"groups": len(groups), **counts}

@@ -1,0 +1,96 @@
+"""What-if per group: every candidate configuration replayed over the group's observed
+window and priced by the group's fitted cost model (``gold/what_if``).
+
+Predicted savings are differences between two replays (the current configuration's and a
+candidate's) under one fitted model, so what the model leaves out of both cancels; the
+current configuration's replay is also set beside what gold measured (``calibration``),
+and a recommendation whose model does not reproduce the measured costs says so.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pipelines.recommend.candidates import Config, candidates, current_config
+from pipelines.simulator.cost_model import Fitted, Priced, fit, price
+from pipelines.simulator.replay import Setup, replay
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What gold measured over the window (the group's start left out): bounded figures as midpoints."""
+
+    handoffs: int
+    duplicates: float
+    pause_s: float
+
+
+@dataclass(frozen=True)
+class WhatIf:
+    current: Config
+    fitted: Fitted
+    measured: Measured
+    priced: dict[Config, Priced]  # the current configuration first
+    window_ms: tuple[int, int]
+
+    @property
+    def baseline(self) -> Priced:
+        return self.priced[self.current]
+
+
+def partition_counts(intervals: list[dict[str, Any]]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for i in intervals:
+        counts[i["topic"]] = max(counts.get(i["topic"], 0), int(i["partition"]) + 1)
+    return dict(sorted(counts.items()))
+
+
+def _figure(exact: float | None, lower: float | None, upper: float | None) -> float:
+    if exact is not None:
+        return float(exact)
+    return ((lower or 0.0) + (upper if upper is not None else lower or 0.0)) / 2.0
+
+
+def measured(handoffs: list[dict[str, Any]]) -> Measured:
+    churn = [h for h in handoffs if h["cause"] != "start"]
+    return Measured(len(churn),
+                    sum(_figure(h["duplicates_confirmed"], h["duplicates_lower"], h["duplicates_upper"]) for h in churn),
+                    sum(_figure(h["unavailable_s"], h["unavailable_lower_s"], h["unavailable_upper_s"]) for h in churn))
+
+
+def what_if(members: list[dict[str, Any]], handoffs: list[dict[str, Any]],
+            intervals: list[dict[str, Any]]) -> WhatIf | None:
+    """The group's what-if, or None when it has no member that reported its configuration."""
+    if not members:
+        return None
+    current = current_config(members)
+    fitted = fit(handoffs, intervals, members)
+    partitions = partition_counts(intervals)
+    replays: dict[Setup, list] = {}
+    priced = {}
+    for c in candidates(current, members):
+        if c.setup not in replays:
+            replays[c.setup] = replay(members, partitions, c.setup)
+        priced[c] = price(replays[c.setup], fitted, c.commit_on_revoke, c.setup.session_timeout_ms)
+    times = [m["joined_ms"] for m in members] + [m["last_seen_ms"] for m in members]
+    return WhatIf(current, fitted, measured(handoffs), priced, (min(times), max(times)))
+
+
+def rows(group_id: str, w: WhatIf) -> list[dict[str, Any]]:
+    """``gold/what_if`` rows: one per candidate, with its predicted figures and savings."""
+    base = w.baseline
+    out = []
+    for c, p in w.priced.items():
+        protocol, assignor = c.setup.assignor.split(":")
+        out.append({
+            "group_id": group_id, "config": c.label, "is_current": c == w.current, "group_protocol": protocol,
+            "assignor": assignor, "static_membership": c.setup.static, "commit_on_revoke": c.commit_on_revoke,
+            "session_timeout_ms": c.setup.session_timeout_ms, "max_poll_interval_ms": c.setup.max_poll_interval_ms,
+            "window_start_ms": w.window_ms[0], "window_end_ms": w.window_ms[1],
+            "rebalances": p.rebalances, "handoffs": p.handoffs, "partitions_moved": p.partitions_moved,
+            "duplicates": p.duplicates, "pause_s": p.pause_s,
+            "duplicates_saved": base.duplicates - p.duplicates, "pause_saved_s": base.pause_s - p.pause_s,
+            "measured_duplicates": w.measured.duplicates if c == w.current else None,
+            "measured_pause_s": w.measured.pause_s if c == w.current else None,
+        })
+    return out

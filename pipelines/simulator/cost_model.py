@@ -1,0 +1,156 @@
+"""What a simulated handoff costs, fitted per group from what gold measured.
+
+Fitted from the group's own gold rows, never from constants tuned to our scenarios:
+
+- each partition's record rate: records processed over the seconds it was owned
+  (``gold/partition_ownership``);
+- the uncommitted window: the records a graceful handoff re-delivered, over the
+  partitions' rates (seconds of records processed but not committed at a revoke); a
+  graceful handoff re-delivers ``rate x window`` records, none with commit-on-revoke;
+- a handoff's pause: the mean measured pause of the group's graceful handoffs. Every
+  protocol hands a partition over in about one heartbeat round (assignors.md §5: eager
+  and cooperative join/sync rounds, KIP-848's heartbeat reconciliation), so the
+  protocols differ by how many partitions they hand over, which the replay counts; a
+  candidate on another protocol than the observed one is priced with the same pause
+  and its confidence says so. A group that never made an ordinary handoff gets one
+  heartbeat interval (the round's detection lag; ``DEFAULT_HEARTBEAT_MS`` when unknown);
+- commit-on-revoke's extra pause: the measured revoke callbacks that committed, less
+  the ones that did not (a prior of ``COMMIT_IN_REVOKE_PRIOR_S`` until a group has both);
+- a static member's return (a bounce): its time away plus what a return took beyond that
+  where the group was seen doing it (a handoff from a member to its own restart), else
+  one handoff pause;
+- a crash: the measured pause less the session timeout it waited for, plus the
+  candidate's timeout; its duplicates (what the killed member processed past its last
+  commit) do not depend on any setting here, so the measured bounds are kept;
+- a stall's lost partitions: their measured duplicates and pause per handoff.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from pipelines.simulator.group import TopicPartition
+from pipelines.simulator.replay import SimHandoff, SimRebalance, restart_pairs
+
+# A synchronous commit inside the revoke callback: one broker round trip; on the embedded
+# broker a committed revoke callback took this much longer than one that did not commit.
+COMMIT_IN_REVOKE_PRIOR_S = 0.02
+DEFAULT_HEARTBEAT_MS = 3_000  # librdkafka's heartbeat.interval.ms
+
+
+def _mean(values: Iterable[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None
+
+
+def _mid(lower: float | None, upper: float | None) -> float | None:
+    return None if lower is None or upper is None else (lower + upper) / 2.0
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """A group's cost parameters, each with how many observations it rests on."""
+
+    rate: dict[TopicPartition, float]  # records per second
+    uncommitted_window_s: float
+    window_observations: int
+    handoff_pause_s: float
+    pause_observations: int
+    return_overhead_s: float  # a static member's return: pause beyond its time away
+    commit_in_revoke_s: float
+    crash_duplicates: float  # per crashed partition (midpoint of the measured bounds)
+    crash_overhead_s: float  # a crashed partition's pause beyond the session timeout
+    lost_duplicates: float
+    lost_pause_s: float
+
+    def duplicates(self, h: SimHandoff, commit_on_revoke: bool) -> float:
+        if h.kind == "crash":
+            return self.crash_duplicates
+        if h.kind == "lost":
+            return self.lost_duplicates
+        return 0.0 if commit_on_revoke else self.rate.get(h.partition, 0.0) * self.uncommitted_window_s
+
+    def pause_s(self, h: SimHandoff, commit_on_revoke: bool, session_timeout_ms: int) -> float:
+        if h.kind == "crash":
+            return session_timeout_ms / 1000.0 + self.crash_overhead_s
+        if h.kind == "lost":
+            return self.lost_pause_s
+        commit = self.commit_in_revoke_s if commit_on_revoke else 0.0
+        if h.kind == "bounce":
+            return h.down_s + self.return_overhead_s + commit
+        return self.handoff_pause_s + commit
+
+
+def partition_rates(intervals: list[dict[str, Any]]) -> dict[TopicPartition, float]:
+    """Records per second per partition over the time it was owned and read."""
+    records: dict[TopicPartition, float] = defaultdict(float)
+    seconds: dict[TopicPartition, float] = defaultdict(float)
+    for i in intervals:
+        end = i["released_ms"] or i["last_progress_ms"]
+        if i["first_fetch_ms"] is None or end is None or end <= i["first_fetch_ms"]:
+            continue
+        tp = (i["topic"], int(i["partition"]))
+        records[tp] += i["processed"] or 0
+        seconds[tp] += (end - i["first_fetch_ms"]) / 1000.0
+    return {tp: records[tp] / seconds[tp] for tp in seconds if seconds[tp] > 0}
+
+
+def fit(handoffs: list[dict[str, Any]], intervals: list[dict[str, Any]],
+        members: list[dict[str, Any]]) -> Fitted:
+    """The cost parameters of one group from its gold rows."""
+    rate = partition_rates(intervals)
+    graceful = [h for h in handoffs if h["release_kind"] == "revoked" and h["cause"] != "start"]
+    plain = [h for h in graceful if not h["commit_in_revoke"] and h["duplicates_confirmed"] is not None
+             and rate.get((h["topic"], int(h["partition"])), 0) > 0]
+    window = (sum(h["duplicates_confirmed"] for h in plain)
+              / sum(rate[(h["topic"], int(h["partition"]))] for h in plain)) if plain else 0.0
+    pairs = restart_pairs(members)
+    joined = {m["agent_id"]: m["joined_ms"] for m in members}
+    left = {m["agent_id"]: m["left_ms"] for m in members}
+    returns = [h for h in graceful if pairs.get(h["prev_agent_id"]) == h["next_agent_id"]]  # to its own restart
+    pauses = [h["unavailable_s"] for h in graceful if h["unavailable_s"] is not None and h not in returns]
+    overheads = [h["unavailable_s"] - (joined[h["next_agent_id"]] - left[h["prev_agent_id"]]) / 1000.0
+                 for h in returns if h["unavailable_s"] is not None]
+    committed = _mean(h["revoke_callback_ms"] for h in graceful if h["commit_in_revoke"])
+    uncommitted = _mean(h["revoke_callback_ms"] for h in graceful if not h["commit_in_revoke"])
+    crashes = [h for h in handoffs if h["release_kind"] == "crash"]
+    timeouts = {m["agent_id"]: m["session_timeout_ms"] for m in members}
+    overhead = _mean(_mid(h["unavailable_lower_s"], h["unavailable_upper_s"]) - timeouts[h["prev_agent_id"]] / 1000.0
+                     for h in crashes if timeouts.get(h["prev_agent_id"])
+                     and _mid(h["unavailable_lower_s"], h["unavailable_upper_s"]) is not None)
+    lost = [h for h in handoffs if h["release_kind"] == "lost"]
+    heartbeat = max((m["heartbeat_interval_ms"] or 0 for m in members), default=0) or DEFAULT_HEARTBEAT_MS
+    pause = _mean(pauses) if pauses else heartbeat / 1000.0
+    return Fitted(
+        rate=rate, uncommitted_window_s=window, window_observations=len(plain),
+        handoff_pause_s=pause, pause_observations=len(pauses),
+        return_overhead_s=max(0.0, _mean(overheads)) if overheads else pause,
+        commit_in_revoke_s=(max(0.0, (committed - uncommitted) / 1000.0) if committed is not None
+                            and uncommitted is not None else COMMIT_IN_REVOKE_PRIOR_S),
+        crash_duplicates=_mean(_mid(h["duplicates_lower"], h["duplicates_upper"]) for h in crashes) or 0.0,
+        crash_overhead_s=overhead if overhead is not None else pause,
+        lost_duplicates=_mean(h["duplicates_confirmed"] for h in lost) or 0.0,
+        lost_pause_s=_mean(_mid(h["unavailable_lower_s"], h["unavailable_upper_s"]) for h in lost) or pause)
+
+
+@dataclass(frozen=True)
+class Priced:
+    """A replay's totals under one setup."""
+
+    rebalances: int
+    handoffs: int
+    partitions_moved: int
+    duplicates: float
+    pause_s: float
+
+
+def price(rebalances: list[SimRebalance], fitted: Fitted, commit_on_revoke: bool,
+          session_timeout_ms: int) -> Priced:
+    handoffs = [h for r in rebalances for h in r.handoffs]
+    return Priced(
+        rebalances=sum(r.group_rebalance for r in rebalances),
+        handoffs=len(handoffs), partitions_moved=sum(h.moved for h in handoffs),
+        duplicates=sum(fitted.duplicates(h, commit_on_revoke) for h in handoffs),
+        pause_s=sum(fitted.pause_s(h, commit_on_revoke, session_timeout_ms) for h in handoffs))

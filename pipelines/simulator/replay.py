@@ -1,0 +1,189 @@
+"""Replay a group's observed membership timeline under another configuration.
+
+The timeline comes from ``gold/members`` (one row per member process): who formed the
+group, who joined and left when (and why), who crashed, stalled past
+``max.poll.interval.ms``, changed its subscription or asked for a rebalance. A
+``Setup`` says how the group would run: its assignor (``pipelines.simulator.assignors``
+names), static membership, and the two timeouts. ``replay`` walks the changes in time
+order and, for each one that makes the group rebalance under that setup, runs the
+assignor model and lists the partition handoffs the rebalance makes:
+
+- eager protocols revoke every partition at every rebalance: each owned partition is a
+  handoff (to its own member again, or another), as librdkafka's eager rebalance is;
+- cooperative ones (classic cooperative-sticky, every KIP-848 assignor) hand over only
+  the partitions that change owner, and those of members that left;
+- with static membership a restart (a leave followed by its replacement within
+  ``session.timeout.ms``) is no rebalance at all: the member's own partitions wait
+  for it (assignors.md §3); a crash is found after ``session.timeout.ms``;
+- a stall shorter than ``max.poll.interval.ms`` is no rebalance.
+
+What a handoff costs is the cost model's business (``pipelines.simulator.cost_model``).
+The replay is pure and deterministic: the classic models do not depend on order, and
+the KIP-848 ones get members in the order they joined.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pipelines.simulator.assignors import ASSIGNORS, assign
+from pipelines.simulator.group import Assignment, Member, TopicPartition
+from pipelines.simulator.handoff import classic_cooperative_rounds, owners
+
+HandoffKind = Literal["graceful", "lost", "crash", "bounce"]
+
+
+@dataclass(frozen=True)
+class Setup:
+    """How a group runs, as far as its rebalances go."""
+
+    assignor: str  # an ``ASSIGNORS`` name, e.g. classic:range, consumer:uniform
+    static: bool  # group.instance.id on every member
+    session_timeout_ms: int
+    max_poll_interval_ms: int
+
+    @property
+    def cooperative(self) -> bool:
+        return ASSIGNORS[self.assignor].rebalance_protocol == "cooperative"
+
+
+@dataclass(frozen=True)
+class SimHandoff:
+    partition: TopicPartition
+    kind: HandoffKind  # how the previous owner let go
+    moved: bool  # to another member (an eager rebalance also hands a partition back to its owner)
+    down_s: float = 0.0  # a bounce: how long the member was away; a lost partition: the stall
+
+
+@dataclass(frozen=True)
+class SimRebalance:
+    at_ms: int
+    trigger: str  # the cause names of ``pipelines.gold.causes``
+    handoffs: tuple[SimHandoff, ...]
+    group_rebalance: bool = True  # False: a static member's return, which the group does not notice
+
+
+@dataclass(frozen=True)
+class Change:
+    at_ms: int
+    kind: str  # join, leave, crash, stall, back, subscribe, enforce, bounce
+    member: str  # the logical member: a chain of restarts under static membership is one
+    cause: str
+    topics: frozenset[str] = frozenset()
+    down_s: float = 0.0
+
+
+@dataclass
+class _Group:
+    setup: Setup
+    partitions: dict[str, int]
+    members: dict[str, Member] = field(default_factory=dict)  # logical member -> its assignor view, join order
+    owned: Assignment = field(default_factory=dict)
+    rebalances: list[SimRebalance] = field(default_factory=list)
+
+
+def restart_pairs(members: list[dict[str, Any]]) -> dict[str, str]:
+    """leaving agent -> the agent that replaced it: each ``restart`` leave with the first later ``restart`` join."""
+    joins = sorted((m for m in members if m["join_cause"] == "restart"), key=lambda m: m["joined_ms"])
+    pairs: dict[str, str] = {}
+    for leaver in sorted((m for m in members if m["leave_cause"] == "restart"), key=lambda m: m["left_ms"]):
+        joiner = next((j for j in joins if j["joined_ms"] >= leaver["left_ms"]), None)
+        if joiner is not None:
+            joins.remove(joiner)
+            pairs[leaver["agent_id"]] = joiner["agent_id"]
+    return pairs
+
+
+def _subscriptions(m: dict[str, Any]) -> list[tuple[int, frozenset[str]]]:
+    return [(s["at_ms"], frozenset(s["topics"])) for s in m["subscriptions"]]
+
+
+def changes_of(members: list[dict[str, Any]], setup: Setup) -> tuple[list[tuple[str, frozenset[str]]], list[Change]]:
+    """(the members that formed the group with their subscriptions, the later changes in time order)."""
+    pairs = restart_pairs(members)
+    logical = {m["agent_id"]: m["agent_id"] for m in members}
+    by_agent = {m["agent_id"]: m for m in members}
+    bounced: set[str] = set()
+    for leaver, joiner in sorted(pairs.items(), key=lambda p: by_agent[p[0]]["left_ms"]):
+        down_s = (by_agent[joiner]["joined_ms"] - by_agent[leaver]["left_ms"]) / 1000.0
+        if setup.static and down_s * 1000 < setup.session_timeout_ms:
+            logical[joiner] = logical[leaver]
+            bounced.update((leaver, joiner))
+    formed, changes = [], []
+    for m in sorted(members, key=lambda m: (m["joined_ms"], m["agent_id"])):
+        agent, me = m["agent_id"], logical[m["agent_id"]]
+        subs = _subscriptions(m)
+        if m["join_cause"] == "start":
+            formed.append((me, subs[0][1]))
+        elif agent in bounced:
+            leaver = next(a for a, j in pairs.items() if j == agent)
+            changes.append(Change(by_agent[leaver]["left_ms"], "bounce", me, "restart", subs[0][1],
+                                  (m["joined_ms"] - by_agent[leaver]["left_ms"]) / 1000.0))
+        else:
+            changes.append(Change(m["joined_ms"], "join", me, m["join_cause"] or "scale_out", subs[0][1]))
+        changes.extend(Change(at, "subscribe", me, "subscription_change", topics) for at, topics in subs[1:])
+        changes.extend(Change(at, "enforce", me, "enforced") for at in m["enforced_ms"])
+        for stall in m["stalls"]:
+            back = stall["back_ms"] if stall["back_ms"] is not None else m["last_seen_ms"]
+            down_s = (back - stall["at_ms"]) / 1000.0
+            if down_s * 1000 >= setup.max_poll_interval_ms:
+                changes.append(Change(stall["at_ms"], "stall", me, "poll_interval_exceeded", down_s=down_s))
+                changes.append(Change(back, "back", me, "poll_interval_exceeded", subs[-1][1]))
+        if m["left_ms"] is not None and agent not in bounced:
+            changes.append(Change(m["left_ms"], "leave", me, m["leave_cause"] or "scale_in"))
+        elif m["crashed"]:
+            changes.append(Change(m["last_seen_ms"] + setup.session_timeout_ms, "crash", me, "crash"))
+    changes.sort(key=lambda c: (c.at_ms, c.member))
+    return formed, changes
+
+
+def _rebalance(g: _Group, at_ms: int, trigger: str, gone: dict[str, HandoffKind], down_s: float = 0.0) -> None:
+    """Run the assignor over the current members; ``gone``: members that left just now, and how."""
+    members = list(g.members.values())
+    previous = {m: tps for m, tps in g.owned.items() if m not in gone}
+    if g.setup.assignor.startswith("classic:") and g.setup.cooperative:
+        new = classic_cooperative_rounds(g.setup.assignor, members, g.partitions, previous)[-1]
+    else:
+        new = assign(g.setup.assignor, members, g.partitions, previous)
+    before, after = owners(g.owned), owners(new)
+    handoffs = []
+    for tp, owner in sorted(after.items()):
+        prev = before.get(tp)
+        if prev is None:
+            continue  # a partition nobody had (a new subscription) starts; it is not handed off
+        moved = prev != owner
+        if prev in gone:
+            handoffs.append(SimHandoff(tp, gone[prev], True, down_s))
+        elif moved or not g.setup.cooperative:
+            handoffs.append(SimHandoff(tp, "graceful", moved))
+    g.owned = new
+    g.rebalances.append(SimRebalance(at_ms, trigger, tuple(handoffs)))
+
+
+def replay(members: list[dict[str, Any]], partitions: dict[str, int], setup: Setup) -> list[SimRebalance]:
+    """The rebalances after the group formed, under ``setup``, each with its handoffs."""
+    formed, changes = changes_of(members, setup)
+    g = _Group(setup, partitions)
+    for me, topics in formed:
+        g.members[me] = Member(me, me if setup.static else None, topics)
+    if not g.members:
+        return []
+    g.owned = assign(setup.assignor, list(g.members.values()), partitions)
+    for c in changes:
+        if c.kind == "bounce":
+            mine = sorted(g.owned.get(c.member, ()))
+            g.rebalances.append(SimRebalance(c.at_ms, "restart", tuple(
+                SimHandoff(tp, "bounce", False, c.down_s) for tp in mine), group_rebalance=False))
+        elif c.kind in ("join", "back"):
+            g.members[c.member] = Member(c.member, c.member if setup.static else None, c.topics)
+            _rebalance(g, c.at_ms, c.cause, {})
+        elif c.kind == "subscribe" and c.member in g.members:
+            g.members[c.member] = Member(c.member, g.members[c.member].group_instance_id, c.topics)
+            _rebalance(g, c.at_ms, c.cause, {})
+        elif c.kind == "enforce" and c.member in g.members:
+            _rebalance(g, c.at_ms, c.cause, {})
+        elif c.kind in ("leave", "crash", "stall") and g.members.pop(c.member, None) is not None:
+            kind: HandoffKind = {"leave": "graceful", "crash": "crash", "stall": "lost"}[c.kind]  # type: ignore[assignment]
+            _rebalance(g, c.at_ms, c.cause, {c.member: kind}, c.down_s)
+            g.owned.pop(c.member, None)
+    return g.rebalances

@@ -1,0 +1,56 @@
+"""The what-if replay of a membership timeline: what each protocol hands over on a restart."""
+from __future__ import annotations
+
+import pytest
+
+from pipelines.simulator.replay import Setup, replay
+
+
+def _member(agent: str, joined: int, join_cause: str = "start", left: int | None = None,
+            leave_cause: str | None = None, **extra) -> dict:
+    return {"agent_id": agent, "joined_ms": joined, "join_cause": join_cause, "left_ms": left, "leave_cause": leave_cause,
+            "last_seen_ms": left or 60_000, "crashed": False, "stalls": [], "enforced_ms": [],
+            "subscriptions": [{"at_ms": joined, "topics": ["orders"]}], **extra}
+
+
+# m2 restarts: it leaves at 10 s and its replacement joins 1.5 s later
+RESTART = [_member("m1", 0), _member("m2", 0, left=10_000, leave_cause="restart"), _member("m3", 0),
+           _member("m2b", 11_500, join_cause="restart")]
+PARTITIONS = {"orders": 6}
+
+
+def _setup(assignor: str, static: bool = False) -> Setup:
+    return Setup(assignor, static, session_timeout_ms=6_000, max_poll_interval_ms=300_000)
+
+
+def test_eager_hands_over_every_partition_at_both_rebalances_of_a_restart():
+    rebalances = replay(RESTART, PARTITIONS, _setup("classic:range"))
+    assert [(r.trigger, len(r.handoffs)) for r in rebalances] == [("restart", 6), ("restart", 6)]
+    assert sum(h.kind == "graceful" for r in rebalances for h in r.handoffs) == 12
+
+
+@pytest.mark.parametrize("assignor", ["classic:cooperative-sticky", "consumer:uniform"])
+def test_cooperative_hands_over_only_what_moves(assignor):
+    rebalances = replay(RESTART, PARTITIONS, _setup(assignor))
+    assert [len(r.handoffs) for r in rebalances] == [2, 2]  # the leaver's two go, two come back to the joiner
+    assert all(h.moved for r in rebalances for h in r.handoffs)
+
+
+def test_static_membership_turns_a_quick_restart_into_a_wait_without_rebalance():
+    (bounce,) = replay(RESTART, PARTITIONS, _setup("classic:range", static=True))
+    assert not bounce.group_rebalance
+    assert [(h.kind, h.moved, h.down_s) for h in bounce.handoffs] == [("bounce", False, 1.5)] * 2
+
+
+def test_a_restart_longer_than_the_session_timeout_rebalances_even_when_static():
+    slow = [*RESTART[:3], _member("m2b", 17_000, join_cause="restart")]
+    assert [r.group_rebalance for r in replay(slow, PARTITIONS, _setup("classic:range", static=True))] == [True, True]
+
+
+def test_a_stall_below_max_poll_interval_is_no_rebalance():
+    stalled = [_member("m1", 0, stalls=[{"at_ms": 5_000, "back_ms": 15_000}]), _member("m2", 0)]
+    impatient = Setup("classic:range", False, session_timeout_ms=6_000, max_poll_interval_ms=7_000)
+    lost, back = replay(stalled, PARTITIONS, impatient)  # thrown out at 5 s, back at 15 s
+    assert {h.kind for h in lost.handoffs if h.moved} == {"lost"} and back.trigger == "poll_interval_exceeded"
+    patient = Setup("classic:range", False, session_timeout_ms=6_000, max_poll_interval_ms=20_000)
+    assert replay(stalled, PARTITIONS, patient) == []

@@ -1,0 +1,45 @@
+"""The recommendation rules on small fleets whose right answer is known: no noise where
+there is nothing to change, the expected changes where there is."""
+from __future__ import annotations
+
+from pipelines.gold.group_pass import gold_of_group
+from pipelines.recommend.group_pass import recommend_group
+from tests.support.fleets import busy_fleet, quiet_group, static_cooperative_restarts
+
+
+def _recommend(fleet) -> tuple[list[dict], list[dict]]:
+    intervals, handoffs, episodes, members = gold_of_group(fleet.events, gap_s=10.0)
+    rows = [{"group_id": fleet.group, "source": source, source: row}
+            for source, rows in (("members", members), ("handoffs", handoffs), ("episodes", episodes),
+                                 ("intervals", intervals)) for row in rows]
+    return recommend_group(rows, "/lake")
+
+
+def test_a_group_without_churn_gets_no_change_and_says_why():
+    _, found = _recommend(quiet_group())
+    assert [(r["kind"], r["config_change"]) for r in found] == [("healthy", [])]
+    assert "no rebalance after the group formed" in found[0]["evidence"][0]
+
+
+def test_a_group_already_on_the_configuration_the_rules_pick_gets_no_change():
+    """Static, cooperative-sticky, commit-on-revoke: its restarts are no rebalances, nothing re-delivered."""
+    what_if, found = _recommend(static_cooperative_restarts())
+    assert [r["kind"] for r in found] == ["healthy"]
+    current = next(w for w in what_if if w["is_current"])
+    assert current["rebalances"] == 0 and current["duplicates"] == 0
+    # the model of the current configuration reproduces what gold measured
+    assert abs(current["pause_s"] - current["measured_pause_s"]) <= 0.1 * current["measured_pause_s"]
+
+
+def test_an_eager_group_that_restarts_gets_cooperative_and_static_membership_priced():
+    what_if, found = _recommend(busy_fleet())
+    changes = {r["kind"]: r for r in found if r["config_change"]}
+    assert {"assignor", "static_membership"} <= set(changes)
+    assert changes["assignor"]["config_change"] == ["partition.assignment.strategy=cooperative-sticky"]
+    assert changes["static_membership"]["config_change"][0].startswith("group.instance.id=")
+    for r in changes.values():
+        assert r["pause_saved_s"] > 0 and r["duplicates_saved"] >= 0 and r["evidence"] and r["rollout"]
+        assert ":group_id" in r["evidence_query"] and "busy" not in r["evidence_query"]  # a parameter, not text
+    ranks = [r["rank"] for r in found]
+    assert ranks == sorted(ranks) == list(range(1, len(found) + 1))
+    assert sum(w["is_current"] for w in what_if) == 1
