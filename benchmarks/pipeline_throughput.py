@@ -9,7 +9,7 @@ then on a fresh lake:
 1. the floors: bare Spark batch jobs that read the same topic, parse the JSON and
    write Parquet: the envelope only, and the whole event typed (what the pipeline must
    parse: the least any pipeline on this stack must do);
-2. the full pipeline, stage by stage (ingest, validate, silver, gold), timed, with the
+2. the full pipeline, stage by stage (ingest, validate, silver, gold, recommend), timed, with the
    peak RSS of the driver JVM and of the Python driver sampled every 0.2 s, and the
    driver heap ceiling, peak in use, peak live after GC and GC time from the JVM's MXBeans;
 3. 1% more events and an incremental run, twice: new groups, then 1% of the groups
@@ -197,6 +197,8 @@ def run_size(events: int, cores: int, keep: bool) -> None:
                 took = full_took[stage]
                 total += took
                 print(f"{stage:>9}: {took:7.1f} s  {n / took / cores:10,.0f} events/s/core  {mem}", flush=True)
+            print(f"recommend vs gold: {full_took['recommend']:.1f} s vs {full_took['gold']:.1f} s = "
+                  f"{full_took['recommend'] / full_took['gold']:.1%} of gold (target <= 20%)", flush=True)
             print(f"full pipeline: {total:.1f} s = " + ", ".join(
                 f"{total / took:.2f} x the {name} floor" for name, took in floors.items()), flush=True)
             # 1% more events, twice: new groups (only they are recomputed), then 1% of the

@@ -4,10 +4,9 @@
 2. play a small matrix of built-in scenarios (real member processes running the agent)
    under several assignors and commit styles, all sending telemetry to one topic, each
    writing its own ground truth;
-3. run the pipeline (ingest, validate, silver, gold) into a fresh Delta lake;
-4. print, per run, what gold measured beside what ground truth says, and draw it.
-
-Recommendations join in a later issue.
+3. run the pipeline (ingest, validate, silver, gold, recommend) into a fresh Delta lake;
+4. print, per run, what gold measured beside what ground truth says, and draw it;
+5. print each run's top recommendation beside its measured cost.
 """
 from __future__ import annotations
 
@@ -104,6 +103,26 @@ def _table(costs: list[RunCosts]):
     return table
 
 
+def _recommendations(costs: list[RunCosts], recommendations: dict[str, dict]):
+    """Each run's top recommendation (rank 1) beside what its rebalances cost, as gold measured."""
+    from rich.table import Table
+
+    table = Table("run", "measured: duplicates / paused partition-s", "top recommendation", "config change",
+                  "predicted saving: duplicates / paused partition-s",
+                  title="What to change, per run (`rebalance-lens recommend` shows every recommendation)",
+                  show_lines=True)
+    for c in costs:
+        r = recommendations.get(c.label)
+        if r is None:
+            continue
+        saving = "" if r["duplicates_saved"] is None else \
+            f"{r['duplicates_saved']:,.0f} / {r['pause_saved_s']:,.1f}"
+        table.add_row(c.label, f"{_bounds(c.duplicates_gold, c.duplicates_gold_upper, 'd')} / "
+                               f"{_bounds(c.unavailable_gold_s, c.unavailable_gold_upper_s, '.1f')}",
+                      r["title"], "\n".join(r["config_change"]) or "-", saving)
+    return table
+
+
 def _bounds(lower: float, upper: float, spec: str) -> str:
     """A figure, or its bounds ``lower..upper`` when it is not known exactly."""
     return format(lower, spec) if upper == lower else f"{lower:{spec}}..{upper:{spec}}"
@@ -118,7 +137,9 @@ def run_demo(lake: str | None = None, master: str | None = None,
     from lens_runtime.spark_session import build_spark
     from lens_scenarios.runner import RunOptions
     from lens_scenarios.spec import load
-    from pipelines.config import PipelineConfig
+    from pipelines.config import PipelineConfig, embedded_broker_groups
+    from pipelines import catalog
+    from pipelines import lake as lake_tables
     from pipelines.gold.costs import read_costs
     from pipelines.stages import run_pipeline
 
@@ -139,16 +160,20 @@ def run_demo(lake: str | None = None, master: str | None = None,
 
         console.print("\n[bold]Pipeline[/]: telemetry topic -> bronze -> validated -> silver -> gold (Delta)")
         config = PipelineConfig.resolve(bootstrap_servers=broker.bootstrap_servers, topic=telemetry,
-                                        lake_path=lake_path, spark_master=master)
+                                        lake_path=lake_path, spark_master=master, **embedded_broker_groups())
         spark = build_spark(config.spark_settings("rebalance-lens-demo"))
         try:
-            run_pipeline(spark, config, progress=lambda m: console.print(f"  {m}"))
+            run_pipeline(spark, config, progress=lambda m: console.print(f"  {m}", markup=False))
             gold = read_costs(spark, lake_path)
+            top = {r.group_id: r.asDict() for r in lake_tables.read(spark, lake_path, catalog.RECOMMENDATIONS)
+                   .where("rank = 1").collect()}
         finally:
             spark.stop()
     costs = [_costs(label, run.truth, gold.get(run.manifest["group_id"])) for label, run in results]
     console.print()
     console.print(_table(costs))
+    console.print(_recommendations(costs, {label: top[run.manifest["group_id"]] for label, run in results
+                                           if run.manifest["group_id"] in top}))
     chart = draw(costs, out / "costs.png")
     console.print(f"\nChart: {chart}\nDelta lake: {lake_path}\nRun folders (ground truth, manifests): {out / 'runs'}")
     console.print(f"Done in {time.monotonic() - started:.0f} s; broker, members and Spark stopped.")

@@ -102,7 +102,7 @@ def _verify(args: argparse.Namespace) -> int:
     from lens_runtime.spark_session import build_spark
     from lens_scenarios.runner import RunOptions
     from lens_scenarios.spec import load
-    from pipelines.config import PipelineConfig
+    from pipelines.config import PipelineConfig, embedded_broker_groups
     from pipelines.stages import run_pipeline
 
     console = Console()
@@ -116,10 +116,10 @@ def _verify(args: argparse.Namespace) -> int:
         baseline = run_with_progress(scenario, options, console)
         console.print("[bold]2/3[/] pipeline and recommend")
         config = PipelineConfig.resolve(bootstrap_servers=broker.bootstrap_servers, topic=telemetry,
-                                        lake_path=str(out / "lake"))
+                                        lake_path=str(out / "lake"), **embedded_broker_groups())
         spark = build_spark(config.spark_settings("rebalance-lens-verify"))
         try:
-            run_pipeline(spark, config, progress=lambda m: console.print(f"  {m}"))
+            run_pipeline(spark, config, progress=lambda m: console.print(f"  {m}", markup=False))
             rec = recommendation_for(spark, config.lake_path, baseline.manifest["group_id"], args.kind)
         finally:
             spark.stop()

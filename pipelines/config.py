@@ -54,7 +54,20 @@ SETTINGS: tuple[Setting, ...] = (
             "epoch ms before which an event's time is a broken clock (default 2015-01-01)"),
     Setting("max_offsets_per_trigger", "LENS_MAX_OFFSETS_PER_TRIGGER", "--max-offsets-per-trigger",
             "records per ingest micro-batch (default: no limit)"),
+    Setting("kip848_heartbeat_ms", "LENS_KIP848_HEARTBEAT_MS", "--kip848-heartbeat-ms",
+            "the brokers' group.consumer.heartbeat.interval.ms, to price KIP-848 groups (default 5000)"),
+    Setting("kip848_session_timeout_ms", "LENS_KIP848_SESSION_TIMEOUT_MS", "--kip848-session-timeout-ms",
+            "the brokers' group.consumer.session.timeout.ms, to price KIP-848 groups (default 45000)"),
 )
+
+
+def embedded_broker_groups() -> dict[str, int]:
+    """The embedded broker's KIP-848 group settings, as PipelineConfig fields (the demo and
+    the closed loop price its groups with them; a real cluster's come from flags or env)."""
+    from lens_runtime.kafka_broker import FAST_TEST_SETTINGS
+
+    return {"kip848_heartbeat_ms": int(FAST_TEST_SETTINGS["group.consumer.heartbeat.interval.ms"]),
+            "kip848_session_timeout_ms": int(FAST_TEST_SETTINGS["group.consumer.session.timeout.ms"])}
 
 
 def _default_lake() -> str:
@@ -74,6 +87,8 @@ class PipelineConfig:
     merges distinct rebalances of a rolling restart into one episode.
     ``max_clock_skew_s`` / ``max_event_delay_s``: an event's time may be at most this much
     after / before the Kafka timestamp of its record (the agent buffers, clocks drift).
+    ``kip848_heartbeat_ms`` / ``kip848_session_timeout_ms``: the brokers' KIP-848 group
+    settings (members do not report them; the recommend stage prices KIP-848 with them).
     ``since_ms``: recompute silver and gold for the groups with events from this time; a
     first ingest starts from it. ``kafka_options``: extra settings of the Kafka source
     (``kafka.`` prefix added), e.g. SASL for a secured telemetry cluster.
@@ -91,6 +106,8 @@ class PipelineConfig:
     max_event_delay_s: float = 7 * 86400.0
     min_event_time_ms: int = 1_420_070_400_000  # 2015-01-01: anything older is a broken clock
     max_offsets_per_trigger: int | None = None
+    kip848_heartbeat_ms: int = 5_000
+    kip848_session_timeout_ms: int = 45_000
     since_ms: int | None = None
     kafka_options: dict[str, str] = field(default_factory=dict)
 
@@ -104,6 +121,9 @@ class PipelineConfig:
                             "use e.g. 0.05 to fail a batch with more than 5% bad rows")
         if self.episode_gap_s <= 0:
             raise LensError(f"episode_gap_s={self.episode_gap_s} must be > 0 (seconds between two rebalances)")
+        if self.kip848_heartbeat_ms <= 0 or self.kip848_session_timeout_ms <= 0:
+            raise LensError("kip848_heartbeat_ms and kip848_session_timeout_ms must be > 0 (milliseconds, "
+                            "the brokers' group.consumer.heartbeat.interval.ms and group.consumer.session.timeout.ms)")
         if self.max_offsets_per_trigger is not None and self.max_offsets_per_trigger <= 0:
             raise LensError("max_offsets_per_trigger must be a positive number of records, or None for no limit")
         object.__setattr__(self, "spark_log_level", self.spark_log_level.upper())

@@ -14,15 +14,35 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from pipelines.simulator.assignors import ASSIGNORS
+from pipelines.simulator.cost_model import DEFAULT_HEARTBEAT_MS
 from pipelines.simulator.replay import Setup, restart_pairs
 
-# KIP-848: the broker owns the session timeout (group.consumer.session.timeout.ms, default
-# 45 s); members do not report it.
-BROKER_SESSION_TIMEOUT_MS = 45_000
 MIN_SESSION_TIMEOUT_MS = 6_000  # the broker's group.min.session.timeout.ms default
+DEFAULT_SESSION_TIMEOUT_MS = 45_000  # librdkafka's session.timeout.ms
 # How much longer than the longest restart (static) or stall (max.poll.interval.ms) the new
 # timeout is: room for a slower restart than any seen, without hiding a real crash for long.
 HEADROOM = 2.0
+
+
+@dataclass(frozen=True)
+class BrokerGroups:
+    """The brokers' KIP-848 group settings: members do not report them (pipeline settings)."""
+
+    heartbeat_ms: int = 5_000  # group.consumer.heartbeat.interval.ms
+    session_timeout_ms: int = 45_000  # group.consumer.session.timeout.ms
+
+
+def kind_of(setup: Setup) -> str:
+    """The cost model's protocol kind: classic eager or cooperative, or KIP-848 (``consumer``)."""
+    return "consumer" if setup.assignor.startswith("consumer:") else ASSIGNORS[setup.assignor].rebalance_protocol
+
+
+def heartbeats(members: list[dict[str, Any]], broker: BrokerGroups) -> dict[str, int]:
+    """The heartbeat interval under each kind: the classic members' own (librdkafka's default
+    when none set it), the brokers' for KIP-848."""
+    classic = max((m["heartbeat_interval_ms"] or 0 for m in members if m["group_protocol"] == "classic"),
+                  default=0) or DEFAULT_HEARTBEAT_MS
+    return {"eager": classic, "cooperative": classic, "consumer": broker.heartbeat_ms}
 
 
 @dataclass(frozen=True)
@@ -50,13 +70,15 @@ def _majority(values: list[Any]) -> Any:
     return Counter(values).most_common(1)[0][0]
 
 
-def current_config(members: list[dict[str, Any]]) -> Config:
+def current_config(members: list[dict[str, Any]], broker: BrokerGroups) -> Config:
     """What most of the group's members ran with (the latest members count: a rollout changes it)."""
     latest = sorted(members, key=lambda m: m["joined_ms"])[-max(1, len(members) // 2):]
     timeouts = [m["session_timeout_ms"] for m in latest if m["session_timeout_ms"]]
-    return Config(Setup(assignor=_majority([assignor_of(m) for m in latest]),
+    assignor = _majority([assignor_of(m) for m in latest])
+    return Config(Setup(assignor=assignor,
                         static=_majority([m["group_instance_id"] is not None for m in latest]),
-                        session_timeout_ms=_majority(timeouts) if timeouts else BROKER_SESSION_TIMEOUT_MS,
+                        session_timeout_ms=(broker.session_timeout_ms if assignor.startswith("consumer:")
+                                            else _majority(timeouts) if timeouts else DEFAULT_SESSION_TIMEOUT_MS),
                         max_poll_interval_ms=_majority([m["max_poll_interval_ms"] for m in latest])),
                   commit_on_revoke=_majority([bool(m["commit_on_revoke"]) for m in latest]))
 

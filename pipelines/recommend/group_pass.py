@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from pipelines.catalog import RECOMMENDATIONS
+from pipelines.recommend.candidates import BrokerGroups
 from pipelines.recommend import what_if as what_if_module
 from pipelines.recommend.rules import Evidence, Recommendation, recommend
 
@@ -40,14 +41,15 @@ def recommendation_row(group_id: str, rank: int, r: Recommendation, w: what_if_m
     return row
 
 
-def recommend_group(rows: list[dict[str, Any]], lake_path: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def recommend_group(rows: list[dict[str, Any]], lake_path: str,
+                    broker: BrokerGroups = BrokerGroups()) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(what-if rows, recommendation rows) of one group; ``rows`` carry ``source`` (members,
     handoffs, episodes, intervals) and the source table's columns."""
     of: dict[str, list[dict[str, Any]]] = {"members": [], "handoffs": [], "episodes": [], "intervals": []}
     for row in rows:
         of[row["source"]].append(row[row["source"]])
     group_id = rows[0]["group_id"]
-    w = what_if_module.what_if(of["members"], of["handoffs"], of["intervals"])
+    w = what_if_module.what_if(of["members"], of["handoffs"], of["intervals"], broker)
     if w is None:
         return [], []
     found = recommend(Evidence(group_id, of["members"], of["handoffs"], of["episodes"], of["intervals"], w))

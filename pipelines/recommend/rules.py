@@ -20,8 +20,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from pipelines.recommend.candidates import (Config, changes, longest_restart_ms, longest_stall_ms, mixed_protocols,
-                                            static_session_timeout_ms, with_setup)
+from pipelines.recommend.candidates import (Config, changes, kind_of, longest_restart_ms, longest_stall_ms,
+                                            mixed_protocols, static_session_timeout_ms, with_setup)
 from pipelines.recommend.what_if import WhatIf, partition_counts
 from pipelines.simulator.assignors import ASSIGNORS, assign
 from pipelines.simulator.cost_model import Priced, price
@@ -287,7 +287,8 @@ def enforce_rule(e: Evidence) -> Recommendation | None:
     before, after = skew(member_loads(fitted.rate, now)), skew(member_loads(fitted.rate, again))
     handed = [SimHandoff(tp, "graceful", tp in moved) for tps in now.values() for tp in sorted(tps)
               if tp in moved or not cur.setup.cooperative]
-    one = price([SimRebalance(0, "enforced", tuple(handed))], fitted, cur.commit_on_revoke, cur.setup.session_timeout_ms)
+    one = price([SimRebalance(0, "enforced", tuple(handed))], fitted, kind_of(cur.setup), cur.commit_on_revoke,
+                cur.setup.session_timeout_ms)
     requests = sum(len(m["enforced_ms"]) for m in e.members)
     enforced = e.churn("enforced")
     useful = before >= SKEW_RATIO and after <= 0.8 * before
@@ -317,8 +318,8 @@ def enforce_rule(e: Evidence) -> Recommendation | None:
                   "hot partitions needs more partitions, better keys, or a rate-aware assignor.",
                   "Keep enforce_rebalance for what changes the assignment (a subscription the group has not seen).")
         without = [{**m, "enforced_ms": []} for m in e.members]
-        priced = price(replay(without, partition_counts(e.intervals), cur.setup), fitted, cur.commit_on_revoke,
-                       cur.setup.session_timeout_ms)
+        priced = price(replay(without, partition_counts(e.intervals), cur.setup), fitted, kind_of(cur.setup),
+                       cur.commit_on_revoke, cur.setup.session_timeout_ms)
     level, why = _confidence(e, cur) if requests else \
         ("medium", "no enforced rebalance was measured here; its cost is simulated")
     return Recommendation("enforce_policy", title, cur if priced else None, change, policy, tuple(evidence),

@@ -8,6 +8,7 @@ from pyspark.sql import functions as F
 from pipelines import catalog, lake
 from pipelines.config import PipelineConfig, Progress
 from pipelines.gold.group_apply import apply_per_group
+from pipelines.recommend.candidates import BrokerGroups
 from pipelines.recommend.group_pass import recommend_group
 from pipelines.scope import pending
 
@@ -44,9 +45,10 @@ def run(spark: SparkSession, config: PipelineConfig, progress: Progress = print)
         return {"groups": 0}
     high, groups = todo
     lake_path = config.lake_path
+    broker = BrokerGroups(config.kip848_heartbeat_ms, config.kip848_session_timeout_ms)
 
     def recommend(group: list[dict]) -> list[dict]:
-        what_if, recommendations = recommend_group(group, lake_path)
+        what_if, recommendations = recommend_group(group, lake_path, broker)
         return ([{"what_if": row, "recommendation": None} for row in what_if]
                 + [{"what_if": None, "recommendation": row} for row in recommendations])
 

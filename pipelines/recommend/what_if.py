@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pipelines.recommend.candidates import Config, candidates, current_config
+from pipelines.recommend.candidates import BrokerGroups, Config, candidates, current_config, heartbeats, kind_of
 from pipelines.simulator.cost_model import Fitted, Priced, fit, price
 from pipelines.simulator.replay import Setup, replay
 
@@ -58,20 +58,21 @@ def measured(handoffs: list[dict[str, Any]]) -> Measured:
                     sum(_figure(h["unavailable_s"], h["unavailable_lower_s"], h["unavailable_upper_s"]) for h in churn))
 
 
-def what_if(members: list[dict[str, Any]], handoffs: list[dict[str, Any]],
-            intervals: list[dict[str, Any]]) -> WhatIf | None:
+def what_if(members: list[dict[str, Any]], handoffs: list[dict[str, Any]], intervals: list[dict[str, Any]],
+            broker: BrokerGroups) -> WhatIf | None:
     """The group's what-if, or None when it has no member that reported its configuration."""
     if not members:
         return None
-    current = current_config(members)
-    fitted = fit(handoffs, intervals, members)
+    current = current_config(members, broker)
+    fitted = fit(handoffs, intervals, members, kind_of(current.setup), heartbeats(members, broker),
+                 current.setup.session_timeout_ms)
     partitions = partition_counts(intervals)
     replays: dict[Setup, list] = {}
     priced = {}
     for c in candidates(current, members):
         if c.setup not in replays:
             replays[c.setup] = replay(members, partitions, c.setup)
-        priced[c] = price(replays[c.setup], fitted, c.commit_on_revoke, c.setup.session_timeout_ms)
+        priced[c] = price(replays[c.setup], fitted, kind_of(c.setup), c.commit_on_revoke, c.setup.session_timeout_ms)
     times = [m["joined_ms"] for m in members] + [m["last_seen_ms"] for m in members]
     return WhatIf(current, fitted, measured(handoffs), priced, (min(times), max(times)))
 

@@ -7,13 +7,14 @@ Fitted from the group's own gold rows, never from constants tuned to our scenari
 - the uncommitted window: the records a graceful handoff re-delivered, over the
   partitions' rates (seconds of records processed but not committed at a revoke); a
   graceful handoff re-delivers ``rate x window`` records, none with commit-on-revoke;
-- a handoff's pause: the mean measured pause of the group's graceful handoffs. Every
-  protocol hands a partition over in about one heartbeat round (assignors.md §5: eager
-  and cooperative join/sync rounds, KIP-848's heartbeat reconciliation), so the
-  protocols differ by how many partitions they hand over, which the replay counts; a
-  candidate on another protocol than the observed one is priced with the same pause
-  and its confidence says so. A group that never made an ordinary handoff gets one
-  heartbeat interval (the round's detection lag; ``DEFAULT_HEARTBEAT_MS`` when unknown);
+- a handoff's pause, by how the protocol hands a partition over (``PROTOCOL_KINDS``):
+  a partition that moves waits for the new owner's round (eager: every member rejoins;
+  cooperative: the second round; KIP-848: the gainer's next heartbeat), and under eager
+  one given back to its owner waits for the round only. Each is ``overhead + heartbeats
+  x heartbeat interval`` (``HEARTBEATS``: the protocol's detection lag, measured on the
+  embedded broker); the group's own kind is its measured mean, and its overhead (what
+  the measured pause has beyond the heartbeats: fetch, processing, commit) carries to
+  the other kinds;
 - commit-on-revoke's extra pause: the measured revoke callbacks that committed, less
   the ones that did not (a prior of ``COMMIT_IN_REVOKE_PRIOR_S`` until a group has both);
 - a static member's return (a bounce): its time away plus what a return took beyond that
@@ -38,6 +39,12 @@ from pipelines.simulator.replay import SimHandoff, SimRebalance, restart_pairs
 # broker a committed revoke callback took this much longer than one that did not commit.
 COMMIT_IN_REVOKE_PRIOR_S = 0.02
 DEFAULT_HEARTBEAT_MS = 3_000  # librdkafka's heartbeat.interval.ms
+PROTOCOL_KINDS = ("eager", "cooperative", "consumer")  # classic eager, classic cooperative, KIP-848
+# A handoff's pause in heartbeat intervals, per kind (a moved partition) and for an eager
+# partition given back to its owner: the mean measured pause (ground truth) of 11 runs of
+# rolling-restart and scale-out-in under range, roundrobin, cooperative-sticky and KIP-848 on
+# the embedded broker (1 s heartbeats, classic and KIP-848), 56 / 16 / 23 / 64 handoffs.
+HEARTBEATS = {"eager": 0.28, "cooperative": 0.88, "consumer": 0.53, "eager_same_owner": 0.13}
 
 
 def _mean(values: Iterable[float | None]) -> float | None:
@@ -56,7 +63,9 @@ class Fitted:
     rate: dict[TopicPartition, float]  # records per second
     uncommitted_window_s: float
     window_observations: int
-    handoff_pause_s: float
+    kind: str  # the group's protocol kind (``PROTOCOL_KINDS``)
+    move_pause_s: dict[str, float]  # a moved partition's pause under each protocol kind
+    same_owner_pause_s: float  # eager: a partition given back to its owner
     pause_observations: int
     return_overhead_s: float  # a static member's return: pause beyond its time away
     commit_in_revoke_s: float
@@ -72,7 +81,7 @@ class Fitted:
             return self.lost_duplicates
         return 0.0 if commit_on_revoke else self.rate.get(h.partition, 0.0) * self.uncommitted_window_s
 
-    def pause_s(self, h: SimHandoff, commit_on_revoke: bool, session_timeout_ms: int) -> float:
+    def pause_s(self, h: SimHandoff, kind: str, commit_on_revoke: bool, session_timeout_ms: int) -> float:
         if h.kind == "crash":
             return session_timeout_ms / 1000.0 + self.crash_overhead_s
         if h.kind == "lost":
@@ -80,7 +89,8 @@ class Fitted:
         commit = self.commit_in_revoke_s if commit_on_revoke else 0.0
         if h.kind == "bounce":
             return h.down_s + self.return_overhead_s + commit
-        return self.handoff_pause_s + commit
+        pause = self.move_pause_s[kind] if h.moved else self.same_owner_pause_s
+        return h.down_s + pause + commit  # down_s: a static member's session expiring
 
 
 def partition_rates(intervals: list[dict[str, Any]]) -> dict[TopicPartition, float]:
@@ -97,9 +107,11 @@ def partition_rates(intervals: list[dict[str, Any]]) -> dict[TopicPartition, flo
     return {tp: records[tp] / seconds[tp] for tp in seconds if seconds[tp] > 0}
 
 
-def fit(handoffs: list[dict[str, Any]], intervals: list[dict[str, Any]],
-        members: list[dict[str, Any]]) -> Fitted:
-    """The cost parameters of one group from its gold rows."""
+def fit(handoffs: list[dict[str, Any]], intervals: list[dict[str, Any]], members: list[dict[str, Any]],
+        kind: str, heartbeat_ms: dict[str, int], session_timeout_ms: int) -> Fitted:
+    """The cost parameters of one group from its gold rows; ``kind``: the group's protocol
+    kind; ``heartbeat_ms``: the heartbeat interval under each kind; ``session_timeout_ms``:
+    the group's, which its crashes waited for."""
     rate = partition_rates(intervals)
     graceful = [h for h in handoffs if h["release_kind"] == "revoked" and h["cause"] != "start"]
     plain = [h for h in graceful if not h["commit_in_revoke"] and h["duplicates_confirmed"] is not None
@@ -110,27 +122,34 @@ def fit(handoffs: list[dict[str, Any]], intervals: list[dict[str, Any]],
     joined = {m["agent_id"]: m["joined_ms"] for m in members}
     left = {m["agent_id"]: m["left_ms"] for m in members}
     returns = [h for h in graceful if pairs.get(h["prev_agent_id"]) == h["next_agent_id"]]  # to its own restart
-    pauses = [h["unavailable_s"] for h in graceful if h["unavailable_s"] is not None and h not in returns]
+    ordinary = [h for h in graceful if h["unavailable_s"] is not None and h not in returns]
+    moved = [h["unavailable_s"] for h in ordinary if not h["same_owner"]]
+    same = [h["unavailable_s"] for h in ordinary if h["same_owner"]]
     overheads = [h["unavailable_s"] - (joined[h["next_agent_id"]] - left[h["prev_agent_id"]]) / 1000.0
                  for h in returns if h["unavailable_s"] is not None]
     committed = _mean(h["revoke_callback_ms"] for h in graceful if h["commit_in_revoke"])
     uncommitted = _mean(h["revoke_callback_ms"] for h in graceful if not h["commit_in_revoke"])
     crashes = [h for h in handoffs if h["release_kind"] == "crash"]
-    timeouts = {m["agent_id"]: m["session_timeout_ms"] for m in members}
-    overhead = _mean(_mid(h["unavailable_lower_s"], h["unavailable_upper_s"]) - timeouts[h["prev_agent_id"]] / 1000.0
-                     for h in crashes if timeouts.get(h["prev_agent_id"])
-                     and _mid(h["unavailable_lower_s"], h["unavailable_upper_s"]) is not None)
+    crash_pauses = [_mid(h["unavailable_lower_s"], h["unavailable_upper_s"]) for h in crashes]
+    crash_overhead = _mean(p - session_timeout_ms / 1000.0 for p in crash_pauses if p is not None)
     lost = [h for h in handoffs if h["release_kind"] == "lost"]
-    heartbeat = max((m["heartbeat_interval_ms"] or 0 for m in members), default=0) or DEFAULT_HEARTBEAT_MS
-    pause = _mean(pauses) if pauses else heartbeat / 1000.0
+
+    def prior(k: str) -> float:
+        return HEARTBEATS[k] * heartbeat_ms[k.split("_")[0]] / 1000.0
+
+    overhead = max(0.0, _mean(moved) - prior(kind)) if moved else 0.0
+    move = {k: overhead + prior(k) for k in PROTOCOL_KINDS}
+    pause = move[kind] = _mean(moved) if moved else move[kind]
     return Fitted(
         rate=rate, uncommitted_window_s=window, window_observations=len(plain),
-        handoff_pause_s=pause, pause_observations=len(pauses),
+        kind=kind, move_pause_s=move,
+        same_owner_pause_s=_mean(same) if same else overhead + prior("eager_same_owner"),
+        pause_observations=len(moved) + len(same),
         return_overhead_s=max(0.0, _mean(overheads)) if overheads else pause,
         commit_in_revoke_s=(max(0.0, (committed - uncommitted) / 1000.0) if committed is not None
                             and uncommitted is not None else COMMIT_IN_REVOKE_PRIOR_S),
         crash_duplicates=_mean(_mid(h["duplicates_lower"], h["duplicates_upper"]) for h in crashes) or 0.0,
-        crash_overhead_s=overhead if overhead is not None else pause,
+        crash_overhead_s=crash_overhead if crash_overhead is not None else pause,
         lost_duplicates=_mean(h["duplicates_confirmed"] for h in lost) or 0.0,
         lost_pause_s=_mean(_mid(h["unavailable_lower_s"], h["unavailable_upper_s"]) for h in lost) or pause)
 
@@ -146,11 +165,11 @@ class Priced:
     pause_s: float
 
 
-def price(rebalances: list[SimRebalance], fitted: Fitted, commit_on_revoke: bool,
+def price(rebalances: list[SimRebalance], fitted: Fitted, kind: str, commit_on_revoke: bool,
           session_timeout_ms: int) -> Priced:
     handoffs = [h for r in rebalances for h in r.handoffs]
     return Priced(
         rebalances=sum(r.group_rebalance for r in rebalances),
         handoffs=len(handoffs), partitions_moved=sum(h.moved for h in handoffs),
         duplicates=sum(fitted.duplicates(h, commit_on_revoke) for h in handoffs),
-        pause_s=sum(fitted.pause_s(h, commit_on_revoke, session_timeout_ms) for h in handoffs))
+        pause_s=sum(fitted.pause_s(h, kind, commit_on_revoke, session_timeout_ms) for h in handoffs))

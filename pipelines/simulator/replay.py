@@ -14,7 +14,10 @@ assignor model and lists the partition handoffs the rebalance makes:
   the partitions that change owner, and those of members that left;
 - with static membership a restart (a leave followed by its replacement within
   ``session.timeout.ms``) is no rebalance at all: the member's own partitions wait
-  for it (assignors.md §3); a crash is found after ``session.timeout.ms``;
+  for it (assignors.md §3); a static member that leaves for good sends no LeaveGroup,
+  so the group rebalances only when its session expires, and partitions assigned to
+  members that have gone but not yet expired are not read by anyone (no handoff);
+  a crash is found after ``session.timeout.ms``;
 - a stall shorter than ``max.poll.interval.ms`` is no rebalance.
 
 What a handoff costs is the cost model's business (``pipelines.simulator.cost_model``).
@@ -31,6 +34,7 @@ from pipelines.simulator.group import Assignment, Member, TopicPartition
 from pipelines.simulator.handoff import classic_cooperative_rounds, owners
 
 HandoffKind = Literal["graceful", "lost", "crash", "bounce"]
+FIRST_READ_MS = 1_000  # a member given a partition reads it within this (the measured handoffs: 0.1-0.9 s)
 
 
 @dataclass(frozen=True)
@@ -52,7 +56,8 @@ class SimHandoff:
     partition: TopicPartition
     kind: HandoffKind  # how the previous owner let go
     moved: bool  # to another member (an eager rebalance also hands a partition back to its owner)
-    down_s: float = 0.0  # a bounce: how long the member was away; a lost partition: the stall
+    down_s: float = 0.0  # a bounce: how long the member was away; a static leave: the session it waited out
+    to: str = ""  # the logical member that gets it
 
 
 @dataclass(frozen=True)
@@ -66,7 +71,7 @@ class SimRebalance:
 @dataclass(frozen=True)
 class Change:
     at_ms: int
-    kind: str  # join, leave, crash, stall, back, subscribe, enforce, bounce
+    kind: str  # join, leave, depart, expire, crash, stall, back, subscribe, enforce, bounce
     member: str  # the logical member: a chain of restarts under static membership is one
     cause: str
     topics: frozenset[str] = frozenset()
@@ -78,6 +83,7 @@ class _Group:
     setup: Setup
     partitions: dict[str, int]
     members: dict[str, Member] = field(default_factory=dict)  # logical member -> its assignor view, join order
+    departed: set[str] = field(default_factory=set)  # static members gone whose sessions have not expired
     owned: Assignment = field(default_factory=dict)
     rebalances: list[SimRebalance] = field(default_factory=list)
 
@@ -129,7 +135,11 @@ def changes_of(members: list[dict[str, Any]], setup: Setup) -> tuple[list[tuple[
             if down_s * 1000 >= setup.max_poll_interval_ms:
                 changes.append(Change(stall["at_ms"], "stall", me, "poll_interval_exceeded", down_s=down_s))
                 changes.append(Change(back, "back", me, "poll_interval_exceeded", subs[-1][1]))
-        if m["left_ms"] is not None and agent not in bounced:
+        if m["left_ms"] is not None and agent not in bounced and setup.static:
+            changes.append(Change(m["left_ms"], "depart", me, m["leave_cause"] or "scale_in"))
+            changes.append(Change(m["left_ms"] + setup.session_timeout_ms, "expire", me, m["leave_cause"] or "scale_in",
+                                  down_s=setup.session_timeout_ms / 1000.0))
+        elif m["left_ms"] is not None and agent not in bounced:
             changes.append(Change(m["left_ms"], "leave", me, m["leave_cause"] or "scale_in"))
         elif m["crashed"]:
             changes.append(Change(m["last_seen_ms"] + setup.session_timeout_ms, "crash", me, "crash"))
@@ -149,13 +159,13 @@ def _rebalance(g: _Group, at_ms: int, trigger: str, gone: dict[str, HandoffKind]
     handoffs = []
     for tp, owner in sorted(after.items()):
         prev = before.get(tp)
-        if prev is None:
-            continue  # a partition nobody had (a new subscription) starts; it is not handed off
+        if prev is None or owner in g.departed:
+            continue  # nobody had it (a new subscription starts), or nobody will read it
         moved = prev != owner
         if prev in gone:
-            handoffs.append(SimHandoff(tp, gone[prev], True, down_s))
+            handoffs.append(SimHandoff(tp, gone[prev], True, down_s, owner))
         elif moved or not g.setup.cooperative:
-            handoffs.append(SimHandoff(tp, "graceful", moved))
+            handoffs.append(SimHandoff(tp, "graceful", moved, to=owner))
     g.owned = new
     g.rebalances.append(SimRebalance(at_ms, trigger, tuple(handoffs)))
 
@@ -173,7 +183,7 @@ def replay(members: list[dict[str, Any]], partitions: dict[str, int], setup: Set
         if c.kind == "bounce":
             mine = sorted(g.owned.get(c.member, ()))
             g.rebalances.append(SimRebalance(c.at_ms, "restart", tuple(
-                SimHandoff(tp, "bounce", False, c.down_s) for tp in mine), group_rebalance=False))
+                SimHandoff(tp, "bounce", False, c.down_s, c.member) for tp in mine), group_rebalance=False))
         elif c.kind in ("join", "back"):
             g.members[c.member] = Member(c.member, c.member if setup.static else None, c.topics)
             _rebalance(g, c.at_ms, c.cause, {})
@@ -182,8 +192,25 @@ def replay(members: list[dict[str, Any]], partitions: dict[str, int], setup: Set
             _rebalance(g, c.at_ms, c.cause, {})
         elif c.kind == "enforce" and c.member in g.members:
             _rebalance(g, c.at_ms, c.cause, {})
-        elif c.kind in ("leave", "crash", "stall") and g.members.pop(c.member, None) is not None:
-            kind: HandoffKind = {"leave": "graceful", "crash": "crash", "stall": "lost"}[c.kind]  # type: ignore[assignment]
+        elif c.kind == "depart":
+            g.departed.add(c.member)
+        elif c.kind in ("leave", "expire", "crash", "stall") and g.members.pop(c.member, None) is not None:
+            g.departed.discard(c.member)
+            kind: HandoffKind = {"leave": "graceful", "expire": "graceful", "crash": "crash",  # type: ignore[assignment]
+                                 "stall": "lost"}[c.kind]
             _rebalance(g, c.at_ms, c.cause, {c.member: kind}, c.down_s)
             g.owned.pop(c.member, None)
-    return g.rebalances
+    return _read_before_leaving(g.rebalances, changes)
+
+
+def _read_before_leaving(rebalances: list[SimRebalance], changes: list[Change]) -> list[SimRebalance]:
+    """Without the handoffs to members that go within ``FIRST_READ_MS`` of getting the
+    partition: they read nothing (a fleet stopping member after member), so nobody re-reads
+    or waits there, as nobody does in the measured group."""
+    going = [(c.at_ms, c.member) for c in changes if c.kind in ("leave", "depart", "crash", "stall")]
+
+    def reads(h: SimHandoff, at_ms: int) -> bool:
+        return not any(m == h.to and at_ms <= t <= at_ms + FIRST_READ_MS for t, m in going)
+
+    return [SimRebalance(r.at_ms, r.trigger, tuple(h for h in r.handoffs if reads(h, r.at_ms)), r.group_rebalance)
+            for r in rebalances]

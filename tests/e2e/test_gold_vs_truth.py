@@ -18,14 +18,16 @@ second per partition, so the two clocks differ by a poll and an inter-record gap
 """
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections import Counter, defaultdict
 from typing import Any
 
 import pytest
 
+from lens_cli.closed_loop import rerun
 from pipelines import catalog, lake
-from pipelines.config import PipelineConfig
+from pipelines.config import PipelineConfig, embedded_broker_groups
 from pipelines.gold.costs import read_costs
 from pipelines.stages import run_pipeline
 from pipelines.simulator.assignors import assign
@@ -48,13 +50,13 @@ def _plan() -> list[tuple[str, str]]:
 @pytest.fixture(scope="module")
 def landed(kafka, spark, tmp_path_factory) -> dict[str, Any]:
     telemetry = f"e2e-telemetry-{uuid.uuid4().hex[:6]}"
-    runs = {}
+    runs, options_of = {}, {}
     for name, assignor in _plan():
         options = RunOptions(assignor=assignor, commit="batch", out_dir=tmp_path_factory.mktemp("runs"),
                              bootstrap=kafka.bootstrap_servers, telemetry_topic=telemetry)
-        runs[name] = run_scenario(load(name), options)
+        runs[name], options_of[name] = run_scenario(load(name), options), options
     config = PipelineConfig(bootstrap_servers=kafka.bootstrap_servers, topic=telemetry,
-                            lake_path=str(tmp_path_factory.mktemp("e2e-lake") / "lake"))
+                            lake_path=str(tmp_path_factory.mktemp("e2e-lake") / "lake"), **embedded_broker_groups())
     results = run_pipeline(spark, config, progress=lambda _m: None)
     handoffs = [r.asDict() for r in lake.read(spark, config.lake_path, catalog.HANDOFFS).collect()]
     clients = {r.agent_id: r.client_id for r in
@@ -64,8 +66,11 @@ def landed(kafka, spark, tmp_path_factory) -> dict[str, Any]:
     events: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in lake.read(spark, config.lake_path, catalog.EVENTS).select(*ENVELOPE).collect():
         events[r.group_id].append(r.asDict())
+    recommendations = [r.asDict(recursive=True) for r in
+                       lake.read(spark, config.lake_path, catalog.RECOMMENDATIONS).orderBy("group_id", "rank").collect()]
     return {"runs": runs, "handoffs": handoffs, "clients": clients, "results": results,
-            "costs": read_costs(spark, config.lake_path), "metrics": metrics, "events": events}
+            "costs": read_costs(spark, config.lake_path), "metrics": metrics, "events": events,
+            "options": options_of, "recommendations": recommendations, "config": config}
 
 
 def _gold_for_run(landed: dict[str, Any], run_id: str) -> dict[tuple, dict[str, Any]]:
@@ -230,3 +235,36 @@ def test_assignor_models_give_the_assignments_the_groups_made(landed):
                 mismatches.append(f"{name} generation {r.generation} ({r.assignor}): model {model} != {r.target}")
     assert {"range", "roundrobin"} <= set(checked), checked
     assert not mismatches, "\n".join(mismatches)
+
+
+def test_every_run_gets_ranked_recommendations_whose_evidence_queries_run(spark, landed):
+    """Each group gets changes ranked from 1 (or one healthy verdict); each change names its
+    config lines, rollout, evidence and predicted savings, and its evidence query runs as
+    given, with the group id as a parameter."""
+    by_group = defaultdict(list)
+    for r in landed["recommendations"]:
+        by_group[r["group_id"]].append(r)
+    for name, run in landed["runs"].items():
+        found = by_group[run.manifest["group_id"]]
+        assert [r["rank"] for r in found] == list(range(1, len(found) + 1)), name
+        for r in found:
+            if r["target_assignor"] is not None and r["kind"] != "enforce_policy":
+                assert r["config_change"] and r["rollout"] and r["evidence"], (name, r["kind"])
+                assert r["duplicates_saved"] is not None and r["pause_saved_s"] is not None, (name, r["kind"])
+            assert spark.sql(r["evidence_query"], args={"group_id": r["group_id"]}).count() > 0, (name, r["kind"])
+
+
+# One assignor or static-membership change and one commit-on-revoke change, rerun with the
+# change applied: the measured saving (ground truth of both runs) must hold the prediction.
+CLOSED_LOOP = (("scale-out-in", "assignor"), ("rolling-restart", "commit_on_revoke"))
+
+
+@pytest.mark.parametrize(("scenario", "kind"), CLOSED_LOOP)
+def test_closed_loop_the_rerun_saves_what_was_predicted(landed, tmp_path, scenario, kind):
+    run = landed["runs"][scenario]
+    rec = next(r for r in landed["recommendations"] if r["group_id"] == run.manifest["group_id"] and r["kind"] == kind)
+    options = dataclasses.replace(landed["options"][scenario], out_dir=tmp_path)
+    verified = rerun(load(scenario), options, run, rec)
+    report = "; ".join(f"{c.figure}: predicted {c.predicted_saving:.1f}, measured {c.measured_saving:.1f}"
+                       for c in verified.checks)
+    assert verified.holds, f"{scenario} ({rec['title']}): {report}"

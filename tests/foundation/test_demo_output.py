@@ -24,3 +24,15 @@ def test_table_shows_bounds_where_gold_has_them():
 def test_chart_is_drawn(tmp_path):
     path = draw([EXACT, CRASH], tmp_path / "costs.png")
     assert path.stat().st_size > 10_000
+
+
+def test_recommendations_sit_beside_the_measured_cost():
+    from lens_cli.demo import _recommendations
+
+    top = {"title": "Use static membership (group.instance.id)", "config_change": ["group.instance.id=<pod name>"],
+           "duplicates_saved": 410.0, "pause_saved_s": 12.5}
+    console = Console(record=True, width=240)
+    console.print(_recommendations([EXACT, CRASH], {EXACT.label: top}))
+    text = console.export_text()
+    assert "group.instance.id=<pod name>" in text and "410 / 12.5" in text and "30 / 2.5" in text
+    assert CRASH.label not in text  # no recommendation read for it: no row

@@ -54,3 +54,12 @@ def test_a_stall_below_max_poll_interval_is_no_rebalance():
     assert {h.kind for h in lost.handoffs if h.moved} == {"lost"} and back.trigger == "poll_interval_exceeded"
     patient = Setup("classic:range", False, session_timeout_ms=6_000, max_poll_interval_ms=20_000)
     assert replay(stalled, PARTITIONS, patient) == []
+
+
+def test_static_members_that_leave_for_good_rebalance_only_when_their_session_expires():
+    leaving = [_member("m1", 0), _member("m2", 0, left=10_000, leave_cause="scale_in")]
+    (expired,) = replay(leaving, PARTITIONS, _setup("classic:range", static=True))
+    assert expired.at_ms == 16_000 and {h.down_s for h in expired.handoffs if h.moved} == {6.0}
+    # the whole fleet stopping: the sessions expire after everyone has gone, nobody reads again
+    stopping = [_member("m1", 0, left=10_500, leave_cause="scale_in"), _member("m2", 0, left=10_000, leave_cause="scale_in")]
+    assert all(r.handoffs == () for r in replay(stopping, PARTITIONS, _setup("classic:range", static=True)))

@@ -31,12 +31,14 @@ def test_a_group_already_on_the_configuration_the_rules_pick_gets_no_change():
     assert abs(current["pause_s"] - current["measured_pause_s"]) <= 0.1 * current["measured_pause_s"]
 
 
-def test_an_eager_group_that_restarts_gets_cooperative_and_static_membership_priced():
+def test_an_eager_group_that_restarts_and_crashes_gets_static_membership_and_a_shorter_session_priced():
+    """busy_fleet: range, 3 s heartbeats, a restart, a crash after a 45 s session timeout, a scale-out."""
     what_if, found = _recommend(busy_fleet())
     changes = {r["kind"]: r for r in found if r["config_change"]}
-    assert {"assignor", "static_membership"} <= set(changes)
-    assert changes["assignor"]["config_change"] == ["partition.assignment.strategy=cooperative-sticky"]
+    assert {"static_membership", "session_timeout"} <= set(changes)
     assert changes["static_membership"]["config_change"][0].startswith("group.instance.id=")
+    assert changes["session_timeout"]["config_change"] == ["session.timeout.ms=9000"]  # three heartbeats
+    assert changes["session_timeout"]["tradeoff"]
     for r in changes.values():
         assert r["pause_saved_s"] > 0 and r["duplicates_saved"] >= 0 and r["evidence"] and r["rollout"]
         assert ":group_id" in r["evidence_query"] and "busy" not in r["evidence_query"]  # a parameter, not text
