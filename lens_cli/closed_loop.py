@@ -69,16 +69,35 @@ def truth_costs(truth: GroundTruth) -> Costs:
     return Costs(float(sum(h.duplicates for h in churn)), sum(h.pause_s for h in churn))
 
 
-def recommendation_for(spark: SparkSession, lake_path: str, group_id: str, kind: str | None = None) -> dict[str, Any]:
-    """The group's top-ranked change (or its best of ``kind``) from gold/recommendations."""
-    rows = (lake.read(spark, lake_path, catalog.RECOMMENDATIONS)
-            .where((F.col("group_id") == group_id) & F.col("target_assignor").isNotNull())
+# The kinds a rerun can check: a config change. (The enforce policy changes the application's
+# calls, which a scenario's timeline fixes.)
+VERIFIABLE = ("assignor", "static_membership", "commit_on_revoke", "max_poll_interval", "session_timeout")
+
+
+def recommendations_of(spark: SparkSession, lake_path: str, group_id: str) -> list[dict[str, Any]]:
+    """The group's rows of gold/recommendations, best first."""
+    rows = (lake.read(spark, lake_path, catalog.RECOMMENDATIONS).where(F.col("group_id") == group_id)
             .orderBy("rank").collect())
-    rows = [r.asDict() for r in rows if kind is None or r.kind == kind]
-    if not rows:
-        raise LensError(f"group {group_id} got no {kind or 'config'} recommendation to verify "
-                        "(see `rebalance-lens recommend --group`)")
-    return rows[0]
+    return [r.asDict(recursive=True) for r in rows]
+
+
+def pick(recommendations: list[dict[str, Any]], scenario: Scenario, options: RunOptions,
+         kind: str | None = None) -> tuple[dict[str, Any], list[str]]:
+    """The best-ranked change a scenario run can apply (of ``kind`` if given), and why the
+    better-ranked ones were passed over."""
+    skipped = []
+    for rec in recommendations:
+        if rec["kind"] not in VERIFIABLE or (kind is not None and rec["kind"] != kind):
+            continue
+        try:
+            apply(scenario, options, target_of(rec))
+        except LensError as err:
+            skipped.append(f"{rec['title']}: {err}")
+            continue
+        return rec, skipped
+    raise LensError(f"no {kind or 'config'} recommendation a scenario run can apply"
+                    + (f" ({'; '.join(skipped)})" if skipped else "")
+                    + ": see `rebalance-lens recommend --group` for what was recommended")
 
 
 def target_of(rec: dict[str, Any]) -> Target:

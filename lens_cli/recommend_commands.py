@@ -95,7 +95,7 @@ def print_verified(v, console) -> None:
 def _verify(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from lens_cli.closed_loop import recommendation_for, rerun
+    from lens_cli.closed_loop import pick, recommendations_of, rerun
     from lens_cli.scenario_commands import _assignor_for, run_with_progress
     from lens_runtime.kafka_broker import EmbeddedKafka
     from lens_runtime.paths import home
@@ -120,9 +120,13 @@ def _verify(args: argparse.Namespace) -> int:
         spark = build_spark(config.spark_settings("rebalance-lens-verify"))
         try:
             run_pipeline(spark, config, progress=lambda m: console.print(f"  {m}", markup=False))
-            rec = recommendation_for(spark, config.lake_path, baseline.manifest["group_id"], args.kind)
+            found = recommendations_of(spark, config.lake_path, baseline.manifest["group_id"])
         finally:
             spark.stop()
+        print_table(found, console)
+        rec, skipped = pick(found, scenario, options, args.kind)
+        for reason in skipped:
+            console.print(f"  passed over (a scenario run cannot apply it): {reason}", markup=False)
         console.print(f"[bold]3/3[/] {scenario.name} again with: {rec['title']}")
         verified = rerun(scenario, options, baseline, rec,
                          on_run=lambda s, o: run_with_progress(s, o, console))

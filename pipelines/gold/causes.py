@@ -89,15 +89,16 @@ def is_stall(e: dict[str, Any], b: dict[str, Any]) -> bool:
     return e["kind"] == "state_transition" and b["to_state"] == STALE_STATE
 
 
-def restarts(joins: list[dict[str, Any]], leaves: list[dict[str, Any]]) -> set[str]:
-    """The agents of joins and leaves that pair up as restarts (each join replaces one leave).
+def restarts(joins: list[dict[str, Any]], leaves: list[dict[str, Any]]) -> tuple[set[str], set[str]]:
+    """(the agents whose leave was a restart, the agents whose join was one): each join replaces one leave.
 
     A leave pairs with the first later join of its identity within ``RESTART_WINDOW_S``,
     else with the first later join of anyone within ``REPLACE_WINDOW_S`` (a replacement
     under a new name: a pod restarted under a new host name, a process numbering its client
     id). A join before the leave is a second instance (a surge), not a restart.
     """
-    paired: set[str] = set()
+    leavers: set[str] = set()
+    joiners: set[str] = set()
     free = sorted(joins, key=lambda e: e["event_time_ms"])
     for leaver in sorted(leaves, key=lambda e: e["event_time_ms"]):
         def after(window_s: float) -> list[dict[str, Any]]:
@@ -107,8 +108,9 @@ def restarts(joins: list[dict[str, Any]], leaves: list[dict[str, Any]]) -> set[s
         joiner = (same or after(REPLACE_WINDOW_S) or [None])[0]
         if joiner is not None:
             free.remove(joiner)
-            paired.update((joiner["agent_id"], leaver["agent_id"]))
-    return paired
+            leavers.add(leaver["agent_id"])
+            joiners.add(joiner["agent_id"])
+    return leavers, joiners
 
 
 def start_joins(joins: list[dict[str, Any]]) -> set[str]:
@@ -132,7 +134,7 @@ def triggers_of(bodies: Bodies) -> list[Trigger]:
     for e, b in bodies:
         if is_leave(e, b):
             leaves.setdefault(e["agent_id"], e)
-    restarted = restarts(joins, list(leaves.values()))
+    left_to_restart, joined_to_restart = restarts(joins, list(leaves.values()))
     first_generation: dict[str, int] = {}
     for e, _ in bodies:
         if e["kind"] == "partitions_assigned" and e["generation"] >= 0:
@@ -143,10 +145,10 @@ def triggers_of(bodies: Bodies) -> list[Trigger]:
         rejoin = e["generation"] + 1 if e["generation"] >= 0 else None
         if kind == "member_config" and b["reason"] == "start":
             cause = ("start" if e["agent_id"] in formed
-                     else "restart" if e["agent_id"] in restarted else "scale_out")
+                     else "restart" if e["agent_id"] in joined_to_restart else "scale_out")
             rejoin = first_generation.get(e["agent_id"])
         elif is_leave(e, b):
-            cause = "restart" if e["agent_id"] in restarted else "scale_in"
+            cause = "restart" if e["agent_id"] in left_to_restart else "scale_in"
         elif kind == "member_config" and b["reason"] == "subscription_changed":
             cause = "subscription_change"
         elif kind == "rebalance_requested" and b["accepted"]:

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from pipelines.catalog import MEMBERS
-from pipelines.gold.causes import is_leave, is_stall, triggers_of
+from pipelines.gold.causes import STALL_REPORT_SLACK_MS, is_leave, is_stall, triggers_of
 from pipelines.gold.ownership import body_of
 
 KINDS = {"member_config", "state_transition", "rebalance_requested", "client_error", "partitions_assigned"}
@@ -71,4 +71,15 @@ def members_of(events: Iterable[dict[str, Any]], handoffs: list[dict[str, Any]])
     for agent, row in rows.items():
         row["last_seen_ms"] = last_seen[agent]
         row["crashed"] = agent in crashed and row["left_ms"] is None
+        lost = [h for h in handoffs if h["prev_agent_id"] == agent and h["release_kind"] == "lost"]
+        for stall in row["stalls"]:
+            stall["began_ms"] = _stall_began(stall["at_ms"], lost, row["max_poll_interval_ms"])
     return list(rows.values())
+
+
+def _stall_began(reported_ms: int, lost: list[dict[str, Any]], max_poll_interval_ms: int) -> int:
+    """When a stall began: the member reports it when it polls again, after the group gave its
+    partitions away ``max.poll.interval.ms`` after its last poll (the earliest next assignment of
+    a partition it lost then), else at least that long before the report."""
+    given = [h["assigned_ms"] for h in lost if abs(h["revoke_ms"] - reported_ms) <= STALL_REPORT_SLACK_MS]
+    return min([*given, reported_ms]) - max_poll_interval_ms

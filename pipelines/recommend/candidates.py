@@ -101,7 +101,7 @@ def longest_restart_ms(members: list[dict[str, Any]]) -> float:
 
 
 def longest_stall_ms(members: list[dict[str, Any]]) -> float:
-    return max(((s["back_ms"] or m["last_seen_ms"]) - s["at_ms"] for m in members for s in m["stalls"]), default=0.0)
+    return max(((s["back_ms"] or m["last_seen_ms"]) - s["began_ms"] for m in members for s in m["stalls"]), default=0.0)
 
 
 def static_session_timeout_ms(current: Config, members: list[dict[str, Any]]) -> int:

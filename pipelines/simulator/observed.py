@@ -49,6 +49,9 @@ def rounds_of(events: Iterable[dict[str, Any]]) -> list[Round]:
     ordered = sorted(events, key=lambda e: (e["event_time_ms"], e["agent_id"], e["seq"]))
     owned: dict[str, set[TopicPartition]] = defaultdict(set)  # agent -> what it holds now
     subscription: dict[str, frozenset[str]] = {}
+    # agent -> the subscription it (re)joined with: an eager member rejoins right after its revoke,
+    # so a subscribe() call after that revoke (a race with another member's change) comes a round later
+    joined_with: dict[str, frozenset[str]] = {}
     before: dict[tuple[int, str], frozenset[TopicPartition]] = {}  # (generation, agent) -> held when it joined it
     held_at: dict[int, dict[str, tuple[Member, frozenset[TopicPartition]]]] = {}
     assignors: dict[int, tuple[str, bool]] = {}
@@ -57,6 +60,8 @@ def rounds_of(events: Iterable[dict[str, Any]]) -> list[Round]:
         kind, agent, g = e["kind"], e["agent_id"], e["generation"]
         if kind == "member_config":
             subscription[agent] = frozenset(body_of(e)["topics"])
+            if body_of(e)["reason"] == "start":
+                joined_with[agent] = subscription[agent]
             continue
         if e["group_protocol"] != "classic" or g < 0 or kind not in CHANGES:
             continue
@@ -65,11 +70,16 @@ def rounds_of(events: Iterable[dict[str, Any]]) -> list[Round]:
         before.setdefault((g, agent), frozenset(owned[agent]))
         if kind == "partitions_assigned":
             owned[agent] = owned[agent] | parts if body["incremental"] else parts
-            member = Member(e["member_id"], e["group_instance_id"], subscription.get(agent, frozenset()))
+            topics = subscription.get(agent, frozenset())
+            if not body["incremental"]:
+                topics = joined_with.get(agent, topics)
+            member = Member(e["member_id"], e["group_instance_id"], topics)
             held_at.setdefault(g, {})[agent] = (member, frozenset(owned[agent]))
             assignors[g] = (e["assignor"], e["rebalance_protocol"] == "cooperative")
         else:
             owned[agent] = owned[agent] - parts if body["incremental"] else set()
+            if not body["incremental"]:
+                joined_with[agent] = subscription.get(agent, frozenset())
             if body["incremental"] and parts:
                 revoked_in.add(g)
     out = []

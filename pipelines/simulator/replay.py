@@ -35,6 +35,8 @@ from pipelines.simulator.handoff import classic_cooperative_rounds, owners
 
 HandoffKind = Literal["graceful", "lost", "crash", "bounce"]
 FIRST_READ_MS = 1_000  # a member given a partition reads it within this (the measured handoffs: 0.1-0.9 s)
+ROUND_MS = 500  # classic: changes this close make one rebalance (one join round)
+LEAVING: dict[str, HandoffKind] = {"leave": "graceful", "expire": "graceful", "crash": "crash", "stall": "lost"}
 
 
 @dataclass(frozen=True)
@@ -129,11 +131,11 @@ def changes_of(members: list[dict[str, Any]], setup: Setup) -> tuple[list[tuple[
             changes.append(Change(m["joined_ms"], "join", me, m["join_cause"] or "scale_out", subs[0][1]))
         changes.extend(Change(at, "subscribe", me, "subscription_change", topics) for at, topics in subs[1:])
         changes.extend(Change(at, "enforce", me, "enforced") for at in m["enforced_ms"])
-        for stall in m["stalls"]:
+        for stall in m["stalls"]:  # the group notices a stall max.poll.interval.ms after the last poll
             back = stall["back_ms"] if stall["back_ms"] is not None else m["last_seen_ms"]
-            down_s = (back - stall["at_ms"]) / 1000.0
-            if down_s * 1000 >= setup.max_poll_interval_ms:
-                changes.append(Change(stall["at_ms"], "stall", me, "poll_interval_exceeded", down_s=down_s))
+            if back - stall["began_ms"] >= setup.max_poll_interval_ms:
+                changes.append(Change(stall["began_ms"] + setup.max_poll_interval_ms, "stall", me,
+                                      "poll_interval_exceeded", down_s=(back - stall["began_ms"]) / 1000.0))
                 changes.append(Change(back, "back", me, "poll_interval_exceeded", subs[-1][1]))
         if m["left_ms"] is not None and agent not in bounced and setup.static:
             changes.append(Change(m["left_ms"], "depart", me, m["leave_cause"] or "scale_in"))
@@ -179,28 +181,47 @@ def replay(members: list[dict[str, Any]], partitions: dict[str, int], setup: Set
     if not g.members:
         return []
     g.owned = assign(setup.assignor, list(g.members.values()), partitions)
-    for c in changes:
-        if c.kind == "bounce":
-            mine = sorted(g.owned.get(c.member, ()))
-            g.rebalances.append(SimRebalance(c.at_ms, "restart", tuple(
-                SimHandoff(tp, "bounce", False, c.down_s, c.member) for tp in mine), group_rebalance=False))
-        elif c.kind in ("join", "back"):
-            g.members[c.member] = Member(c.member, c.member if setup.static else None, c.topics)
-            _rebalance(g, c.at_ms, c.cause, {})
-        elif c.kind == "subscribe" and c.member in g.members:
-            g.members[c.member] = Member(c.member, g.members[c.member].group_instance_id, c.topics)
-            _rebalance(g, c.at_ms, c.cause, {})
-        elif c.kind == "enforce" and c.member in g.members:
-            _rebalance(g, c.at_ms, c.cause, {})
-        elif c.kind == "depart":
-            g.departed.add(c.member)
-        elif c.kind in ("leave", "expire", "crash", "stall") and g.members.pop(c.member, None) is not None:
-            g.departed.discard(c.member)
-            kind: HandoffKind = {"leave": "graceful", "expire": "graceful", "crash": "crash",  # type: ignore[assignment]
-                                 "stall": "lost"}[c.kind]
-            _rebalance(g, c.at_ms, c.cause, {c.member: kind}, c.down_s)
-            g.owned.pop(c.member, None)
+    # A classic coordinator waits for every member to rejoin, so members leaving or joining
+    # together make one rebalance (two scaled in at once); a KIP-848 one computes a new target
+    # at each member's heartbeat, so each change is its own.
+    for batch in _rounds(changes, 0 if setup.assignor.startswith("consumer:") else ROUND_MS):
+        gone: dict[str, HandoffKind] = {}
+        rejoin = False
+        for c in batch:
+            if c.kind == "bounce":
+                mine = sorted(g.owned.get(c.member, ()))
+                g.rebalances.append(SimRebalance(c.at_ms, "restart", tuple(
+                    SimHandoff(tp, "bounce", False, c.down_s, c.member) for tp in mine), group_rebalance=False))
+            elif c.kind == "depart":
+                g.departed.add(c.member)
+            elif c.kind in ("join", "back"):
+                g.members[c.member] = Member(c.member, c.member if setup.static else None, c.topics)
+                rejoin = True
+            elif c.kind == "subscribe" and c.member in g.members:
+                g.members[c.member] = Member(c.member, g.members[c.member].group_instance_id, c.topics)
+                rejoin = True
+            elif c.kind == "enforce" and c.member in g.members:
+                rejoin = True
+            elif c.kind in LEAVING and g.members.pop(c.member, None) is not None:
+                g.departed.discard(c.member)
+                gone[c.member] = LEAVING[c.kind]
+        if rejoin or gone:
+            first = next(c for c in batch if c.kind not in ("bounce", "depart"))
+            _rebalance(g, first.at_ms, first.cause, gone, max((c.down_s for c in batch if c.member in gone), default=0.0))
+            for member in gone:
+                g.owned.pop(member, None)
     return _read_before_leaving(g.rebalances, changes)
+
+
+def _rounds(changes: list[Change], window_ms: int) -> list[list[Change]]:
+    """Changes in time order, those within ``window_ms`` of the first of a round in that round."""
+    rounds: list[list[Change]] = []
+    for c in changes:
+        if rounds and c.at_ms - rounds[-1][0].at_ms <= window_ms:
+            rounds[-1].append(c)
+        else:
+            rounds.append([c])
+    return rounds
 
 
 def _read_before_leaving(rebalances: list[SimRebalance], changes: list[Change]) -> list[SimRebalance]:

@@ -48,9 +48,10 @@ def test_a_restart_longer_than_the_session_timeout_rebalances_even_when_static()
 
 
 def test_a_stall_below_max_poll_interval_is_no_rebalance():
-    stalled = [_member("m1", 0, stalls=[{"at_ms": 5_000, "back_ms": 15_000}]), _member("m2", 0)]
+    stalled = [_member("m1", 0, stalls=[{"began_ms": 5_000, "at_ms": 15_000, "back_ms": 15_100}]), _member("m2", 0)]
     impatient = Setup("classic:range", False, session_timeout_ms=6_000, max_poll_interval_ms=7_000)
-    lost, back = replay(stalled, PARTITIONS, impatient)  # thrown out at 5 s, back at 15 s
+    lost, back = replay(stalled, PARTITIONS, impatient)  # thrown out at 12 s, back at 15.1 s
+    assert (lost.at_ms, back.at_ms) == (12_000, 15_100)
     assert {h.kind for h in lost.handoffs if h.moved} == {"lost"} and back.trigger == "poll_interval_exceeded"
     patient = Setup("classic:range", False, session_timeout_ms=6_000, max_poll_interval_ms=20_000)
     assert replay(stalled, PARTITIONS, patient) == []
