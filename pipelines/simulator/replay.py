@@ -111,12 +111,12 @@ def changes_of(members: list[dict[str, Any]], setup: Setup) -> tuple[list[tuple[
     pairs = restart_pairs(members)
     logical = {m["agent_id"]: m["agent_id"] for m in members}
     by_agent = {m["agent_id"]: m for m in members}
-    bounced: set[str] = set()
+    bounced: dict[str, str] = {}  # joiner -> the leaver it came back for, under static membership
     for leaver, joiner in sorted(pairs.items(), key=lambda p: by_agent[p[0]]["left_ms"]):
         down_s = (by_agent[joiner]["joined_ms"] - by_agent[leaver]["left_ms"]) / 1000.0
         if setup.static and down_s * 1000 < setup.session_timeout_ms:
             logical[joiner] = logical[leaver]
-            bounced.update((leaver, joiner))
+            bounced[joiner] = leaver
     formed, changes = [], []
     for m in sorted(members, key=lambda m: (m["joined_ms"], m["agent_id"])):
         agent, me = m["agent_id"], logical[m["agent_id"]]
@@ -124,7 +124,7 @@ def changes_of(members: list[dict[str, Any]], setup: Setup) -> tuple[list[tuple[
         if m["join_cause"] == "start":
             formed.append((me, subs[0][1]))
         elif agent in bounced:
-            leaver = next(a for a, j in pairs.items() if j == agent)
+            leaver = bounced[agent]
             changes.append(Change(by_agent[leaver]["left_ms"], "bounce", me, "restart", subs[0][1],
                                   (m["joined_ms"] - by_agent[leaver]["left_ms"]) / 1000.0))
         else:
@@ -137,11 +137,12 @@ def changes_of(members: list[dict[str, Any]], setup: Setup) -> tuple[list[tuple[
                 changes.append(Change(stall["began_ms"] + setup.max_poll_interval_ms, "stall", me,
                                       "poll_interval_exceeded", down_s=(back - stall["began_ms"]) / 1000.0))
                 changes.append(Change(back, "back", me, "poll_interval_exceeded", subs[-1][1]))
-        if m["left_ms"] is not None and agent not in bounced and setup.static:
+        gone_for_good = agent not in bounced.values()
+        if m["left_ms"] is not None and gone_for_good and setup.static:
             changes.append(Change(m["left_ms"], "depart", me, m["leave_cause"] or "scale_in"))
             changes.append(Change(m["left_ms"] + setup.session_timeout_ms, "expire", me, m["leave_cause"] or "scale_in",
                                   down_s=setup.session_timeout_ms / 1000.0))
-        elif m["left_ms"] is not None and agent not in bounced:
+        elif m["left_ms"] is not None and gone_for_good:
             changes.append(Change(m["left_ms"], "leave", me, m["leave_cause"] or "scale_in"))
         elif m["crashed"]:
             changes.append(Change(m["last_seen_ms"] + setup.session_timeout_ms, "crash", me, "crash"))
