@@ -3,7 +3,8 @@
     .venv/bin/python benchmarks/pipeline_throughput.py --events 1000000 [--events 10000000] [--keep]
 
 For each size: start the embedded broker, produce the synthetic fleet's telemetry
-(lens_scenarios.synthetic.fleet_telemetry: graceful eager rebalances, some skipped commits),
+(lens_scenarios.synthetic.fleet_telemetry: graceful eager rebalances, some skipped commits, a
+member restarted every 5 rounds),
 then on a fresh lake:
 
 1. the floors: bare Spark batch jobs that read the same topic, parse the JSON and
@@ -31,6 +32,7 @@ import psutil
 
 EVENTS_PER_GROUP = 3 * 12 + 2 * 4  # per round: 12 partitions x (fetch, progress, commit) + 4 members x (assign, revoke)
 ROUNDS = 20
+RESTART_EVERY = 5  # each group restarts a member every 5 rounds: churn for the recommend stage's replays
 
 
 class PeakMemory:
@@ -120,6 +122,7 @@ def produce(bootstrap: str, topic: str, groups: int, prefix: str, seed: int, fro
     n = 0
     rounds = ROUNDS + from_round
     for key, value, ts in fleet_telemetry(groups, members=4, partitions=12, rounds=rounds, seed=seed, prefix=prefix,
+                                          restart_every=RESTART_EVERY,
                                           from_round=from_round):
         while True:
             try:

@@ -56,6 +56,9 @@ def build_spark(settings: SparkSettings):
         .config("spark.jars", ",".join(str(j) for j in spark_jars()))
         .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
         .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+        # Delta's parser drops spark.sql(query, args)'s parameters on Spark 4.1+ (delta-io/delta#7640,
+        # SPARK-59672), so queries would need values spliced into their text; the legacy binding works.
+        .config("spark.sql.legacy.parameterSubstitution.constantsOnly", "true")
         .config("spark.sql.warehouse.dir", f"{lake}/_warehouse")
         .config("spark.sql.shuffle.partitions", str(settings.shuffle_partitions))
         .config("spark.sql.session.timeZone", "UTC")

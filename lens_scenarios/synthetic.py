@@ -202,7 +202,7 @@ class Fleet:
 
 def fleet_telemetry(groups: int, members: int, partitions: int, rounds: int, seed: int = 1,
                     records_per_round: int = 1000, prefix: str = "bench",
-                    from_round: int = 0) -> Iterator[tuple[str, str, int]]:
+                    from_round: int = 0, restart_every: int = 0) -> Iterator[tuple[str, str, int]]:
     """(key, value, timestamp ms) triples for ``groups`` groups that each go through ``rounds`` graceful rebalances.
 
     Each round every member processes and commits part of its partitions, then all
@@ -210,6 +210,9 @@ def fleet_telemetry(groups: int, members: int, partitions: int, rounds: int, see
     its last commit, so handoffs carry duplicates. Deterministic for a given seed.
     ``from_round`` > 0 emits only the later rounds: the same groups' telemetry going on
     (the earlier rounds are generated, so offsets and sequence numbers continue).
+    ``restart_every`` > 0: after every that many rounds one member (in turn) leaves after its
+    revoke and comes back as a new process (same client id and host) before the next
+    assignment: membership churn for the what-if to replay.
     """
     for g in range(groups):
         fleet = Fleet(group=f"{prefix}-{g}", seed=seed * 100_003 + g)
@@ -221,7 +224,7 @@ def fleet_telemetry(groups: int, members: int, partitions: int, rounds: int, see
         offsets = {p: 0 for p in parts}
         start = 0
         for r in range(rounds):
-            if r == from_round:
+            if r == from_round and from_round > 0:  # a group's first rounds include its members' joins
                 start = len(fleet.events)
             t += 1000
             for i, m in enumerate(mems):
@@ -240,5 +243,10 @@ def fleet_telemetry(groups: int, members: int, partitions: int, rounds: int, see
             t += 500
             for m in mems:
                 m.at(t).revokes(*list(m.owned), callback_ms=2.0)
+            if restart_every and (r + 1) % restart_every == 0:
+                i = (r // restart_every) % members
+                mems[i].at(t + 50).leaves()
+                mems[i] = fleet.member(mems[i].client_id, host=mems[i].host, client_id=mems[i].client_id)
+                mems[i].at(t + 400).joins()
         yield from fleet.keyed()[start:]
         fleet.events.clear()
