@@ -7,8 +7,10 @@ and the assignment the group's assignor produced. Under the eager protocol every
 assign callback carries its whole assignment. Under the cooperative protocol the leader
 withholds every partition that changes owner, the losers revoke it, and the next
 generation hands it over (assignors.md 1.3), so a round's target is what the members hold
-after that follow-up generation. KIP-848 groups have no group generation (the envelope
-carries the member epoch) and are not cut into rounds here.
+after that follow-up generation. A static member that comes back within its session gets its stored assignment in the
+same generation, without a round (assignors.md §3): it is not a round's member. KIP-848
+groups have no group generation (the envelope carries the member epoch) and are not cut
+into rounds here.
 """
 from __future__ import annotations
 
@@ -70,6 +72,9 @@ def rounds_of(events: Iterable[dict[str, Any]]) -> list[Round]:
         before.setdefault((g, agent), frozenset(owned[agent]))
         if kind == "partitions_assigned":
             owned[agent] = owned[agent] | parts if body["incremental"] else parts
+            if e["group_instance_id"] and any(m.group_instance_id == e["group_instance_id"] and a != agent
+                                              for a, (m, _) in held_at.get(g, {}).items()):
+                continue  # a static member back within its session: the broker's stored assignment, no round
             topics = subscription.get(agent, frozenset())
             if not body["incremental"]:
                 topics = joined_with.get(agent, topics)
