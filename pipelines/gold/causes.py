@@ -136,9 +136,11 @@ def triggers_of(bodies: Bodies) -> list[Trigger]:
             leaves.setdefault(e["agent_id"], e)
     left_to_restart, joined_to_restart = restarts(joins, list(leaves.values()))
     first_generation: dict[str, int] = {}
+    generation_began: dict[int, int] = {}  # generation -> its first assignment
     for e, _ in bodies:
         if e["kind"] == "partitions_assigned" and e["generation"] >= 0:
             first_generation.setdefault(e["agent_id"], e["generation"])
+            generation_began.setdefault(e["generation"], e["event_time_ms"])
     out = []
     for e, b in bodies:
         kind, t = e["kind"], e["event_time_ms"]
@@ -147,6 +149,8 @@ def triggers_of(bodies: Bodies) -> list[Trigger]:
             cause = ("start" if e["agent_id"] in formed
                      else "restart" if e["agent_id"] in joined_to_restart else "scale_out")
             rejoin = first_generation.get(e["agent_id"])
+            if rejoin is not None and generation_began[rejoin] < t:
+                rejoin = None  # a static member back within its session: its old generation, no rebalance
         elif is_leave(e, b):
             cause = "restart" if e["agent_id"] in left_to_restart else "scale_in"
         elif kind == "member_config" and b["reason"] == "subscription_changed":

@@ -52,10 +52,13 @@ def _figure(exact: float | None, lower: float | None, upper: float | None) -> fl
 
 
 def measured(handoffs: list[dict[str, Any]]) -> Measured:
+    """Gold's figures after the group formed; a stalled owner's lost partition counts its pause's
+    upper bound (the owner read nothing after its last progress), other bounds their midpoint."""
     churn = [h for h in handoffs if h["cause"] != "start"]
     return Measured(len(churn),
                     sum(_figure(h["duplicates_confirmed"], h["duplicates_lower"], h["duplicates_upper"]) for h in churn),
-                    sum(_figure(h["unavailable_s"], h["unavailable_lower_s"], h["unavailable_upper_s"]) for h in churn))
+                    sum(h["unavailable_upper_s"] or 0.0 if h["release_kind"] == "lost" else
+                        _figure(h["unavailable_s"], h["unavailable_lower_s"], h["unavailable_upper_s"]) for h in churn))
 
 
 def what_if(members: list[dict[str, Any]], handoffs: list[dict[str, Any]], intervals: list[dict[str, Any]],

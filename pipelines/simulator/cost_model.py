@@ -23,7 +23,8 @@ Fitted from the group's own gold rows, never from constants tuned to our scenari
 - a crash: the measured pause less the session timeout it waited for, plus the
   candidate's timeout; its duplicates (what the killed member processed past its last
   commit) do not depend on any setting here, so the measured bounds are kept;
-- a stall's lost partitions: their measured duplicates and pause per handoff.
+- a stall's lost partitions: their measured duplicates and pause per handoff, the pause's
+  upper bound (from the owner's last progress: a stalled owner read nothing after it).
 """
 from __future__ import annotations
 
@@ -151,7 +152,7 @@ def fit(handoffs: list[dict[str, Any]], intervals: list[dict[str, Any]], members
         crash_duplicates=_mean(_mid(h["duplicates_lower"], h["duplicates_upper"]) for h in crashes) or 0.0,
         crash_overhead_s=crash_overhead if crash_overhead is not None else pause,
         lost_duplicates=_mean(h["duplicates_confirmed"] for h in lost) or 0.0,
-        lost_pause_s=_mean(_mid(h["unavailable_lower_s"], h["unavailable_upper_s"]) for h in lost) or pause)
+        lost_pause_s=_mean(h["unavailable_upper_s"] for h in lost) or pause)
 
 
 @dataclass(frozen=True)

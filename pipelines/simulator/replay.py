@@ -18,7 +18,8 @@ assignor model and lists the partition handoffs the rebalance makes:
   so the group rebalances only when its session expires, and partitions assigned to
   members that have gone but not yet expired are not read by anyone (no handoff);
   a crash is found after ``session.timeout.ms``;
-- a stall shorter than ``max.poll.interval.ms`` is no rebalance.
+- a stall shorter than ``max.poll.interval.ms`` is no rebalance;
+- an enforced rebalance is what the agent's ``enforce_rebalance`` does (``_enforce``).
 
 What a handoff costs is the cost model's business (``pipelines.simulator.cost_model``).
 The replay is pure and deterministic: the classic models do not depend on order, and
@@ -202,7 +203,7 @@ def replay(members: list[dict[str, Any]], partitions: dict[str, int], setup: Set
                 g.members[c.member] = Member(c.member, g.members[c.member].group_instance_id, c.topics)
                 rejoin = True
             elif c.kind == "enforce" and c.member in g.members:
-                rejoin = True
+                _enforce(g, c)
             elif c.kind in LEAVING and g.members.pop(c.member, None) is not None:
                 g.departed.discard(c.member)
                 gone[c.member] = LEAVING[c.kind]
@@ -212,6 +213,16 @@ def replay(members: list[dict[str, Any]], partitions: dict[str, int], setup: Set
             for member in gone:
                 g.owned.pop(member, None)
     return _read_before_leaving(g.rebalances, changes)
+
+
+def _enforce(g: _Group, c: Change) -> None:
+    """The agent's ``enforce_rebalance`` (measured: README, tests/agent/test_enforce_rebalance.py):
+    under eager protocols the caller revokes its own partitions and rejoins, getting them back
+    (the group rebalances only when the caller leads it, which telemetry does not say);
+    cooperative and KIP-848 members revoke nothing."""
+    mine = sorted(g.owned.get(c.member, ())) if not g.setup.cooperative else []
+    g.rebalances.append(SimRebalance(c.at_ms, c.cause, tuple(
+        SimHandoff(tp, "graceful", False, to=c.member) for tp in mine)))
 
 
 def _rounds(changes: list[Change], window_ms: int) -> list[list[Change]]:
