@@ -2,7 +2,7 @@
 
 The recommendation's target configuration (``recommended``: assignor and protocol,
 static membership, commit-on-revoke, max.poll.interval.ms, session timeout) becomes the
-run's choices: ``RunOptions.assignor`` and ``commit``, each member's
+run's choices: ``RunOptions.assignor``, ``commit`` and ``session_timeout_ms``, each member's
 ``group_instance_id``, the scenario's ``max_poll_interval_ms``. What a scenario run
 cannot set is refused with a LensError, never silently dropped.
 """
@@ -11,9 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from lens_runtime.errors import LensError
-from lens_scenarios.consumer_config import CLASSIC_SESSION_TIMEOUT_MS, protocol_of
+from lens_scenarios.consumer_config import protocol_of
 from lens_scenarios.runner import RunOptions
 from lens_scenarios.spec import Action, MemberSpec, Scenario
+
+MIN_SESSION_TIMEOUT_MS = 6_000  # the embedded broker's group.min.session.timeout.ms (Kafka's default)
 
 
 @dataclass(frozen=True)
@@ -42,9 +44,12 @@ def apply(scenario: Scenario, options: RunOptions, target: Target) -> tuple[Scen
         raise LensError(f"a scenario run cannot choose the broker's {name!r} assignor (the embedded broker's "
                         "default, uniform, is what --protocol consumer runs); verify a classic or uniform change")
     assignor = "consumer" if protocol == "consumer" else name
-    if protocol == "classic" and target.session_timeout_ms != CLASSIC_SESSION_TIMEOUT_MS:
-        raise LensError(f"scenario runs use session.timeout.ms={CLASSIC_SESSION_TIMEOUT_MS}; a change to "
-                        f"{target.session_timeout_ms} cannot be rerun here")
+    session = options.session_timeout_ms
+    if protocol == "classic":
+        if target.session_timeout_ms < MIN_SESSION_TIMEOUT_MS:
+            raise LensError(f"session.timeout.ms={target.session_timeout_ms} is under the broker's minimum "
+                            f"({MIN_SESSION_TIMEOUT_MS})")
+        session = target.session_timeout_ms  # KIP-848: the broker's group.consumer.session.timeout.ms
     commit = options.commit
     if target.commit_on_revoke and commit != "revoke":
         if commit != "batch":
@@ -56,4 +61,4 @@ def apply(scenario: Scenario, options: RunOptions, target: Target) -> tuple[Scen
         scenario = replace(scenario, members=tuple(_static(m) for m in scenario.members),
                            timeline=tuple(_static_action(a) for a in scenario.timeline))
     scenario = replace(scenario, max_poll_interval_ms=target.max_poll_interval_ms)
-    return scenario, replace(options, assignor=assignor, commit=commit)
+    return scenario, replace(options, assignor=assignor, commit=commit, session_timeout_ms=session)

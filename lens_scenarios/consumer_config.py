@@ -28,7 +28,8 @@ def protocol_of(assignor: str) -> str:
 
 
 def member_config(*, bootstrap: str, group_id: str, assignor: str, commit: str, client_id: str,
-                  group_instance_id: str | None, max_poll_interval_ms: int, telemetry_topic: str) -> dict[str, Any]:
+                  group_instance_id: str | None, max_poll_interval_ms: int, telemetry_topic: str,
+                  session_timeout_ms: int = CLASSIC_SESSION_TIMEOUT_MS) -> dict[str, Any]:
     """librdkafka + agent settings for one member process.
 
     KIP-848 refuses session.timeout.ms, heartbeat.interval.ms and
@@ -52,7 +53,7 @@ def member_config(*, bootstrap: str, group_id: str, assignor: str, commit: str, 
         config["group.protocol"] = "consumer"
     else:
         config.update({"group.protocol": "classic", "partition.assignment.strategy": assignor,
-                       "session.timeout.ms": CLASSIC_SESSION_TIMEOUT_MS,
+                       "session.timeout.ms": session_timeout_ms,
                        "heartbeat.interval.ms": CLASSIC_HEARTBEAT_MS})
     if group_instance_id is not None:
         config["group.instance.id"] = group_instance_id

@@ -27,7 +27,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from consumer_agent import DEFAULT_TELEMETRY_TOPIC
 
 from lens_runtime.errors import LensError
-from lens_scenarios.consumer_config import member_config, protocol_of
+from lens_scenarios.consumer_config import CLASSIC_SESSION_TIMEOUT_MS, member_config, protocol_of
 from lens_scenarios.feeder import Feeder
 from lens_scenarios.fleet import Fleet
 from lens_scenarios.ground_truth import GroundTruth
@@ -46,6 +46,7 @@ class RunOptions:
     out_dir: Path = Path("scenario-runs")
     bootstrap: str | None = None
     telemetry_topic: str = DEFAULT_TELEMETRY_TOPIC
+    session_timeout_ms: int = CLASSIC_SESSION_TIMEOUT_MS  # classic groups (KIP-848: the broker's)
 
 
 @dataclass
@@ -136,7 +137,7 @@ def run_scenario(scenario: Scenario, options: RunOptions,
             config = member_config(bootstrap=bootstrap, group_id=group_id, assignor=options.assignor,
                                    commit=options.commit, client_id=f"{run_id}-{process}",
                                    group_instance_id=instance, max_poll_interval_ms=scenario.max_poll_interval_ms,
-                                   telemetry_topic=options.telemetry_topic)
+                                   telemetry_topic=options.telemetry_topic, session_timeout_ms=options.session_timeout_ms)
             manifest.setdefault("consumer_config", {k: v for k, v in config.items() if k != "client.id"})
             return {"run_dir": str(run_dir.resolve()), "member": member.name, "process": process,
                     "topics": [t.name for t in scenario.topics],

@@ -121,7 +121,7 @@ def crash_session_timeout_ms(current: Config, members: list[dict[str, Any]]) -> 
     return shorter if shorter < current.setup.session_timeout_ms else None
 
 
-def candidates(current: Config, members: list[dict[str, Any]]) -> list[Config]:
+def candidates(current: Config, members: list[dict[str, Any]], broker: BrokerGroups) -> list[Config]:
     """Every combination the what-if prices, the current configuration first."""
     shorter = crash_session_timeout_ms(current, members)
     stall = longest_stall_ms(members)
@@ -131,9 +131,13 @@ def candidates(current: Config, members: list[dict[str, Any]]) -> list[Config]:
     out = [current]
     for assignor in ASSIGNORS:
         for static in (False, True):
-            timeouts = {static_session_timeout_ms(current, members) if static else current.setup.session_timeout_ms}
-            if shorter is not None and assignor.startswith("classic:") and not static:
-                timeouts.add(shorter)
+            if assignor.startswith("consumer:"):
+                timeouts = {broker.session_timeout_ms}  # the brokers' group.consumer.session.timeout.ms
+            else:
+                base = max(current.setup.session_timeout_ms, MIN_SESSION_TIMEOUT_MS)  # crashes found as soon as now
+                timeouts = {max(base, static_session_timeout_ms(current, members)) if static else base}
+                if shorter is not None and not static:
+                    timeouts.add(shorter)
             for timeout in sorted(timeouts):
                 for commit in sorted({current.commit_on_revoke, True}):
                     for poll in sorted(polls):
@@ -158,10 +162,12 @@ def changes(current: Config, to: Config) -> list[str]:
         else:
             if a.assignor.startswith("consumer:"):
                 lines.append("group.protocol=classic")
+                lines.append(f"session.timeout.ms={b.session_timeout_ms}")
             lines.append(f"partition.assignment.strategy={name}")
     if b.static and not a.static:
         lines.append("group.instance.id=<a name unique in the group and stable across restarts, e.g. the pod name>")
-    if b.session_timeout_ms != a.session_timeout_ms:
+    same_protocol = a.assignor.split(":")[0] == b.assignor.split(":")[0]  # across, the assignor lines say it
+    if b.session_timeout_ms != a.session_timeout_ms and same_protocol:
         lines.append(f"session.timeout.ms={b.session_timeout_ms}" if b.assignor.startswith("classic:") else
                      f"group.consumer.session.timeout.ms={b.session_timeout_ms} "
                      "# a group config on the broker (kafka-configs --entity-type groups)")

@@ -136,11 +136,21 @@ def _priced_change(e: Evidence, kind: str, title: str, config: Config, rollout: 
                           level, why, p, tradeoff)
 
 
+def _same_but_assignor(e: Evidence, assignor: str) -> Config | None:
+    """The priced candidate that changes only the assignor (and the session timeout where the
+    protocol changes: KIP-848's is the brokers'), or None."""
+    cur = e.what_if.current
+    same = [c for c in e.what_if.priced if c.setup.assignor == assignor and c.setup.static == cur.setup.static
+            and c.commit_on_revoke == cur.commit_on_revoke
+            and c.setup.max_poll_interval_ms == cur.setup.max_poll_interval_ms]
+    return max(same, key=lambda c: c.setup.session_timeout_ms, default=None)  # not a shortened one
+
+
 def assignor_rule(e: Evidence) -> Recommendation | None:
     """The assignor (and protocol) that saves the most, all else kept."""
     cur = e.what_if.current
-    options = [with_setup(cur, assignor=a) for a in ASSIGNORS if a != cur.setup.assignor]
-    options = [c for c in options if c in e.what_if.priced and pays(e.what_if.baseline, e.what_if.priced[c])]
+    options = [_same_but_assignor(e, a) for a in ASSIGNORS if a != cur.setup.assignor]
+    options = [c for c in options if c is not None and pays(e.what_if.baseline, e.what_if.priced[c])]
     if not options:
         return None
     best = max(options, key=lambda c: _score(e.what_if.baseline, e.what_if.priced[c]))

@@ -72,7 +72,7 @@ def what_if(members: list[dict[str, Any]], handoffs: list[dict[str, Any]], inter
     partitions = partition_counts(intervals)
     replays: dict[Setup, list] = {}
     priced = {}
-    for c in candidates(current, members):
+    for c in candidates(current, members, broker):
         if c.setup not in replays:
             replays[c.setup] = replay(members, partitions, c.setup)
         priced[c] = price(replays[c.setup], fitted, kind_of(c.setup), c.commit_on_revoke, c.setup.session_timeout_ms)

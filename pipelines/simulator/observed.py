@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from consumer_agent.contract import LEAVING_STATES
 from pipelines.gold.ownership import body_of
 from pipelines.simulator.group import Assignment, Member, TopicPartition
 
@@ -96,4 +97,82 @@ def rounds_of(events: Iterable[dict[str, Any]]) -> list[Round]:
         out.append(Round(g, assignor, cooperative, members,
                          before={m.member_id: set(before[(g, a)]) for a, (m, _) in seen.items()},
                          target={m.member_id: set(final.get(a, (m, held))[1]) for a, (m, held) in seen.items()}))
+    return out
+
+
+@dataclass(frozen=True)
+class Settled:
+    """A KIP-848 group between two membership changes, once its members had reconciled:
+    who was in it, what they held before the change, and what they held once settled."""
+
+    at_ms: int  # the change
+    assignor: str  # group.remote.assignor as the envelope reports it (broker-default: uniform)
+    members: tuple[Member, ...]
+    before: Assignment
+    target: Assignment
+
+
+def consumer_rounds(events: Iterable[dict[str, Any]], quiet_ms: int = 250) -> list[Settled]:
+    """A KIP-848 group's settled assignments, one per membership or subscription change.
+
+    The broker computes a new target at each change and members reconcile to it over
+    heartbeats; what every member holds just before the next change (or the end) is that
+    target if every partition of the subscribed topics is held by exactly one live member
+    then (else the change is skipped: the group had not settled). Members are the ones
+    that joined and had not left at the change, with the subscription they last reported.
+    A change is skipped when a member assigned or revoked within ``quiet_ms`` before it or
+    before the next one (members still reconciling, as while a group forms): the holdings
+    on that side are no target."""
+    ordered = sorted(events, key=lambda e: (e["event_time_ms"], e["agent_id"], e["seq"]))
+    counts = partition_counts(ordered)
+    owned: dict[str, frozenset[TopicPartition]] = defaultdict(frozenset)  # agent -> what it holds now
+    live: dict[str, tuple[str | None, frozenset[str]]] = {}  # agent -> (group.instance.id, subscription)
+    member_id: dict[str, str] = {}  # agent -> the member id the broker gave it
+    changes: list[tuple[int, dict[str, tuple[str | None, frozenset[str]]], dict[str, frozenset[TopicPartition]]]] = []
+    held_at: list[tuple[int, dict[str, frozenset[TopicPartition]]]] = []  # live members' holdings after each event
+    assignor = "uniform"
+    move_times: list[int] = []
+    for e in ordered:
+        kind, agent = e["kind"], e["agent_id"]
+        if e["group_protocol"] != "consumer":
+            continue
+        if e["member_id"]:
+            member_id[agent] = e["member_id"]
+        leaving = kind == "state_transition" and body_of(e)["to_state"] in LEAVING_STATES
+        if kind == "member_config" or (leaving and agent in live):
+            before = {a: owned[a] for a in live}
+            if kind == "member_config":
+                live[agent] = (e["group_instance_id"], frozenset(body_of(e)["topics"]))
+            else:
+                live.pop(agent)
+            changes.append((e["event_time_ms"], dict(live), before))
+        elif kind in CHANGES:
+            move_times.append(e["event_time_ms"])
+            parts = frozenset((p["topic"], p["partition"]) for p in body_of(e)["partitions"])
+            owned[agent] = owned[agent] | parts if kind == "partitions_assigned" else owned[agent] - parts
+            if e["assignor"] not in (None, "", "broker-default"):
+                assignor = e["assignor"]
+        held_at.append((e["event_time_ms"], {a: owned[a] for a in live}))
+    out = []
+    for i, (at, members, before) in enumerate(changes):
+        until = changes[i + 1][0] if i + 1 < len(changes) else None
+        after = [held for t, held in held_at if t >= at and (until is None or t < until)]
+        if not after or not members or any(a not in member_id for a in members):
+            continue
+        moves = [t for t in move_times if (i == 0 or t >= changes[i - 1][0]) and (until is None or t < until)]
+        quiet_before = [t for t in moves if t < at]
+        quiet_after = [t for t in moves if t >= at]
+        if (i and at - changes[i - 1][0] < quiet_ms) or (quiet_before and at - quiet_before[-1] < quiet_ms) or (
+                until is not None and quiet_after and until - quiet_after[-1] < quiet_ms):
+            continue  # a member was still reconciling at a change: that side is no settled target
+        final = after[-1]
+        topics = set().union(*(subscription for _, subscription in members.values()))
+        wanted = sorted((t, p) for t, n in counts.items() if t in topics for p in range(n))
+        if sorted(tp for a in members for tp in final.get(a, ())) != wanted:
+            continue  # not settled before the next change
+        out.append(Settled(at, assignor,
+                           tuple(sorted((Member(member_id[a], gid, sub) for a, (gid, sub) in members.items()),
+                                        key=lambda m: m.member_id)),
+                           {member_id[a]: set(tps) for a, tps in before.items() if a in members},
+                           {member_id[a]: set(final.get(a, ())) for a in members}))
     return out

@@ -36,7 +36,7 @@ from pipelines.simulator.handoff import classic_cooperative_rounds, owners
 
 HandoffKind = Literal["graceful", "lost", "crash", "bounce"]
 FIRST_READ_MS = 1_000  # a member given a partition reads it within this (the measured handoffs: 0.1-0.9 s)
-ROUND_MS = 500  # classic: changes this close make one rebalance (one join round)
+ROUND_MS = 500  # changes this close make one rebalance (one join round; KIP-848: leaves only)
 LEAVING: dict[str, HandoffKind] = {"leave": "graceful", "expire": "graceful", "crash": "crash", "stall": "lost"}
 
 
@@ -110,7 +110,8 @@ def _subscriptions(m: dict[str, Any]) -> list[tuple[int, frozenset[str]]]:
 def changes_of(members: list[dict[str, Any]], setup: Setup) -> tuple[list[tuple[str, frozenset[str]]], list[Change]]:
     """(the members that formed the group with their subscriptions, the later changes in time order)."""
     pairs = restart_pairs(members)
-    logical = {m["agent_id"]: m["agent_id"] for m in members}
+    # keyed by the broker's member ids: the assignors order members by them
+    logical = {m["agent_id"]: m["member_id"] or m["agent_id"] for m in members}
     by_agent = {m["agent_id"]: m for m in members}
     bounced: dict[str, str] = {}  # joiner -> the leaver it came back for, under static membership
     for leaver, joiner in sorted(pairs.items(), key=lambda p: by_agent[p[0]]["left_ms"]):
@@ -183,10 +184,7 @@ def replay(members: list[dict[str, Any]], partitions: dict[str, int], setup: Set
     if not g.members:
         return []
     g.owned = assign(setup.assignor, list(g.members.values()), partitions)
-    # A classic coordinator waits for every member to rejoin, so members leaving or joining
-    # together make one rebalance (two scaled in at once); a KIP-848 one computes a new target
-    # at each member's heartbeat, so each change is its own.
-    for batch in _rounds(changes, 0 if setup.assignor.startswith("consumer:") else ROUND_MS):
+    for batch in _rounds(changes, setup.assignor.startswith("consumer:")):
         gone: dict[str, HandoffKind] = {}
         rejoin = False
         for c in batch:
@@ -225,11 +223,19 @@ def _enforce(g: _Group, c: Change) -> None:
         SimHandoff(tp, "graceful", False, to=c.member) for tp in mine)))
 
 
-def _rounds(changes: list[Change], window_ms: int) -> list[list[Change]]:
-    """Changes in time order, those within ``window_ms`` of the first of a round in that round."""
+def _rounds(changes: list[Change], consumer_protocol: bool) -> list[list[Change]]:
+    """Changes in time order, those within ``ROUND_MS`` of the first of a round in that round.
+
+    A classic coordinator waits for every member to rejoin, so members leaving or joining
+    together make one rebalance (two scaled in at once). A KIP-848 coordinator computes a
+    new target at each heartbeat: a member that joins or changes its subscription sees its
+    own at once, but the partitions of members that leave together reach the others at their
+    next heartbeat, by which time every leave is in the target."""
     rounds: list[list[Change]] = []
     for c in changes:
-        if rounds and c.at_ms - rounds[-1][0].at_ms <= window_ms:
+        together = bool(rounds) and (not consumer_protocol or (
+            c.kind in LEAVING and all(x.kind in LEAVING for x in rounds[-1])))
+        if together and c.at_ms - rounds[-1][0].at_ms <= ROUND_MS:
             rounds[-1].append(c)
         else:
             rounds.append([c])

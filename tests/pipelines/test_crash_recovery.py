@@ -45,8 +45,9 @@ def _run_and_kill(config: PipelineConfig, marker: str, delay_s: float) -> str:
 
 def _gold(spark, config: PipelineConfig) -> dict[str, list]:
     out = {}
-    for table in (catalog.HANDOFFS, catalog.EPISODES, catalog.METRICS, catalog.OWNERSHIP):
-        df = lake.read(spark, config.lake_path, table)
+    for table in (catalog.HANDOFFS, catalog.EPISODES, catalog.METRICS, catalog.OWNERSHIP, catalog.MEMBERS,
+                  catalog.WHAT_IF, catalog.RECOMMENDATIONS):
+        df = lake.read(spark, config.lake_path, table).drop("evidence_query")  # it names the lake's path
         out[table] = sorted(tuple(str(v) for v in r) for r in df.select(*sorted(df.columns)).collect())
     return out
 
