@@ -170,7 +170,10 @@ def cause_of(prev: OwnershipInterval, closing_ns: dict[str, int], steps: list[Pl
     released = prev.let_go_mono_ns
     before = [s for s in steps if s.mono_ns <= released]
     if prev.ended_by == "lost":
-        stalled = any(s.action == "slow_processing" and prev.member in s.members for s in before)
+        # up to the lost callback: the stalled member's last record came before the stall step was logged
+        lost_at = prev.released_mono_ns or released
+        stalled = any(s.action == "slow_processing" and prev.member in s.members and s.mono_ns <= lost_at
+                      for s in steps)
         return "poll_interval_exceeded" if stalled else "session_lost"
     if prev.ended_by == "exit" or closing_ns.get(prev.process, released + 1) <= released:
         stopped = [s for s in before if prev.member in s.members and s.action in ("rolling_restart", "scale_in")]
