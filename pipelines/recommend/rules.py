@@ -82,10 +82,6 @@ class Evidence:
         return [h for h in self.handoffs if h["cause"] != "start" and (cause is None or h["cause"] == cause)]
 
 
-def _pct(saved: float, of: float) -> float | None:
-    return 100.0 * saved / of if of > 0 else None
-
-
 def _fmt(d: float, p: float) -> str:
     return f"{d:,.0f} duplicates and {p:,.1f} paused partition-seconds"
 
@@ -184,7 +180,7 @@ def assignor_rule(e: Evidence) -> Recommendation | None:
 def static_rule(e: Evidence) -> Recommendation | None:
     """Static membership when members restart and come back quickly."""
     cur = e.what_if.current
-    restarts = [h for h in e.churn("restart")]
+    restarts = e.churn("restart")
     if cur.setup.static or not longest_restart_ms(e.members):
         return None
     config = with_setup(cur, static=True, session_timeout_ms=static_session_timeout_ms(cur, e.members))
