@@ -1,7 +1,7 @@
 """One fleet member: a real instrumented consumer in its own OS process, writing ground truth.
 
 Started by the fleet as ``python -m lens_scenarios.member '<json spec>'``. It reads
-commands as JSON lines on stdin (stop, stall, subscribe, enforce) and reports what it
+commands as JSON lines on stdin (quiesce, stop, stall, subscribe, enforce) and reports what it
 sees as JSON lines on stdout, which the runner turns into the progress bar. End of
 stdin means the runner is gone: the member then closes and exits, so a killed runner
 cannot leave members behind.
@@ -61,6 +61,7 @@ class Member:
         self.delivered = 0
         self.uncommitted = 0
         self.stopping = False
+        self.quiesced = False  # reads nothing more: the fleet is about to stop (``Fleet.stop_all``)
 
     # The callbacks only record; the wrapper performs the (incremental) assign itself.
     def _on_assign(self, _consumer, partitions) -> None:
@@ -90,6 +91,8 @@ class Member:
         cmd = command["cmd"]
         if cmd == "stop":
             self.stopping = True
+        elif cmd == "quiesce":
+            self.quiesced = True
         elif cmd == "stall":
             # Processing one record takes longer than max.poll.interval.ms: no poll meanwhile.
             self.truth.event("stall")
@@ -122,6 +125,9 @@ class Member:
                 self._handle(self.inbox.get_nowait())
             if self.stopping:
                 break
+            if self.quiesced:
+                time.sleep(POLL_TIMEOUT_S)
+                continue
             rows = []
             for msg in self.consumer.consume(BATCH, POLL_TIMEOUT_S):
                 err = msg.error()
