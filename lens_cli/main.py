@@ -12,7 +12,7 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 
-from lens_cli import pipeline_commands, recommend_commands, scenario_commands
+from lens_cli import pipeline_commands, recommend_commands, scenario_commands, sql_commands
 from lens_runtime.errors import LensError
 
 
@@ -79,6 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     scenario_commands.register(sub)
     pipeline_commands.register(sub)
     recommend_commands.register(sub)
+    sql_commands.register(sub)
     return parser
 
 

@@ -46,11 +46,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``pipeline run`` to the CLI."""
     from pipelines.config import SETTINGS
 
-    pipeline = subparsers.add_parser("pipeline", help="the telemetry pipeline: Kafka -> bronze -> silver -> gold -> recommend")
+    pipeline = subparsers.add_parser("pipeline", help="the telemetry pipeline: Kafka -> bronze -> silver -> gold "
+                                                      "-> recommend -> SQL marts")
     actions = pipeline.add_subparsers(dest="pipeline_action", metavar="ACTION", required=True)
     run = actions.add_parser("run", help="run one stage or all of them, incrementally")
     run.add_argument("stage", nargs="?", default="all",
-                     help="ingest, validate, silver, gold, recommend or all (default)")
+                     help="ingest, validate, silver, gold, recommend, sql or all (default)")
     run.add_argument("--since", default=None,
                      help="recompute silver/gold for events from this time (ISO 8601 or epoch ms); "
                           "a first ingest starts from it")

@@ -103,7 +103,7 @@ def _verify(args: argparse.Namespace) -> int:
     from lens_scenarios.runner import RunOptions
     from lens_scenarios.spec import load
     from pipelines.config import PipelineConfig, embedded_broker_groups
-    from pipelines.stages import run_pipeline
+    from pipelines.stages import DATA_STAGES, run_pipeline
 
     console = Console()
     scenario = load(args.verify)
@@ -119,7 +119,7 @@ def _verify(args: argparse.Namespace) -> int:
                                         lake_path=str(out / "lake"), **embedded_broker_groups())
         spark = build_spark(config.spark_settings("rebalance-lens-verify"))
         try:
-            run_pipeline(spark, config, progress=lambda m: console.print(f"  {m}", markup=False))
+            run_pipeline(spark, config, stages=DATA_STAGES, progress=lambda m: console.print(f"  {m}", markup=False))
             found = recommendations_of(spark, config.lake_path, baseline.manifest["group_id"])
         finally:
             spark.stop()

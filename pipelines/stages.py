@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from pyspark.sql import SparkSession
 
 from lens_runtime.errors import LensError
-from pipelines import ingest, silver, validate
+from pipelines import ingest, silver, sql_build, validate
 from pipelines.config import PipelineConfig, Progress
 from pipelines.gold import stage as gold
 from pipelines.recommend import stage as recommend
@@ -21,7 +21,10 @@ from pipelines.recommend import stage as recommend
 Stage = Callable[[SparkSession, PipelineConfig, Progress], dict[str, int]]
 # In the order they run: each reads what the ones before it wrote.
 STAGES: dict[str, Stage] = {"ingest": ingest.run, "validate": validate.run, "silver": silver.run, "gold": gold.run,
-                             "recommend": recommend.run}
+                             "recommend": recommend.run, "sql": sql_build.run}
+# The stages that write the lake's tables (the SQL build only reads them): what a caller that
+# needs gold or recommendations, not the marts, runs.
+DATA_STAGES = tuple(s for s in STAGES if s != "sql")
 
 
 def resolve_stages(stages: Sequence[str]) -> list[str]:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pipelines import catalog, lake
 from pipelines.config import PipelineConfig
-from pipelines.stages import run_pipeline
+from pipelines.stages import DATA_STAGES, run_pipeline
 from lens_scenarios.synthetic import fleet_telemetry
 from tests.support.lakes import fresh_config
 from tests.support.fleets import scale_out_then_crash
@@ -58,9 +58,9 @@ def test_killed_mid_stage_then_rerun_equals_clean_run(spark, kafka, tmp_path):
     kafka.feed(config.topic, records)
     _run_and_kill(config, "[silver] starting", delay_s=2.0)
     assert lake.stage_mark(spark, config.lake_path, "gold") == -1, "the kill came too late: gold had finished"
-    run_pipeline(spark, config, progress=lambda m: None)
+    run_pipeline(spark, config, DATA_STAGES, progress=lambda m: None)
     clean = dataclasses.replace(config, lake_path=str(tmp_path / "clean" / "lake"), checkpoint_path="")
-    run_pipeline(spark, clean, progress=lambda m: None)
+    run_pipeline(spark, clean, DATA_STAGES, progress=lambda m: None)
     killed_gold, clean_gold = _gold(spark, config), _gold(spark, clean)
     assert len(clean_gold[catalog.HANDOFFS]) > 20
     assert killed_gold == clean_gold

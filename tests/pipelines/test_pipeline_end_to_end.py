@@ -8,7 +8,7 @@ from pyspark.testing import assertSchemaEqual
 
 from pipelines import catalog, lake
 from pipelines.gold import stage as gold_stage
-from pipelines.stages import run_pipeline
+from pipelines.stages import DATA_STAGES, run_pipeline
 from tests.support.lakes import fresh_config
 from tests.support.fleets import scale_out_then_crash
 
@@ -31,7 +31,7 @@ def landed(spark, kafka, tmp_path_factory):
             return spilled(spark, rows, path)
 
         patch.setattr(lake, "spilled", recorded)
-        results = run_pipeline(spark, config, progress=lambda m: None)
+        results = run_pipeline(spark, config, DATA_STAGES, progress=lambda m: None)
     return fleet, results, config, spills
 
 

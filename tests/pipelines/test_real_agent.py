@@ -10,7 +10,7 @@ from __future__ import annotations
 from pyspark.sql import functions as F
 
 from pipelines import catalog, lake
-from pipelines.stages import run_pipeline
+from pipelines.stages import DATA_STAGES, run_pipeline
 from tests.support.members import PROTOCOLS, Member, duplicates, settle
 from tests.support.lakes import fresh_config
 
@@ -31,7 +31,7 @@ def test_gold_duplicates_equal_redelivered_records(spark, kafka, unique, tmp_pat
     truth = duplicates(a, b)
     assert truth > 0
 
-    run_pipeline(spark, config, progress=lambda m: None)
+    run_pipeline(spark, config, DATA_STAGES, progress=lambda m: None)
     handoffs = lake.read(spark, config.lake_path, catalog.HANDOFFS)
     got = handoffs.agg(F.sum("duplicates_confirmed").alias("d"), F.count("*").alias("n"),
                        F.min("unavailable_s").alias("u")).first()

@@ -10,7 +10,7 @@ from pyspark.sql import functions as F
 
 from pipelines import catalog, lake, validate
 from lens_runtime.errors import LensError
-from pipelines.stages import run_pipeline
+from pipelines.stages import DATA_STAGES, run_pipeline
 from lens_scenarios.synthetic import P0, Fleet
 from tests.support.lakes import fresh_config
 from tests.support.fleets import scale_out_then_crash
@@ -44,7 +44,7 @@ def messy(spark, kafka, tmp_path_factory):
     duplicates = records[10:13]                # the agent retried three sends
     bad = _bad_records(fleet.events[0], records[0][2])
     sent = kafka.feed(config.topic, kept + duplicates + list(bad.values()))
-    run_pipeline(spark, config, progress=lambda m: None)
+    run_pipeline(spark, config, DATA_STAGES, progress=lambda m: None)
     return config, fleet, kept, duplicates, bad, sent
 
 
@@ -70,7 +70,7 @@ def test_quarantine_says_why(spark, messy):
 def test_rerun_without_new_data_changes_nothing(spark, messy):
     config = messy[0]
     before = {t: lake.version(spark, config.lake_path, t) for t in TABLES}
-    results = run_pipeline(spark, config, progress=lambda m: None)
+    results = run_pipeline(spark, config, DATA_STAGES, progress=lambda m: None)
     after = {t: lake.version(spark, config.lake_path, t) for t in TABLES}
     assert after == before
     assert results["ingest"]["rows"] == 0 and results["gold"]["groups"] == 0
@@ -84,7 +84,7 @@ def test_late_event_updates_its_episode(spark, kafka, messy):
     m9.at(164_000).requests_rebalance()    # arrives after the run, belongs to the crash episode
     resent = fleet.keyed()[20]              # and the agent resends an old event: a duplicate, not a gap
     kafka.feed(config.topic, late.keyed() + [resent])
-    run_pipeline(spark, config, progress=lambda m: None)
+    run_pipeline(spark, config, DATA_STAGES, progress=lambda m: None)
     last = lake.read(spark, config.lake_path, catalog.VALIDATION_SUMMARY).orderBy(
         F.desc("validate_batch")).first()
     assert (last["rows"], last["duplicates"], last["new_events"], last["missing_events"]) == (2, 1, 1, 0)
@@ -129,7 +129,7 @@ def test_a_replayed_batch_deletes_what_its_crashed_attempt_landed(spark, kafka, 
     assert lake.read(spark, config.lake_path, catalog.EVENTS).count() == sent  # in flight: every parsable row, the bad and the repeat too
     assert run_pipeline(spark, config, stages=["silver"], progress=lambda m: None)["silver"] == {"groups": 0}
     monkeypatch.undo()
-    run_pipeline(spark, config, progress=lambda m: None)
+    run_pipeline(spark, config, DATA_STAGES, progress=lambda m: None)
     summary = lake.read(spark, config.lake_path, catalog.VALIDATION_SUMMARY).collect()
     assert [(r["rows"], r["quarantined"], r["duplicates"], r["new_events"]) for r in summary] == \
         [(sent, 1, 1, len(records))]

@@ -1,0 +1,18 @@
+-- Grain: one row per group and cause (what made the previous owners let go): what each
+-- cause cost over the group's whole window.
+with metrics as (
+    select * from {{ ref('stg_lens__metrics') }}
+    where grain = 'day' and cause != 'all'
+)
+
+select
+    group_id,
+    cause,
+    sum(rebalances) as rebalances,
+    sum(partitions_moved) as partitions_moved,
+    sum(paused_partition_s) as paused_partition_s,
+    sum(duplicates) as duplicates,
+    sum(duplicates_upper) as duplicates_upper,
+    sum(lost_partitions) as lost_partitions
+from metrics
+group by group_id, cause

@@ -1,0 +1,23 @@
+-- Grain: one row per group and day, with the change from the group's previous day (the
+-- trend a dashboard shows beside the figure).
+with metrics as (
+    select * from {{ ref('stg_lens__metrics') }}
+    where grain = 'day' and cause = 'all'
+)
+
+select
+    group_id,
+    cast(period_start as date) as `day`,
+    rebalances,
+    paused_partition_s,
+    duplicates,
+    duplicates_upper,
+    lost_partitions,
+    records_processed,
+    duplicate_rate,
+    commit_on_revoke_coverage,
+    rebalances - lag(rebalances) over (partition by group_id order by period_start) as rebalances_change,
+    duplicates - lag(duplicates) over (partition by group_id order by period_start) as duplicates_change,
+    paused_partition_s - lag(paused_partition_s) over (partition by group_id order by period_start)
+        as paused_partition_s_change
+from metrics

@@ -1,0 +1,25 @@
+-- Grain: one row per group and hour (the hour an episode started). Incremental: a build
+-- recomputes only the groups with events validated since the last one and merges them in.
+{{ config(materialized='incremental', incremental_strategy='merge', unique_key=['group_id', 'period_start']) }}
+-- depends_on: {{ ref('stg_lens__events') }}
+
+with metrics as (
+    select * from {{ ref('stg_lens__metrics') }}
+    {{ changed_groups() }}
+)
+
+select
+    group_id,
+    period_start,
+    rebalances,
+    partitions_moved,
+    paused_partition_s,
+    paused_partition_s_upper,
+    duplicates,
+    duplicates_upper,
+    lost_partitions,
+    records_processed,
+    duplicate_rate,
+    {{ built_through_batch() }} as built_through_batch
+from metrics
+where grain = 'hour' and cause = 'all'

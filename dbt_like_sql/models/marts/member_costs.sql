@@ -1,0 +1,26 @@
+-- Grain: one row per member process (agent) of a group: the handoffs it caused by letting
+-- partitions go, and what they cost; rank 1 is the group's costliest member.
+with handoffs as (
+    select * from {{ ref('int_handoffs_with_owners') }}
+    where cause != 'start'
+),
+
+per_member as (
+    select
+        group_id,
+        prev_agent_id as agent_id,
+        max(prev_client_id) as client_id,
+        max(prev_host) as host,
+        count(*) as handoffs,
+        sum(case when release_kind != 'revoked' then 1 else 0 end) as lost_partitions,
+        sum(duplicates) as duplicates,
+        sum(paused_s) as paused_partition_s
+    from handoffs
+    group by group_id, prev_agent_id
+)
+
+select
+    *,
+    row_number() over (partition by group_id order by duplicates desc, paused_partition_s desc, agent_id asc)
+        as cost_rank
+from per_member

@@ -1,0 +1,19 @@
+-- One row per rebalance episode of a group.
+with source as (
+    select * from {{ source('lens', 'episodes') }}
+)
+
+select
+    episode_id,
+    group_id,
+    timestamp_millis(start_ms) as started_at,
+    timestamp_millis(end_ms) as ended_at,
+    duration_s,
+    cause,
+    array_join(causes, ', ') as causes,
+    size(members) as members,
+    size(members_joined) as members_joined,
+    size(members_left) as members_left,
+    partitions_moved,
+    partitions_lost
+from source

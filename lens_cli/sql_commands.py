@@ -1,0 +1,44 @@
+"""``rebalance-lens sql build [--select ...] | sql docs``: the SQL models over the lake.
+
+Both run dbt in-process on a SparkSession made like the pipeline's (same ``--master``,
+jars and settings), so the models see exactly the lake the pipeline wrote.
+"""
+from __future__ import annotations
+
+import argparse
+
+
+def _cmd_sql(args: argparse.Namespace) -> int:
+    from lens_runtime.spark_session import build_spark
+    from pipelines import sql_build
+    from pipelines.config import PipelineConfig
+
+    config = PipelineConfig.resolve(lake_path=args.lake, spark_master=args.master)
+    spark = build_spark(config.spark_settings("rebalance-lens-sql"))
+    try:
+        if args.sql_action == "build":
+            sql_build.build(spark, config.lake_path, select=args.select or (), full_refresh=args.full_refresh,
+                            progress=lambda m: print(m, flush=True))
+        else:
+            site = sql_build.docs(spark, config.lake_path)
+            print(f"docs: {site / 'index.html'} (or serve them: python -m http.server -d {site})")
+    finally:
+        spark.stop()
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``sql build`` and ``sql docs`` to the CLI."""
+    sql = subparsers.add_parser("sql", help="the SQL models (dbt_like_sql/) over the lake: build | docs")
+    actions = sql.add_subparsers(dest="sql_action", metavar="ACTION", required=True)
+    build = actions.add_parser("build", help="build the models in dependency order and run their tests, "
+                                             "incrementally (dbt build)")
+    build.add_argument("--select", nargs="+", default=None, metavar="SELECTOR",
+                       help="dbt selectors, e.g. group_hourly_costs+ or marts (default: everything)")
+    build.add_argument("--full-refresh", action="store_true",
+                       help="rebuild the incremental marts from all of gold, not only the groups with new events")
+    docs = actions.add_parser("docs", help="generate the models' documentation site (dbt docs generate)")
+    for action in (build, docs):
+        action.add_argument("--lake", default=None, help="Delta lake path (default: $LENS_LAKE or <home>/lake)")
+        action.add_argument("--master", default=None, help="Spark master (default: $LENS_SPARK_MASTER or local[2])")
+        action.set_defaults(func=_cmd_sql)

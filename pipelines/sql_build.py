@@ -1,0 +1,135 @@
+"""The SQL stage: build the dbt project in ``dbt_like_sql/`` (staging, intermediate, marts)
+and run its data tests, in-process, on the pipeline's SparkSession.
+
+dbt-spark's ``session`` method takes the active SparkSession (``getOrCreate``), so the
+models run with the pipeline's jars, settings and ``--master``. The session's catalog is
+in memory, so each build first registers the lake's tables (the sources, schema
+``lens_lake``) and the marts earlier builds wrote (Delta tables under ``<lake>/marts``,
+schema ``lens_marts``) as external tables: an incremental mart then merges into what is
+there. dbt-spark turns ANSI mode off on the session; the build puts it back.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from lens_runtime.errors import LensError
+from pipelines import catalog, lake
+from pipelines.config import PipelineConfig, Progress
+
+PROJECT = Path(__file__).resolve().parents[1] / "dbt_like_sql"
+SOURCE_SCHEMA = "lens_lake"
+MART_SCHEMA = "lens_marts"  # profiles.yml's schema
+# dbt source name -> the lake table (models/staging/__sources.yml declares the same names)
+SOURCES = {"events": catalog.EVENTS, "quarantine": catalog.QUARANTINE, "stage_progress": catalog.STAGE_PROGRESS,
+           "handoffs": catalog.HANDOFFS, "episodes": catalog.EPISODES, "members": catalog.MEMBERS,
+           "metrics": catalog.METRICS, "what_if": catalog.WHAT_IF, "recommendations": catalog.RECOMMENDATIONS}
+
+
+def marts_path(lake_path: str) -> str:
+    return f"{lake_path.rstrip('/')}/marts"
+
+
+def docs_path(lake_path: str) -> Path:
+    """Where ``dbt docs generate`` writes the site (index.html with the catalog and lineage)."""
+    return Path(lake_path) / "_dbt" / "target"
+
+
+def log_path(lake_path: str) -> Path:
+    return Path(lake_path) / "_dbt" / "logs" / "dbt.log"
+
+
+def _is_delta(spark: SparkSession, path: str) -> bool:
+    jvm = spark.sparkContext._jvm
+    return bool(jvm.io.delta.tables.DeltaTable.isDeltaTable(spark._jsparkSession, path))
+
+
+def _reset_schema(spark: SparkSession, schema: str) -> None:
+    """An empty ``schema``: earlier builds in this session may point at another lake.
+    Its tables are external (a path of their own), so dropping them drops names, not data."""
+    spark.sql(f"CREATE DATABASE IF NOT EXISTS {schema}")
+    for table in spark.catalog.listTables(schema):
+        kind = "VIEW" if table.tableType == "VIEW" else "TABLE"
+        spark.sql(f"DROP {kind} IF EXISTS {schema}.`{table.name}`")
+
+
+def register_sources(spark: SparkSession, lake_path: str) -> None:
+    """The lake's tables as ``lens_lake.<source>``; a table no stage has written yet is an
+    empty one of its declared schema (a fresh lake's quarantine, say)."""
+    _reset_schema(spark, SOURCE_SCHEMA)
+    for name, table in SOURCES.items():
+        if lake.exists(spark, lake_path, table):
+            spark.catalog.createTable(f"{SOURCE_SCHEMA}.{name}", path=table.location(lake_path), source="delta")
+        else:
+            spark.catalog.createTable(f"{SOURCE_SCHEMA}.{name}", source="delta", schema=table.schema())
+
+
+def register_marts(spark: SparkSession, lake_path: str) -> list[str]:
+    """The marts earlier builds wrote to this lake, as ``lens_marts.<model>``; their names."""
+    _reset_schema(spark, MART_SCHEMA)
+    root = Path(marts_path(lake_path))
+    found = sorted(p.name for p in root.iterdir() if (p / "_delta_log").is_dir()) if root.is_dir() else []
+    for name in found:
+        spark.catalog.createTable(f"{MART_SCHEMA}.{name}", path=str(root / name), source="delta")
+    return found
+
+
+def _dbt(spark: SparkSession, lake_path: str, *commands: list[str]):
+    """Run dbt ``commands`` in turn on this session over the lake; the last one's result."""
+    from dbt.cli.main import dbtRunner
+
+    if not _is_delta(spark, catalog.STAGE_PROGRESS.location(lake_path)):
+        raise LensError(f"no pipeline output in {lake_path}: run `rebalance-lens pipeline run` first")
+    register_sources(spark, lake_path)
+    register_marts(spark, lake_path)
+    target = docs_path(lake_path)
+    common = ["--project-dir", str(PROJECT), "--profiles-dir", str(PROJECT), "--target-path", str(target),
+              "--log-path", str(target.parent / "logs"), "--vars", json.dumps({"lake": lake_path.rstrip("/")}),
+              "--quiet"]
+    ansi = spark.conf.get("spark.sql.ansi.enabled")
+    try:
+        for command in commands:
+            result = dbtRunner().invoke([*command, *common])
+            if result.exception is not None:
+                raise LensError(f"dbt {command[0]} could not run: {result.exception}") from result.exception
+            if command is not commands[-1] and not result.success:
+                raise LensError(f"dbt {' '.join(command)} failed: see {log_path(lake_path)}")
+    finally:
+        spark.conf.set("spark.sql.ansi.enabled", ansi)
+    return result
+
+
+def build(spark: SparkSession, lake_path: str, select: Sequence[str] = (), progress: Progress = print,
+          full_refresh: bool = False) -> dict[str, int]:
+    """``dbt build``: models and their tests in dependency order; counts of what ran, passed
+    and failed. Raises ``LensError`` naming what failed."""
+    build_args = ["build", *(["--select", *select] if select else []), *(["--full-refresh"] if full_refresh else [])]
+    # the selected models read the staging and intermediate views: (re)create them first
+    before = [["run", "--select", "config.materialized:view"]] if select else []
+    result = _dbt(spark, lake_path, *before, build_args)
+    statuses = [str(r.status) for r in (result.result or [])]
+    failed = [r.node.name for r in (result.result or []) if str(r.status) in ("error", "fail")]
+    counts = {"nodes": len(statuses), "failed": len(failed),
+              "passed": sum(s in ("success", "pass") for s in statuses), "warned": statuses.count("warn")}
+    if select and not statuses:
+        raise LensError(f"--select {' '.join(select)} matches no model or test: name models as in "
+                        f"{PROJECT / 'models'} (e.g. group_hourly_costs, marts, +open_recommendations)")
+    progress(f"[sql] build: {counts}")
+    if failed:
+        raise LensError(f"dbt build: {len(failed)} failed ({', '.join(failed[:5])}): see {log_path(lake_path)}")
+    return counts
+
+
+def docs(spark: SparkSession, lake_path: str) -> Path:
+    """``dbt docs generate``: the documentation site (models, columns, tests, lineage); its folder."""
+    if not _dbt(spark, lake_path, ["docs", "generate"]).success:
+        raise LensError(f"dbt docs generate failed: see {log_path(lake_path)}")
+    return docs_path(lake_path)
+
+
+def run(spark: SparkSession, config: PipelineConfig, progress: Progress = print) -> dict[str, int]:
+    """The pipeline's last stage: every model and test."""
+    return build(spark, config.lake_path, progress=progress)

@@ -1,0 +1,54 @@
+"""The e2e tests' one expensive fixture: every built-in scenario run on the session broker
+(each under a different assignor, so all four protocols are covered), all writing telemetry
+to one topic, and one run of the whole pipeline (SQL models included) over it."""
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+from typing import Any
+
+import pytest
+
+from lens_scenarios.runner import RunOptions, run_scenario
+from lens_scenarios.spec import builtin_names, load
+from pipelines import catalog, lake
+from pipelines.config import PipelineConfig, embedded_broker_groups
+from pipelines.gold.costs import read_costs
+from pipelines.stages import run_pipeline
+
+ENVELOPE = ("event_id", "kind", "event_time_ms", "agent_id", "seq", "group_id", "member_id", "group_instance_id",
+            "generation", "group_protocol", "rebalance_protocol", "assignor", "body")
+ASSIGNORS = ("range", "cooperative-sticky", "consumer", "roundrobin")
+
+
+def _plan() -> list[tuple[str, str]]:
+    """Each built-in scenario with an assignor, cycling so every protocol is exercised."""
+    return [(name, ASSIGNORS[i % len(ASSIGNORS)]) for i, name in enumerate(builtin_names())]
+
+
+@pytest.fixture(scope="session")
+def landed(kafka, spark, tmp_path_factory) -> dict[str, Any]:
+    telemetry = f"e2e-telemetry-{uuid.uuid4().hex[:6]}"
+    runs, options_of = {}, {}
+    for name, assignor in _plan():
+        options = RunOptions(assignor=assignor, commit="batch", out_dir=tmp_path_factory.mktemp("runs"),
+                             bootstrap=kafka.bootstrap_servers, telemetry_topic=telemetry)
+        runs[name], options_of[name] = run_scenario(load(name), options), options
+    config = PipelineConfig(bootstrap_servers=kafka.bootstrap_servers, topic=telemetry,
+                            lake_path=str(tmp_path_factory.mktemp("e2e-lake") / "lake"), **embedded_broker_groups())
+    results = run_pipeline(spark, config, progress=lambda _m: None)
+    handoffs = [r.asDict() for r in lake.read(spark, config.lake_path, catalog.HANDOFFS).collect()]
+    clients = {r.agent_id: r.client_id for r in
+               lake.read(spark, config.lake_path, catalog.EVENTS).select("agent_id", "client_id")
+               .distinct().collect()}
+    metrics = [r.asDict() for r in lake.read(spark, config.lake_path, catalog.METRICS).where("grain = 'day'").collect()]
+    events: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in lake.read(spark, config.lake_path, catalog.EVENTS).select(*ENVELOPE).collect():
+        events[r.group_id].append(r.asDict())
+    recommendations = [r.asDict(recursive=True) for r in
+                       lake.read(spark, config.lake_path, catalog.RECOMMENDATIONS).orderBy("group_id", "rank").collect()]
+    return {"runs": runs, "handoffs": handoffs, "clients": clients, "results": results,
+            "costs": read_costs(spark, config.lake_path), "metrics": metrics, "events": events,
+            "options": options_of, "recommendations": recommendations, "config": config}
+
+

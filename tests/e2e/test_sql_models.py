@@ -1,0 +1,101 @@
+"""The SQL models (dbt_like_sql/) on the scenarios' lake: built with their data tests by the
+pipeline's last stage, readable without a JVM (polars, then DuckDB over the Arrow table),
+and equal to the gold tables and the recommendations they are built from."""
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+import duckdb
+import polars as pl
+import yaml
+import pytest
+from delta.tables import DeltaTable
+
+from lens_runtime.errors import LensError
+from pipelines import catalog, lake, sql_build
+
+MARTS = ("group_hourly_costs", "group_daily_costs", "group_cause_costs", "member_costs", "host_costs",
+         "config_comparison", "commit_on_revoke_daily", "open_recommendations", "rebalance_episodes",
+         "quarantine_daily", "agent_telemetry_quality")
+
+
+def _mart(landed, name: str) -> pl.DataFrame:
+    """A mart read the way a notebook would: polars over the Delta table (deletion vectors included)."""
+    return pl.read_delta(str(Path(sql_build.marts_path(landed["config"].lake_path)) / name))
+
+
+def test_the_pipeline_ends_with_the_sql_build_and_every_data_test_passes(landed):
+    built = landed["results"]["sql"]
+    assert built["failed"] == 0 and built["passed"] == built["nodes"] - built["warned"]
+    # 11 marts, 10 staging and intermediate views, their data and unit tests
+    assert built["nodes"] > 60
+
+
+def test_every_mart_reads_without_a_jvm(landed):
+    for name in MARTS:
+        frame = _mart(landed, name)
+        assert frame.columns, name
+    db = duckdb.connect()
+    db.register("hourly", _mart(landed, "group_hourly_costs").to_arrow())
+    total = db.execute("select sum(duplicates) from hourly").fetchone()[0]
+    assert total == _mart(landed, "group_hourly_costs")["duplicates"].sum() > 0
+
+
+def test_marts_equal_the_gold_tables(spark, landed):
+    path = landed["config"].lake_path
+    metrics = lake.read(spark, path, catalog.METRICS).where("grain = 'hour' and cause = 'all'").collect()
+    gold = defaultdict(int)
+    for r in metrics:
+        gold[r.group_id] += r.duplicates
+    hourly = _mart(landed, "group_hourly_costs").group_by("group_id").agg(pl.col("duplicates").sum())
+    assert dict(hourly.iter_rows()) == dict(gold)
+
+    handoffs = lake.read(spark, path, catalog.HANDOFFS).where("cause != 'start'").collect()
+    by_group = defaultdict(int)
+    for h in handoffs:
+        by_group[h.group_id] += h.duplicates_confirmed if h.duplicates_confirmed is not None else h.duplicates_lower or 0
+    members = _mart(landed, "member_costs").group_by("group_id").agg(pl.col("duplicates").sum())
+    assert dict(members.iter_rows()) == {g: d for g, d in by_group.items()}
+
+    episodes = lake.read(spark, path, catalog.EPISODES).count()
+    assert _mart(landed, "rebalance_episodes").height == episodes
+    assert _mart(landed, "config_comparison").height == lake.read(spark, path, catalog.WHAT_IF).count()
+
+
+def test_open_recommendations_show_what_recommend_shows(landed):
+    expected = {(r["group_id"], r["rank"]): (r["title"], r["duplicates_saved"], r["pause_saved_s"])
+                for r in landed["recommendations"] if r["kind"] != "healthy"}
+    mart = _mart(landed, "open_recommendations")
+    found = {(r["group_id"], r["rank"]): (r["title"], r["duplicates_saved"], r["paused_partition_s_saved"])
+             for r in mart.iter_rows(named=True)}
+    assert found == expected and found
+
+
+def test_a_build_with_no_new_events_changes_no_incremental_mart_row(spark, landed):
+    marts = Path(sql_build.marts_path(landed["config"].lake_path))
+    incremental = ("group_hourly_costs", "agent_telemetry_quality")
+    before = {name: _history(spark, marts / name)[-1].version for name in incremental}
+    sql_build.build(spark, landed["config"].lake_path, select=list(incremental), progress=lambda _m: None)
+    for name in incremental:  # a merge of nothing commits nothing; one that commits changes no row
+        merges = [h for h in _history(spark, marts / name) if h.version > before[name]]
+        assert all(h.operation == "MERGE" for h in merges), name
+        changed = sum(int(h.operationMetrics.get(k, "0")) for h in merges
+                      for k in ("numTargetRowsInserted", "numTargetRowsUpdated", "numTargetRowsDeleted"))
+        assert changed == 0, name
+
+
+def _history(spark, path: Path) -> list:
+    return sorted(DeltaTable.forPath(spark, str(path)).history().collect(), key=lambda h: h.version)
+
+
+def test_a_selector_that_matches_nothing_names_itself(spark, landed):
+    with pytest.raises(LensError, match="no-such-model"):
+        sql_build.build(spark, landed["config"].lake_path, select=["no-such-model"], progress=lambda _m: None)
+
+
+def test_each_marts_yaml_states_its_grain_and_documents_every_column(landed):
+    for name in MARTS:
+        spec = yaml.safe_load((sql_build.PROJECT / "models" / "marts" / f"{name}.yml").read_text())["models"][0]
+        assert spec["description"].startswith("Grain: "), name
+        assert sorted(c["name"] for c in spec["columns"]) == sorted(_mart(landed, name).columns), name
