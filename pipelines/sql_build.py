@@ -42,11 +42,6 @@ def log_path(lake_path: str) -> Path:
     return Path(lake_path) / "_dbt" / "logs" / "dbt.log"
 
 
-def _is_delta(spark: SparkSession, path: str) -> bool:
-    jvm = spark.sparkContext._jvm
-    return bool(jvm.io.delta.tables.DeltaTable.isDeltaTable(spark._jsparkSession, path))
-
-
 def _reset_schema(spark: SparkSession, schema: str) -> None:
     """An empty ``schema``: earlier builds in this session may point at another lake.
     Its tables are external (a path of their own), so dropping them drops names, not data."""
@@ -67,27 +62,26 @@ def register_sources(spark: SparkSession, lake_path: str) -> None:
             spark.catalog.createTable(f"{SOURCE_SCHEMA}.{name}", source="delta", schema=table.schema())
 
 
-def register_marts(spark: SparkSession, lake_path: str) -> list[str]:
-    """The marts earlier builds wrote to this lake, as ``lens_marts.<model>``; their names."""
+def register_marts(spark: SparkSession, lake_path: str) -> None:
+    """The marts earlier builds wrote to this lake, as ``lens_marts.<model>``."""
     _reset_schema(spark, MART_SCHEMA)
     root = Path(marts_path(lake_path))
     found = sorted(p.name for p in root.iterdir() if (p / "_delta_log").is_dir()) if root.is_dir() else []
     for name in found:
         spark.catalog.createTable(f"{MART_SCHEMA}.{name}", path=str(root / name), source="delta")
-    return found
 
 
 def _dbt(spark: SparkSession, lake_path: str, *commands: list[str]):
     """Run dbt ``commands`` in turn on this session over the lake; the last one's result."""
     from dbt.cli.main import dbtRunner
 
-    if not _is_delta(spark, catalog.STAGE_PROGRESS.location(lake_path)):
+    if not lake.exists(spark, lake_path, catalog.STAGE_PROGRESS):
         raise LensError(f"no pipeline output in {lake_path}: run `rebalance-lens pipeline run` first")
     register_sources(spark, lake_path)
     register_marts(spark, lake_path)
     target = docs_path(lake_path)
     common = ["--project-dir", str(PROJECT), "--profiles-dir", str(PROJECT), "--target-path", str(target),
-              "--log-path", str(target.parent / "logs"), "--vars", json.dumps({"lake": lake_path.rstrip("/")}),
+              "--log-path", str(log_path(lake_path).parent), "--vars", json.dumps({"lake": lake_path.rstrip("/")}),
               "--quiet"]
     ansi = spark.conf.get("spark.sql.ansi.enabled")
     try:

@@ -15,4 +15,3 @@ def fresh_config(kafka: KafkaCluster, where: Path, **overrides) -> PipelineConfi
     topic = kafka.create_topic(f"telemetry-{uuid.uuid4().hex[:8]}", partitions=2, config={"retention.ms": "-1"})
     return PipelineConfig(bootstrap_servers=kafka.bootstrap_servers, lake_path=str(where / "lake"), topic=topic,
                           **overrides)
-
