@@ -23,6 +23,7 @@ from pipelines.config import PipelineConfig, Progress
 PROJECT = Path(__file__).resolve().parents[1] / "dbt_like_sql"
 SOURCE_SCHEMA = "lens_lake"
 MART_SCHEMA = "lens_marts"  # profiles.yml's schema
+SQL_STAGE = "sql"  # its stage mark: the gold mark of the last whole build, whose data it tested
 # dbt source name -> the lake table (models/staging/__sources.yml declares the same names)
 SOURCES = {"events": catalog.EVENTS, "quarantine": catalog.QUARANTINE, "stage_progress": catalog.STAGE_PROGRESS,
            "handoffs": catalog.HANDOFFS, "episodes": catalog.EPISODES, "members": catalog.MEMBERS,
@@ -71,8 +72,10 @@ def register_marts(spark: SparkSession, lake_path: str) -> None:
         spark.catalog.createTable(f"{MART_SCHEMA}.{name}", path=str(root / name), source="delta")
 
 
-def _dbt(spark: SparkSession, lake_path: str, *commands: list[str]):
-    """Run dbt ``commands`` in turn on this session over the lake; the last one's result."""
+def _dbt(spark: SparkSession, lake_path: str, *commands: list[str], tested_through: int = -1):
+    """Run dbt ``commands`` in turn on this session over the lake; the last one's result.
+    ``tested_through``: the data tests read only what was validated after this batch
+    (dbt_like_sql/macros/test_scope.sql); -1 tests everything."""
     from dbt.cli.main import dbtRunner
 
     if not lake.exists(spark, lake_path, catalog.STAGE_PROGRESS):
@@ -81,7 +84,7 @@ def _dbt(spark: SparkSession, lake_path: str, *commands: list[str]):
     register_marts(spark, lake_path)
     target = docs_path(lake_path)
     common = ["--project-dir", str(PROJECT), "--profiles-dir", str(PROJECT), "--target-path", str(target),
-              "--log-path", str(log_path(lake_path).parent), "--vars", json.dumps({"lake": lake_path.rstrip("/")}),
+              "--log-path", str(log_path(lake_path).parent), "--vars", json.dumps({"lake": lake_path.rstrip("/"), "tested_through": tested_through}),
               "--quiet"]
     ansi = spark.conf.get("spark.sql.ansi.enabled")
     try:
@@ -103,7 +106,10 @@ def build(spark: SparkSession, lake_path: str, select: Sequence[str] = (), progr
     build_args = ["build", *(["--select", *select] if select else []), *(["--full-refresh"] if full_refresh else [])]
     # the selected models read the staging and intermediate views: (re)create them first
     before = [["run", "--select", "config.materialized:view"]] if select else []
-    result = _dbt(spark, lake_path, *before, build_args)
+    # What the last whole build tested needs no second look (a partial build marks nothing).
+    tested_through = -1 if full_refresh else lake.stage_mark(spark, lake_path, SQL_STAGE)
+    gold_mark = lake.stage_mark(spark, lake_path, "gold")
+    result = _dbt(spark, lake_path, *before, build_args, tested_through=tested_through)
     statuses = [str(r.status) for r in (result.result or [])]
     failed = [r.node.name for r in (result.result or []) if str(r.status) in ("error", "fail")]
     counts = {"nodes": len(statuses), "failed": len(failed),
@@ -114,6 +120,8 @@ def build(spark: SparkSession, lake_path: str, select: Sequence[str] = (), progr
     progress(f"[sql] build: {counts}")
     if failed:
         raise LensError(f"dbt build: {len(failed)} failed ({', '.join(failed[:5])}): see {log_path(lake_path)}")
+    if not select:
+        lake.set_stage_mark(spark, lake_path, SQL_STAGE, gold_mark)
     return counts
 
 

@@ -11,6 +11,7 @@ import polars as pl
 import yaml
 import pytest
 from delta.tables import DeltaTable
+from pyspark.sql import functions as F
 
 from lens_runtime.errors import LensError
 from pipelines import catalog, lake, sql_build
@@ -72,17 +73,34 @@ def test_open_recommendations_show_what_recommend_shows(landed):
     assert found == expected and found
 
 
-def test_a_build_with_no_new_events_changes_no_incremental_mart_row(spark, landed):
+def test_a_build_with_no_new_events_changes_no_mart_row(spark, landed):
     marts = Path(sql_build.marts_path(landed["config"].lake_path))
-    incremental = ("group_hourly_costs", "agent_telemetry_quality")
-    before = {name: _history(spark, marts / name)[-1].version for name in incremental}
-    sql_build.build(spark, landed["config"].lake_path, select=list(incremental), progress=lambda _m: None)
-    for name in incremental:  # a merge of nothing commits nothing; one that commits changes no row
+    before = {name: _history(spark, marts / name)[-1].version for name in MARTS}
+    sql_build.build(spark, landed["config"].lake_path, select=list(MARTS), progress=lambda _m: None)
+    for name in MARTS:  # a merge of nothing commits nothing; one that commits changes no row
         merges = [h for h in _history(spark, marts / name) if h.version > before[name]]
         assert all(h.operation == "MERGE" for h in merges), name
         changed = sum(int(h.operationMetrics.get(k, "0")) for h in merges
                       for k in ("numTargetRowsInserted", "numTargetRowsUpdated", "numTargetRowsDeleted"))
         assert changed == 0, name
+
+
+def test_an_incremental_build_replaces_every_row_of_a_changed_group_in_one_merge(spark, landed):
+    """A row its group no longer produces (an episode merged away, a member whose handoffs moved) is deleted,
+    not left stale, in the same commit that rewrites the group's other rows."""
+    path = str(Path(sql_build.marts_path(landed["config"].lake_path)) / "member_costs")
+    built = spark.read.format("delta").load(path)
+    expected = sorted(tuple(r) for r in built.collect())
+    stale = built.limit(1).withColumn("agent_id", F.lit("an-agent-the-group-no-longer-has"))
+    stale.write.format("delta").mode("append").save(path)
+    # as if the mart had last been built before every event: every group has new data
+    DeltaTable.forPath(spark, path).update(set={"built_through_batch": F.lit(-1)})
+    version = _history(spark, Path(path))[-1].version
+    sql_build.build(spark, landed["config"].lake_path, select=["member_costs"], progress=lambda _m: None)
+    commits = [h for h in _history(spark, Path(path)) if h.version > version]
+    assert [h.operation for h in commits] == ["MERGE"]
+    assert commits[0].operationMetrics["numTargetRowsDeleted"] == "1"
+    assert sorted(tuple(r) for r in spark.read.format("delta").load(path).collect()) == expected
 
 
 def _history(spark, path: Path) -> list:

@@ -1,11 +1,11 @@
 -- Grain: one row per agent (member process): events received, sequence numbers missing
 -- (telemetry lost on the way) and events the agent itself reported dropping. Incremental:
 -- only the agents of groups with new events are recomputed.
-{{ config(materialized='incremental', incremental_strategy='merge', unique_key='agent_id') }}
+{{ config(unique_key='agent_id') }}
 
 with events as (
     select * from {{ ref('stg_lens__events') }}
-    {{ changed_groups() }}
+    {{ only_changed() }}
 )
 
 select

@@ -1,16 +1,29 @@
 -- Grain: one row per group and day: the share of graceful handoffs committed inside the
 -- revoke (gold), beside the share of the group's member processes that enable it.
-with daily as (
+{{ config(unique_key=['group_id', 'day']) }}
+-- depends_on: {{ ref('stg_lens__events') }}
+
+with metrics as (
     select * from {{ ref('stg_lens__metrics') }}
-    where grain = 'day' and cause = 'all'
+    {{ only_changed() }}
 ),
 
 members as (
+    select * from {{ ref('stg_lens__members') }}
+    {{ only_changed() }}
+),
+
+daily as (
+    select * from metrics
+    where grain = 'day' and cause = 'all'
+),
+
+coverage as (
     select
         group_id,
         count(*) as member_processes,
         avg(case when commit_on_revoke then 1.0 else 0.0 end) as members_enabled_share
-    from {{ ref('stg_lens__members') }}
+    from members
     group by group_id
 )
 
@@ -18,7 +31,8 @@ select
     daily.group_id,
     cast(daily.period_start as date) as `day`,
     daily.commit_on_revoke_coverage,
-    members.member_processes,
-    members.members_enabled_share
+    coverage.member_processes,
+    coverage.members_enabled_share,
+    {{ built_through_batch() }} as built_through_batch
 from daily
-left join members on daily.group_id = members.group_id
+left join coverage on daily.group_id = coverage.group_id

@@ -1,8 +1,11 @@
 -- Grain: one row per group and cause (what made the previous owners let go): what each
 -- cause cost over the group's whole window.
+{{ config(unique_key=['group_id', 'cause']) }}
+-- depends_on: {{ ref('stg_lens__events') }}
+
 with metrics as (
     select * from {{ ref('stg_lens__metrics') }}
-    where grain = 'day' and cause != 'all'
+    {{ only_changed() }}
 )
 
 select
@@ -13,6 +16,8 @@ select
     sum(paused_partition_s) as paused_partition_s,
     sum(duplicates) as duplicates,
     sum(duplicates_upper) as duplicates_upper,
-    sum(lost_partitions) as lost_partitions
+    sum(lost_partitions) as lost_partitions,
+    {{ built_through_batch() }} as built_through_batch
 from metrics
+where grain = 'day' and cause != 'all'
 group by group_id, cause

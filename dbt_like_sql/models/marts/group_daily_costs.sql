@@ -1,8 +1,11 @@
 -- Grain: one row per group and day, with the change from the group's previous day (the
 -- trend a dashboard shows beside the figure).
+{{ config(unique_key=['group_id', 'day']) }}
+-- depends_on: {{ ref('stg_lens__events') }}
+
 with metrics as (
     select * from {{ ref('stg_lens__metrics') }}
-    where grain = 'day' and cause = 'all'
+    {{ only_changed() }}
 )
 
 select
@@ -19,5 +22,7 @@ select
     rebalances - lag(rebalances) over (partition by group_id order by period_start) as rebalances_change,
     duplicates - lag(duplicates) over (partition by group_id order by period_start) as duplicates_change,
     paused_partition_s - lag(paused_partition_s) over (partition by group_id order by period_start)
-        as paused_partition_s_change
+        as paused_partition_s_change,
+    {{ built_through_batch() }} as built_through_batch
 from metrics
+where grain = 'day' and cause = 'all'

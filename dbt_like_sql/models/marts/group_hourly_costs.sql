@@ -1,11 +1,11 @@
 -- Grain: one row per group and hour (the hour an episode started). Incremental: a build
 -- recomputes only the groups with events validated since the last one and merges them in.
-{{ config(materialized='incremental', incremental_strategy='merge', unique_key=['group_id', 'period_start']) }}
+{{ config(unique_key=['group_id', 'period_start']) }}
 -- depends_on: {{ ref('stg_lens__events') }}
 
 with metrics as (
     select * from {{ ref('stg_lens__metrics') }}
-    {{ changed_groups() }}
+    {{ only_changed() }}
 )
 
 select

@@ -1,7 +1,11 @@
 -- Grain: one row per group and host: the handoffs its member processes caused and what they
 -- cost (a host whose members restart or crash stands out).
+{{ config(unique_key=['group_id', 'host']) }}
+-- depends_on: {{ ref('stg_lens__events') }}
+
 with members as (
     select * from {{ ref('member_costs') }}
+    {{ only_changed() }}
 )
 
 select
@@ -11,6 +15,7 @@ select
     sum(handoffs) as handoffs,
     sum(lost_partitions) as lost_partitions,
     sum(duplicates) as duplicates,
-    sum(paused_partition_s) as paused_partition_s
+    sum(paused_partition_s) as paused_partition_s,
+    {{ built_through_batch() }} as built_through_batch
 from members
 group by group_id, coalesce(host, 'unknown')

@@ -1,8 +1,11 @@
 -- Grain: one row per member process (agent) of a group: the handoffs it caused by letting
 -- partitions go, and what they cost; rank 1 is the group's costliest member.
+{{ config(unique_key=['group_id', 'agent_id']) }}
+-- depends_on: {{ ref('stg_lens__events') }}
+
 with handoffs as (
     select * from {{ ref('int_handoffs_with_owners') }}
-    where cause != 'start'
+    {{ only_changed() }}
 ),
 
 per_member as (
@@ -16,11 +19,13 @@ per_member as (
         sum(duplicates) as duplicates,
         sum(paused_s) as paused_partition_s
     from handoffs
+    where cause != 'start'
     group by group_id, prev_agent_id
 )
 
 select
     *,
     row_number() over (partition by group_id order by duplicates desc, paused_partition_s desc, agent_id asc)
-        as cost_rank
+        as cost_rank,
+    {{ built_through_batch() }} as built_through_batch
 from per_member

@@ -1,9 +1,15 @@
 -- Grain: one row per group and recommendation that asks for something (a change or a
 -- warning; the healthy verdict left out), in the recommend stage's rank order.
+{{ config(unique_key=['group_id', 'rank']) }}
+-- depends_on: {{ ref('stg_lens__events') }}
+
 with recommendations as (
     select * from {{ ref('stg_lens__recommendations') }}
+    {{ only_changed() }}
 )
 
-select *
+select
+    *,
+    {{ built_through_batch() }} as built_through_batch
 from recommendations
 where kind != 'healthy'
