@@ -1,6 +1,6 @@
-"""``rebalance-lens sql build [--select ...] | sql docs``: the SQL models over the lake.
+"""``rebalance-lens sql build [--select ...] | sql docs | sql freshness``: the SQL models over the lake.
 
-Both run dbt in-process on a SparkSession made like the pipeline's (same ``--master``,
+All run dbt in-process on a SparkSession made like the pipeline's (same ``--master``,
 jars and settings), so the models see exactly the lake the pipeline wrote.
 """
 from __future__ import annotations
@@ -19,6 +19,11 @@ def _cmd_sql(args: argparse.Namespace) -> int:
         if args.sql_action == "build":
             sql_build.build(spark, config.lake_path, select=args.select or (), full_refresh=args.full_refresh,
                             progress=lambda m: print(m, flush=True))
+        elif args.sql_action == "freshness":
+            found = sql_build.freshness(spark, config.lake_path)
+            for source, status, age_s in found:
+                print(f"{source:>12}: {status:5}  newest record {age_s / 3600:.1f} h old")
+            return 1 if any(status == "error" for _, status, _ in found) else 0
         else:
             site = sql_build.docs(spark, config.lake_path)
             print(f"docs: {site / 'index.html'} (or serve them: python -m http.server -d {site})")
@@ -28,8 +33,8 @@ def _cmd_sql(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add ``sql build`` and ``sql docs`` to the CLI."""
-    sql = subparsers.add_parser("sql", help="the SQL models (dbt_like_sql/) over the lake: build | docs")
+    """Add ``sql build``, ``sql docs`` and ``sql freshness`` to the CLI."""
+    sql = subparsers.add_parser("sql", help="the SQL models (dbt_like_sql/) over the lake: build | docs | freshness")
     actions = sql.add_subparsers(dest="sql_action", metavar="ACTION", required=True)
     build = actions.add_parser("build", help="build the models in dependency order and run their tests, "
                                              "incrementally (dbt build)")
@@ -38,7 +43,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     build.add_argument("--full-refresh", action="store_true",
                        help="rebuild the incremental marts from all of gold, not only the groups with new events")
     docs = actions.add_parser("docs", help="generate the models' documentation site (dbt docs generate)")
-    for action in (build, docs):
+    fresh = actions.add_parser("freshness", help="how old the newest telemetry is (dbt source freshness: warn "
+                                                 "after 2 h, error after a day; exit 1 on error)")
+    for action in (build, docs, fresh):
         action.add_argument("--lake", default=None, help="Delta lake path (default: $LENS_LAKE or <home>/lake)")
         action.add_argument("--master", default=None, help="Spark master (default: $LENS_SPARK_MASTER or local[2])")
         action.set_defaults(func=_cmd_sql)

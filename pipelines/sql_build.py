@@ -132,6 +132,14 @@ def docs(spark: SparkSession, lake_path: str) -> Path:
     return docs_path(lake_path)
 
 
+def freshness(spark: SparkSession, lake_path: str) -> list[tuple[str, str, float]]:
+    """``dbt source freshness``: (source, pass|warn|error, seconds since its newest record) for
+    the sources that declare a ``loaded_at_field`` (the validated telemetry)."""
+    result = _dbt(spark, lake_path, ["source", "freshness"])
+    return [(r.node.name, str(r.status), float(r.age)) for r in (result.result or [])
+            if getattr(r, "age", None) is not None]
+
+
 def run(spark: SparkSession, config: PipelineConfig, progress: Progress = print) -> dict[str, int]:
     """The pipeline's last stage: every model and test."""
     return build(spark, config.lake_path, progress=progress)

@@ -117,3 +117,8 @@ def test_each_marts_yaml_states_its_grain_and_documents_every_column(landed):
         spec = yaml.safe_load((sql_build.PROJECT / "models" / "marts" / f"{name}.yml").read_text())["models"][0]
         assert spec["description"].startswith("Grain: "), name
         assert sorted(c["name"] for c in spec["columns"]) == sorted(_mart(landed, name).columns), name
+
+
+def test_source_freshness_says_the_telemetry_just_landed_is_fresh(spark, landed):
+    [(source, status, age_s)] = sql_build.freshness(spark, landed["config"].lake_path)
+    assert (source, status) == ("events", "pass") and 0 <= age_s < 2 * 3600
