@@ -5,8 +5,9 @@
    under several assignors and commit styles, all sending telemetry to one topic, each
    writing its own ground truth;
 3. run the pipeline (ingest, validate, silver, gold, recommend) into a fresh Delta lake;
-4. print, per run, what gold measured beside what ground truth says, and draw it;
-5. print each run's top recommendation beside its measured cost.
+4. print, per run, what gold measured beside what ground truth says;
+5. print each run's top recommendation beside its measured cost;
+6. write the tuning report (one HTML page, from the SQL marts) and print its path.
 """
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ import sys
 import time
 import uuid
 from dataclasses import dataclass
-from pathlib import Path
 
 from lens_runtime.paths import home
 
@@ -56,38 +56,6 @@ def _costs(label: str, truth, gold) -> RunCosts:
                     unavailable_gold_s=float(gold.unavailable_lower_s or 0.0) if gold else 0.0,
                     unavailable_gold_upper_s=float(gold.unavailable_upper_s or 0.0) if gold else 0.0,
                     unavailable_truth_s=sum(h.pause_s for h in truth.handoffs))
-
-
-def draw(costs: list[RunCosts], path: Path) -> Path:
-    """Two bar charts: duplicated records and partition-seconds unavailable per run, gold beside truth."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    labels = [c.label.replace(" / ", "\n") for c in costs]
-    x = range(len(costs))
-    fig, (dups, pause) = plt.subplots(1, 2, figsize=(14, 5.5))
-    for ax, lower, upper, truth, title in (
-            (dups, [c.duplicates_gold for c in costs], [c.duplicates_gold_upper for c in costs],
-             [c.duplicates_truth for c in costs], "Duplicated records per run"),
-            (pause, [c.unavailable_gold_s for c in costs], [c.unavailable_gold_upper_s for c in costs],
-             [c.unavailable_truth_s for c in costs], "Partition-seconds unavailable per run")):
-        ax.bar([i - 0.2 for i in x], lower, width=0.4, label="gold (telemetry)", color="#3b6ea5")
-        ax.bar([i + 0.2 for i in x], truth, width=0.4, label="ground truth", color="#c9a227")
-        ax.set_xticks(list(x), labels, fontsize=8)
-        ax.set_title(title)
-        # A crash leaves bounds: the bar is the lower bound, the whisker reaches the upper.
-        bounded = [i for i in x if upper[i] > lower[i]]
-        ax.errorbar([i - 0.2 for i in bounded], [lower[i] for i in bounded],
-                    yerr=[[0] * len(bounded), [upper[i] - lower[i] for i in bounded]],
-                    fmt="none", ecolor="black", capsize=4, label="crash: gold upper bound")
-        ax.legend()
-    fig.suptitle("rebalance-lens demo: what each rebalance style cost")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
 
 
 def _table(costs: list[RunCosts]):
@@ -142,6 +110,7 @@ def run_demo(lake: str | None = None, master: str | None = None,
     from pipelines import lake as lake_tables
     from pipelines.gold.costs import read_costs
     from pipelines.stages import run_pipeline
+    from tuning_report import write_report
 
     console = Console(width=None if sys.stdout.isatty() else 160)  # logs get the whole table, not 80 columns
     started = time.monotonic()
@@ -174,7 +143,8 @@ def run_demo(lake: str | None = None, master: str | None = None,
     console.print(_table(costs))
     console.print(_recommendations(costs, {label: top[run.manifest["group_id"]] for label, run in results
                                            if run.manifest["group_id"] in top}))
-    chart = draw(costs, out / "costs.png")
-    console.print(f"\nChart: {chart}\nDelta lake: {lake_path}\nRun folders (ground truth, manifests): {out / 'runs'}")
+    report = write_report(lake_path, out, progress=lambda m: console.print(f"  {m}", markup=False))
+    console.print(f"\nReport: {report}\n        {report.resolve().as_uri()}\nDelta lake: {lake_path}\n"
+                  f"Run folders (ground truth, manifests): {out / 'runs'}")
     console.print(f"Done in {time.monotonic() - started:.0f} s; broker, members and Spark stopped.")
     return 0

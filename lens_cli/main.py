@@ -1,4 +1,5 @@
-"""The ``rebalance-lens`` command line: ``setup``, ``kafka``, ``demo``, ``scenario``, ``pipeline``, ``recommend``.
+"""The ``rebalance-lens`` command line: ``setup``, ``kafka``, ``demo``, ``scenario``, ``pipeline``, ``recommend``,
+``sql``, ``report``.
 
 Subcommands import what they need lazily, so ``--help`` and ``kafka`` work on the
 agent-only install, which has no Spark. A ``LensError`` (a problem the user can fix) is
@@ -12,7 +13,7 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 
-from lens_cli import pipeline_commands, recommend_commands, scenario_commands, sql_commands
+from lens_cli import pipeline_commands, recommend_commands, report_commands, scenario_commands, sql_commands
 from lens_runtime.errors import LensError
 
 
@@ -80,6 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     pipeline_commands.register(sub)
     recommend_commands.register(sub)
     sql_commands.register(sub)
+    report_commands.register(sub)
     return parser
 
 

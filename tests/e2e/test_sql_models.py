@@ -18,7 +18,7 @@ from pipelines import catalog, lake, sql_build
 
 MARTS = ("group_hourly_costs", "group_daily_costs", "group_cause_costs", "member_costs", "host_costs",
          "config_comparison", "commit_on_revoke_daily", "open_recommendations", "rebalance_episodes",
-         "quarantine_daily", "agent_telemetry_quality")
+         "quarantine_daily", "agent_telemetry_quality", "episode_handoffs")
 
 
 def _mart(landed, name: str) -> pl.DataFrame:
@@ -29,7 +29,7 @@ def _mart(landed, name: str) -> pl.DataFrame:
 def test_the_pipeline_ends_with_the_sql_build_and_every_data_test_passes(landed):
     built = landed["results"]["sql"]
     assert built["failed"] == 0 and built["passed"] == built["nodes"] - built["warned"]
-    # 11 marts, 10 staging and intermediate views, their data and unit tests
+    # 12 marts, 10 staging and intermediate views, their data and unit tests
     assert built["nodes"] > 60
 
 

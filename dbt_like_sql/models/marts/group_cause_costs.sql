@@ -14,6 +14,7 @@ select
     sum(rebalances) as rebalances,
     sum(partitions_moved) as partitions_moved,
     sum(paused_partition_s) as paused_partition_s,
+    sum(paused_partition_s_upper) as paused_partition_s_upper,
     sum(duplicates) as duplicates,
     sum(duplicates_upper) as duplicates_upper,
     sum(lost_partitions) as lost_partitions,

@@ -13,6 +13,7 @@ select
     cast(period_start as date) as `day`,
     rebalances,
     paused_partition_s,
+    paused_partition_s_upper,
     duplicates,
     duplicates_upper,
     lost_partitions,

@@ -15,7 +15,9 @@ select
     sum(handoffs) as handoffs,
     sum(lost_partitions) as lost_partitions,
     sum(duplicates) as duplicates,
+    sum(duplicates_upper) as duplicates_upper,
     sum(paused_partition_s) as paused_partition_s,
+    sum(paused_partition_s_upper) as paused_partition_s_upper,
     {{ built_through_batch() }} as built_through_batch
 from members
 group by group_id, coalesce(host, 'unknown')

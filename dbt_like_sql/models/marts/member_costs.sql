@@ -17,7 +17,9 @@ per_member as (
         count(*) as handoffs,
         sum(case when release_kind != 'revoked' then 1 else 0 end) as lost_partitions,
         sum(duplicates) as duplicates,
-        sum(paused_s) as paused_partition_s
+        sum(duplicates_upper) as duplicates_upper,
+        sum(paused_s) as paused_partition_s,
+        sum(paused_upper_s) as paused_partition_s_upper
     from handoffs
     where cause != 'start'
     group by group_id, prev_agent_id

@@ -16,7 +16,9 @@ costs as (
     select
         episode_id,
         sum(duplicates) as duplicates,
-        sum(paused_s) as paused_partition_s
+        sum(duplicates_upper) as duplicates_upper,
+        sum(paused_s) as paused_partition_s,
+        sum(paused_upper_s) as paused_partition_s_upper
     from handoffs
     where episode_id is not null
     group by episode_id
@@ -25,7 +27,9 @@ costs as (
 select
     episodes.*,
     coalesce(costs.duplicates, 0) as duplicates,
+    coalesce(costs.duplicates_upper, 0) as duplicates_upper,
     coalesce(costs.paused_partition_s, 0.0) as paused_partition_s,
+    coalesce(costs.paused_partition_s_upper, 0.0) as paused_partition_s_upper,
     {{ built_through_batch() }} as built_through_batch
 from episodes
 left join costs on episodes.episode_id = costs.episode_id

@@ -1,0 +1,158 @@
+"""The report's charts: small pure functions, a mart's rows in, a Plotly figure out.
+
+Bounded figures (a crash's pause and duplicates are known only within bounds) are drawn
+as the lower bound with an error bar up to the upper one, never as one number.
+"""
+from __future__ import annotations
+
+from datetime import timedelta
+
+import plotly.graph_objects as go
+import polars as pl
+
+# One colour per cause, the same in every chart of the page.
+CAUSE_COLOURS = {
+    "start": "#9aa5b1", "restart": "#4c78a8", "scale_out": "#54a24b", "scale_in": "#88d27a",
+    "crash": "#e45756", "poll_interval_exceeded": "#f58518", "session_lost": "#b279a2",
+    "subscription_change": "#72b7b2", "enforced": "#eeca3b", "unknown": "#bab0ac",
+}
+CAUSE_LABELS = {
+    "start": "group forming", "restart": "restart", "scale_out": "member added", "scale_in": "member removed",
+    "crash": "crash", "poll_interval_exceeded": "poll timeout (stall)", "session_lost": "session lost",
+    "subscription_change": "subscription change", "enforced": "enforced rebalance", "unknown": "unknown",
+}
+LAYOUT = dict(template="plotly_white", height=320, margin=dict(l=60, r=20, t=40, b=50),
+              font=dict(family="system-ui, sans-serif", size=12), legend=dict(orientation="h", y=-0.25))
+
+
+def cause_label(cause: str) -> str:
+    return CAUSE_LABELS.get(cause, cause)
+
+
+def _above(lower: pl.Series, upper: pl.Series) -> list[float]:
+    """How far each upper bound sits above its lower bound (the error bar)."""
+    return [max(0.0, float(u or 0) - float(lo or 0)) for lo, u in zip(lower, upper)]
+
+
+def daily_trend(daily: pl.DataFrame) -> go.Figure:
+    """Duplicates (bars, with their upper bound) and paused partition-seconds (line) per day."""
+    daily = daily.sort("day")
+    days = [d.isoformat() for d in daily["day"]]  # one bar per day, not a time axis in milliseconds
+    fig = go.Figure()
+    fig.add_bar(x=days, y=daily["duplicates"].to_list(), name="duplicated records",
+                marker_color="#4c78a8", text=daily["duplicates"].to_list(), textposition="outside",
+                error_y=dict(type="data", symmetric=False, array=_above(daily["duplicates"], daily["duplicates_upper"]),
+                             arrayminus=[0] * daily.height))
+    fig.add_scatter(x=days, y=daily["paused_partition_s"].to_list(), yaxis="y2",
+                    name="paused partition-seconds", mode="lines+markers", line_color="#e45756")
+    fig.update_layout(**LAYOUT, title="Per day", xaxis=dict(title="day (UTC)", type="category"),
+                      yaxis_title="duplicated records",
+                      yaxis2=dict(title="paused partition-s", overlaying="y", side="right", rangemode="tozero"))
+    return fig
+
+
+def timeline(episodes: pl.DataFrame) -> go.Figure:
+    """Each rebalance episode at its start, its height the partition-seconds it paused (with the
+    upper bound), coloured by cause; hover for the rest."""
+    fig = go.Figure()
+    for cause in sorted(set(episodes["cause"])):
+        part = episodes.filter(pl.col("cause") == cause).sort("started_at")
+        fig.add_scatter(
+            x=part["started_at"].to_list(), y=part["paused_partition_s"].to_list(), mode="markers",
+            name=cause_label(cause), marker=dict(color=CAUSE_COLOURS.get(cause, "#555"), size=11,
+                                                 line=dict(width=1, color="#333")),
+            error_y=dict(type="data", symmetric=False, array=_above(part["paused_partition_s"],
+                                                                    part["paused_partition_s_upper"]),
+                         arrayminus=[0] * part.height),
+            customdata=list(zip(part["duration_s"].to_list(), part["partitions_moved"].to_list(),
+                                part["duplicates"].to_list(), part["duplicates_upper"].to_list())),
+            hovertemplate=("%{x}<br>lasted %{customdata[0]:.1f} s, %{customdata[1]} partitions moved<br>"
+                           "paused %{y:.1f} partition-s, duplicates %{customdata[2]}..%{customdata[3]}"
+                           "<extra>" + cause_label(cause) + "</extra>"))
+    fig.update_layout(**LAYOUT, title="Rebalance episodes", xaxis_title="time (UTC)",
+                      yaxis_title="paused partition-seconds", yaxis_rangemode="tozero")
+    return fig
+
+
+def ownership(handoffs: pl.DataFrame, started_at, ended_at) -> go.Figure:
+    """One episode's partitions: who owned each before and after, and the pause between them
+    (grey; hatched up to its upper bound when it is known only within bounds)."""
+    pad = max(timedelta(seconds=2), (ended_at - started_at) * 0.25)
+    rows = handoffs.sort("topic", "partition")
+    labels = [f"{t}-{p}" for t, p in zip(rows["topic"], rows["partition"])]
+    fig = go.Figure()
+    owners = sorted({c for c in rows["prev_client_id"].to_list() + rows["next_client_id"].to_list() if c})
+    palette = ["#4c78a8", "#f58518", "#54a24b", "#b279a2", "#72b7b2", "#eeca3b", "#ff9da6", "#9d755d"]
+    for i, owner in enumerate(owners):
+        starts, spans, ys = [], [], []
+        for r, y in zip(rows.iter_rows(named=True), labels):
+            if r["prev_client_id"] == owner:
+                begin = started_at - pad
+                starts.append(begin); spans.append(_ms(r["released_at"] - begin)); ys.append(y)
+            if r["next_client_id"] == owner:
+                resumed = r["released_at"] + timedelta(seconds=r["paused_upper_s"] or 0)
+                starts.append(resumed); spans.append(_ms(ended_at + pad - resumed)); ys.append(y)
+        fig.add_bar(y=ys, x=spans, base=starts, orientation="h", name=owner,
+                    marker_color=palette[i % len(palette)])
+    fig.add_bar(y=labels, x=[s * 1000 for s in rows["paused_s"].to_list()], base=rows["released_at"].to_list(),
+                orientation="h", name="paused (records waiting)", marker_color="#bbbbbb")
+    extra = _above(rows["paused_s"], rows["paused_upper_s"])
+    if any(extra):
+        fig.add_bar(y=labels, x=[e * 1000 for e in extra],
+                    base=[r + timedelta(seconds=p) for r, p in zip(rows["released_at"], rows["paused_s"])],
+                    orientation="h", name="pause, upper bound", marker=dict(color="#dddddd", pattern_shape="/"))
+    fig.update_layout(**{**LAYOUT, "height": max(220, 28 * len(labels) + 120)}, barmode="overlay",
+                      title="Who owned each partition", xaxis=dict(type="date", title="time (UTC)"),
+                      yaxis=dict(title="partition", autorange="reversed"))
+    return fig
+
+
+def _ms(delta: timedelta) -> float:
+    return max(0.0, delta.total_seconds() * 1000)
+
+
+def by_cause(costs: pl.DataFrame) -> go.Figure:
+    """Duplicates and paused partition-seconds per cause, each with its upper bound."""
+    costs = costs.sort("duplicates", descending=True)
+    names = [cause_label(c) for c in costs["cause"]]
+    colours = [CAUSE_COLOURS.get(c, "#555") for c in costs["cause"]]
+    fig = go.Figure()
+    fig.add_bar(x=names, y=costs["duplicates"].to_list(), name="duplicated records", marker_color=colours,
+                text=costs["duplicates"].to_list(), textposition="outside", offsetgroup=0,
+                error_y=dict(type="data", symmetric=False, array=_above(costs["duplicates"], costs["duplicates_upper"]),
+                             arrayminus=[0] * costs.height))
+    fig.add_bar(x=names, y=costs["paused_partition_s"].to_list(), name="paused partition-seconds", yaxis="y2",
+                marker=dict(color=colours, pattern_shape="x"), offsetgroup=1,
+                text=[f"{v:.1f} s" for v in costs["paused_partition_s"]], textposition="outside",
+                error_y=dict(type="data", symmetric=False,
+                             array=_above(costs["paused_partition_s"], costs["paused_partition_s_upper"]),
+                             arrayminus=[0] * costs.height))
+    fig.update_layout(**LAYOUT, title="By cause (what made the previous owner let go)", showlegend=True,
+                      yaxis=dict(title="duplicated records", rangemode="tozero"),
+                      yaxis2=dict(title="paused partition-s (hatched)", overlaying="y", side="right",
+                                  rangemode="tozero"))
+    return fig
+
+
+def what_if(configs: pl.DataFrame) -> go.Figure:
+    """Every configuration replayed on the group's own history: duplicates against pause (down
+    and left is better); the current one ringed, with what was measured beside its replay."""
+    fig = go.Figure()
+    others = configs.filter(~pl.col("is_current"))
+    fig.add_scatter(x=others["predicted_paused_partition_s"].to_list(), y=others["predicted_duplicates"].to_list(),
+                    mode="markers", name="candidate (predicted)", text=others["config"].to_list(),
+                    marker=dict(size=10, color="#4c78a8"),
+                    hovertemplate="%{text}<br>pause %{x:.1f} partition-s, duplicates %{y:.0f}<extra></extra>")
+    current = configs.filter(pl.col("is_current"))
+    fig.add_scatter(x=current["predicted_paused_partition_s"].to_list(), y=current["predicted_duplicates"].to_list(),
+                    mode="markers", name="current (replayed)", text=current["config"].to_list(),
+                    marker=dict(size=16, color="rgba(0,0,0,0)", line=dict(width=3, color="#e45756")),
+                    hovertemplate="%{text}<br>pause %{x:.1f} partition-s, duplicates %{y:.0f}<extra></extra>")
+    measured = current.drop_nulls("measured_duplicates")
+    fig.add_scatter(x=measured["measured_paused_partition_s"].to_list(), y=measured["measured_duplicates"].to_list(),
+                    mode="markers", name="current (measured)", marker=dict(size=10, symbol="x", color="#e45756"),
+                    hovertemplate="measured: pause %{x:.1f} partition-s, duplicates %{y:.0f}<extra></extra>")
+    fig.update_layout(**LAYOUT, title="What if: each configuration on this group's history",
+                      xaxis=dict(title="paused partition-seconds", rangemode="tozero"),
+                      yaxis=dict(title="duplicated records", rangemode="tozero"))
+    return fig

@@ -1,0 +1,69 @@
+"""What the figures mean, in sentences: the headline per group and the terms the page uses."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from tuning_report.figures import cause_label
+
+# Explained where the page first uses them.
+TERMS = {
+    "episode": "a rebalance episode: the rebalances of a group close together in time, with what triggered them "
+               "(a restart, a crash, a new member, ...)",
+    "handoff": "one partition moving from the member that let it go to the one that took it; while records wait "
+               "for the new owner the partition is paused, and records the old owner processed but did not commit "
+               "are read again (duplicates)",
+    "eager": "the classic protocol's eager rebalance: every member gives up every partition, then the group "
+             "reassigns them all (range, roundrobin)",
+    "cooperative": "KIP-429's cooperative rebalance: only the partitions that move are revoked; the rest keep "
+                   "being read (cooperative-sticky)",
+    "KIP-848": "Kafka's newer consumer protocol (group.protocol=consumer): the broker assigns, member by member, "
+               "with no group-wide stop",
+}
+
+
+@dataclass(frozen=True)
+class Headline:
+    """A group's totals over the report's window, bounded where gold bounds them."""
+
+    rebalances: int
+    duplicates: int
+    duplicates_upper: int
+    paused_s: float
+    paused_upper_s: float
+    records: int
+    last_day_change: int | None
+
+    @classmethod
+    def of(cls, daily: pl.DataFrame) -> "Headline":
+        daily = daily.sort("day")
+        change = daily["duplicates_change"][-1] if daily.height > 1 else None
+        return cls(rebalances=int(daily["rebalances"].sum() or 0), duplicates=int(daily["duplicates"].sum() or 0),
+                   duplicates_upper=int(daily["duplicates_upper"].sum() or 0),
+                   paused_s=float(daily["paused_partition_s"].sum() or 0.0),
+                   paused_upper_s=float(daily["paused_partition_s_upper"].sum() or 0.0),
+                   records=int(daily["records_processed"].sum() or 0),
+                   last_day_change=None if change is None else int(change))
+
+
+def bounded(lower: float, upper: float, spec: str = ",.0f") -> str:
+    """A figure, or its range when it is known only within bounds."""
+    if upper is None or abs(upper - lower) < 1e-9:
+        return format(lower, spec)
+    return f"{lower:{spec}} to {upper:{spec}}"
+
+
+def headline_sentence(h: Headline, causes: pl.DataFrame) -> str:
+    """One sentence: what the group's rebalances cost and where most of it came from."""
+    if h.rebalances == 0 and h.duplicates == 0:
+        return "No rebalance cost anything in this window."
+    worst = causes.filter(pl.col("cause") != "start").sort("duplicates", "paused_partition_s", descending=True)
+    share = ""
+    if worst.height and h.duplicates:
+        top = worst.row(0, named=True)
+        share = (f" Most of it came from {cause_label(top['cause'])} "
+                 f"({top['duplicates'] / h.duplicates:.0%} of the duplicates).")
+    rate = f" ({h.duplicates / h.records:.2%} of the records processed)" if h.records else ""
+    return (f"Partitions waited {bounded(h.paused_s, h.paused_upper_s, ',.1f')} partition-seconds for a new owner "
+            f"and {bounded(h.duplicates, h.duplicates_upper)} records were processed twice{rate}.{share}")
