@@ -32,8 +32,9 @@ from lens_scenarios.ground_truth import GroundTruth, Handoff
 from lens_scenarios.spec import builtin_names, load
 
 TOLERANCE_S = 0.1
-def _gold_for_run(landed: dict[str, Any], run_id: str) -> dict[tuple, dict[str, Any]]:
-    """This run's gold handoffs keyed like truth's: (topic, partition, previous and next process, first offset at next).
+def _gold_for_run(landed: dict[str, Any], run_id: str) -> dict[tuple, list[dict[str, Any]]]:
+    """This run's gold handoffs keyed like truth's: (topic, partition, previous and next process, first offset at next),
+    each key's in time order.
 
     The previous owner is part of the key: an owner revoked before its first record and
     the owner after it can both hand over to the same process at the same offset. Truth is
@@ -42,6 +43,10 @@ def _gold_for_run(landed: dict[str, Any], run_id: str) -> dict[tuple, dict[str, 
     taken back at once) is one handoff to it: the chain's duplicates are its first link's
     (gold confirms them at the first owner that reads), its pause and bounds the sums of
     its links'.
+
+    A key can hold several handoffs: two eager rebalances in quick succession (members that
+    re-subscribe at different moments) give a process its partition back twice, and when it
+    commits nothing in between it reads from the same committed offset both times.
     """
     prefix = f"{run_id}-"
     process = {agent: client[len(prefix):] for agent, client in landed["clients"].items()
@@ -61,7 +66,8 @@ def _gold_for_run(landed: dict[str, Any], run_id: str) -> dict[tuple, dict[str, 
             chain = []
             if h["next_agent_id"] in process:
                 h = {**h, "prev_process": process.get(h["prev_agent_id"]), "next_process": process[h["next_agent_id"]]}
-                keyed[(h["topic"], h["partition"], h["prev_process"], h["next_process"], h["first_fetch_offset"])] = h
+                keyed.setdefault((h["topic"], h["partition"], h["prev_process"], h["next_process"],
+                                  h["first_fetch_offset"]), []).append(h)
     return keyed
 
 
@@ -80,6 +86,21 @@ def _through(chain: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _key(h: Handoff) -> tuple:
     return (h.topic, h.partition, h.prev_process, h.next_process, h.first_offset_next)
+
+
+def _matched(handoffs: list[Handoff], gold: dict[tuple, list[dict[str, Any]]]
+             ) -> list[tuple[Handoff, dict[str, Any] | None]]:
+    """Each truth handoff with its gold row (None if gold lacks it): the handoffs of one key
+    pair up in time order (truth's come in the order of the next owner's first record, gold's
+    in the order of the assignments)."""
+    taken: Counter = Counter()
+    pairs = []
+    for h in handoffs:
+        key = _key(h)
+        rows, i = gold.get(key, []), taken[key]
+        taken[key] += 1
+        pairs.append((h, rows[i] if i < len(rows) else None))
+    return pairs
 
 
 def _check(truth: Handoff, gold: dict[str, Any]) -> list[str]:
@@ -110,8 +131,7 @@ def test_gold_handoffs_match_ground_truth(landed, scenario):
     gold = _gold_for_run(landed, run.manifest["run_id"])
     assert truth.handoffs or scenario in ("enforce-rebalance", "subscription-change"), "scenario moved nothing"
     problems = []
-    for handoff in truth.handoffs:
-        row = gold.get(_key(handoff))
+    for handoff, row in _matched(truth.handoffs, gold):
         if row is None:
             problems.append(f"gold lacks {handoff}")
         else:
@@ -139,9 +159,9 @@ def test_per_run_totals_match_ground_truth(landed, scenario):
     assert gold.duplicates <= truth.summary().duplicates <= gold.duplicates_upper
     if gold.duplicates == gold.duplicates_upper:  # no crash: exact
         assert gold.duplicates == truth.summary().duplicates
-        rows = _gold_for_run(landed, run.manifest["run_id"])
+        pairs = _matched(truth.handoffs, _gold_for_run(landed, run.manifest["run_id"]))
         graceful = [h for h in truth.handoffs if h.released_by in ("revoke", "exit")]  # lost ones carry bounds
-        seen = [rows[_key(h)] for h in graceful if _key(h) in rows]
+        seen = [row for h, row in pairs if h.released_by in ("revoke", "exit") and row is not None]
         assert len(seen) == len(graceful)
         assert sum(r["unavailable_s"] for r in seen) == pytest.approx(sum(h.pause_s for h in graceful),
                                                                       abs=TOLERANCE_S * len(graceful))
@@ -167,8 +187,8 @@ def test_a_quiet_topic_moving_with_nothing_waiting_costs_no_unavailability(lande
     record waited counts (truth and gold alike), so those handoffs cost nothing."""
     run = landed["runs"]["turbulent-minute"]
     gold = _gold_for_run(landed, run.manifest["run_id"])
-    quiet = [gold[_key(h)] for h in GroundTruth.load(run.run_dir).handoffs
-             if h.topic.endswith("audit") and h.released_by in ("revoke", "exit") and _key(h) in gold]
+    quiet = [row for h, row in _matched(GroundTruth.load(run.run_dir).handoffs, gold)
+             if h.topic.endswith("audit") and h.released_by in ("revoke", "exit") and row is not None]
     idle = [h for h in quiet if h["revoke_ms"] is not None and h["first_fetch_ms"] - h["revoke_ms"] > 2000]
     assert idle, "no quiet-topic handoff waited seconds for its next record"
     assert all(h["unavailable_s"] == 0.0 for h in idle), idle
@@ -261,3 +281,19 @@ def test_closed_loop_the_rerun_saves_what_was_predicted(landed, tmp_path, scenar
     report = "; ".join(f"{c.figure}: predicted {c.predicted_saving:.1f}, measured {c.measured_saving:.1f}"
                        for c in verified.checks)
     assert verified.holds, f"{scenario} ({rec['title']}): {report}"
+
+
+def test_handoffs_of_one_key_pair_up_in_time_order():
+    """Plain data, no run: a process given its partition back twice from one offset (two eager
+    rebalances in quick succession) makes two truth handoffs and two gold rows of one key; each
+    truth handoff meets its own row, not the last one of the key."""
+    gold_rows = [{"topic": "t", "partition": 0, "prev_agent_id": "a", "next_agent_id": "a", "assigned_ms": assigned,
+                  "first_fetch_ms": assigned + 10, "first_fetch_offset": 1580, "cause": "subscription_change",
+                  "duplicates_confirmed": dups, "unavailable_s": pause, "unavailable_lower_s": pause,
+                  "unavailable_upper_s": pause} for assigned, dups, pause in ((2_000, 46, 1.031), (1_000, 40, 0.07))]
+    gold = _gold_for_run({"handoffs": gold_rows, "clients": {"a": "run-1-m3.1"}}, "run-1")
+    truth = [Handoff("t", 0, "m3", "m3.1", "m3", "m3.1", last, 1580, dups, pause, "revoke", 0, "subscription_change")
+             for last, dups, pause in ((1619, 40, 0.072), (1625, 46, 1.033))]
+    pairs = _matched(truth, gold)
+    assert [row["duplicates_confirmed"] for _, row in pairs] == [40, 46]
+    assert not [problem for h, row in pairs for problem in _check(h, row)]

@@ -113,3 +113,21 @@ def test_a_first_record_found_late_gives_bounds_never_a_silent_zero():
     assert unknown["duplicates_confirmed"] is None
     assert (unknown["duplicates_lower"], unknown["duplicates_upper"]) == (0, 20)
     assert (unknown["unavailable_lower_s"], unknown["unavailable_upper_s"]) == (1.0, 2.0)
+
+
+def test_a_partition_given_back_twice_from_one_offset_is_two_handoffs():
+    """Two eager rebalances 0.16 s apart (members re-subscribing at different moments) give m1
+    its partition back twice, and it commits nothing in between: it reads from the same committed
+    offset both times (turbulent-minute under roundrobin). Two same-owner handoffs, alike but for
+    their figures: the second re-reads what the first re-read and what came after it."""
+    fleet = Fleet()
+    m1 = fleet.member("m1")
+    m1.at(0).joins().assigned(P0).fetches(P0, 1500).at(900).processes(P0, upto=1619).commits(P0, 1580)
+    m1.at(1_000).revokes(P0).at(1_003).assigned(P0).at(1_070).fetches(P0, 1580, produced_ms=500)
+    m1.at(1_071).processes(P0, upto=1625).at(1_165).revokes(P0)
+    m1.at(2_190).assigned(P0).at(2_196).fetches(P0, 1580, produced_ms=500)
+    first, second = sorted(handoffs_of(ownership_intervals(fleet.events)), key=lambda h: h["assigned_ms"])
+    assert first["same_owner"] and second["same_owner"]
+    assert first["first_fetch_offset"] == second["first_fetch_offset"] == 1580
+    assert (first["duplicates_confirmed"], first["unavailable_s"]) == (40, 0.07)
+    assert (second["duplicates_confirmed"], second["unavailable_s"]) == (46, 1.031)

@@ -1,0 +1,52 @@
+"""The report's sentences and its --since: plain data in, text out."""
+from __future__ import annotations
+
+from datetime import date, datetime, timezone
+
+import polars as pl
+import pytest
+
+from lens_runtime.errors import LensError
+from tuning_report.marts import parse_since
+from tuning_report.wording import Headline, bounded, headline_sentence
+
+NOW = datetime(2026, 11, 25, 12, 0, tzinfo=timezone.utc)
+
+
+def test_a_bounded_figure_reads_as_its_range_and_an_exact_one_as_one_number():
+    assert bounded(1411, 2098) == "1,411 to 2,098"
+    assert bounded(30, 30) == "30"
+    assert bounded(4.1, 17.83, ",.1f") == "4.1 to 17.8"
+
+
+def test_since_takes_an_age_or_an_iso_time_and_names_the_fix_otherwise():
+    assert parse_since("36h", NOW) == datetime(2026, 11, 24, 0, 0, tzinfo=timezone.utc)
+    assert parse_since("7d", NOW) == datetime(2026, 11, 18, 12, 0, tzinfo=timezone.utc)
+    assert parse_since("2026-11-24", NOW) == datetime(2026, 11, 24, tzinfo=timezone.utc)
+    assert parse_since(None) is None
+    with pytest.raises(LensError, match=r"--since 'yesterday'.*36h, 7d"):
+        parse_since("yesterday", NOW)
+
+
+def _daily(rows: list[tuple]) -> pl.DataFrame:
+    return pl.DataFrame(rows, orient="row", schema=["day", "rebalances", "duplicates", "duplicates_upper",
+                                                    "paused_partition_s", "paused_partition_s_upper",
+                                                    "records_processed", "duplicates_change"])
+
+
+def test_the_headline_sums_the_days_keeps_the_bounds_and_names_the_costliest_cause():
+    daily = _daily([(date(2026, 11, 24), 3, 100, 100, 2.0, 2.0, 10_000, None),
+                    (date(2026, 11, 25), 2, 40, 90, 1.5, 6.0, 10_000, -60)])
+    head = Headline.of(daily)
+    assert (head.rebalances, head.duplicates, head.duplicates_upper, head.last_day_change) == (5, 140, 190, -60)
+    causes = pl.DataFrame({"cause": ["start", "crash", "restart"], "duplicates": [500, 40, 100],
+                           "paused_partition_s": [9.0, 1.5, 2.0]})
+    sentence = headline_sentence(head, causes)
+    assert "3.5 to 8.0 partition-seconds" in sentence and "140 to 190 records were processed twice" in sentence
+    assert "from restart (71% of the duplicates)" in sentence  # the group forming is nobody's fault
+
+
+def test_a_quiet_group_says_so():
+    head = Headline.of(_daily([(date(2026, 11, 25), 0, 0, 0, 0.0, 0.0, 5_000, None)]))
+    assert headline_sentence(head, pl.DataFrame({"cause": [], "duplicates": [], "paused_partition_s": []})) \
+        == "No rebalance cost anything in this window."
