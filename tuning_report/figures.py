@@ -21,8 +21,9 @@ CAUSE_LABELS = {
     "crash": "crash", "poll_interval_exceeded": "poll timeout (stall)", "session_lost": "session lost",
     "subscription_change": "subscription change", "enforced": "enforced rebalance", "unknown": "unknown",
 }
-LAYOUT = dict(template="plotly_white", height=320, margin=dict(l=60, r=20, t=40, b=50),
-              font=dict(family="system-ui, sans-serif", size=12), legend=dict(orientation="h", y=-0.25))
+LAYOUT = dict(template="plotly_white", height=360, margin=dict(l=60, r=20, t=40, b=40),
+              font=dict(family="system-ui, sans-serif", size=12),
+              legend=dict(orientation="h", yanchor="top", y=-0.22, x=0))
 
 
 def cause_label(cause: str) -> str:
@@ -45,7 +46,7 @@ def daily_trend(daily: pl.DataFrame) -> go.Figure:
                              arrayminus=[0] * daily.height))
     fig.add_scatter(x=days, y=daily["paused_partition_s"].to_list(), yaxis="y2",
                     name="paused partition-seconds", mode="lines+markers", line_color="#e45756")
-    fig.update_layout(**LAYOUT, title="Per day", xaxis=dict(title="day (UTC)", type="category"),
+    fig.update_layout(**LAYOUT, title="Per day (UTC)", xaxis=dict(type="category"),
                       yaxis_title="duplicated records",
                       yaxis2=dict(title="paused partition-s", overlaying="y", side="right", rangemode="tozero"))
     return fig
@@ -69,7 +70,7 @@ def timeline(episodes: pl.DataFrame) -> go.Figure:
             hovertemplate=("%{x}<br>lasted %{customdata[0]:.1f} s, %{customdata[1]} partitions moved<br>"
                            "paused %{y:.1f} partition-s, duplicates %{customdata[2]}..%{customdata[3]}"
                            "<extra>" + cause_label(cause) + "</extra>"))
-    fig.update_layout(**LAYOUT, title="Rebalance episodes", xaxis_title="time (UTC)",
+    fig.update_layout(**LAYOUT, title="Rebalance episodes (time in UTC)",
                       yaxis_title="paused partition-seconds", yaxis_rangemode="tozero")
     return fig
 
@@ -102,7 +103,7 @@ def ownership(handoffs: pl.DataFrame, started_at, ended_at) -> go.Figure:
                     base=[r + timedelta(seconds=p) for r, p in zip(rows["released_at"], rows["paused_s"])],
                     orientation="h", name="pause, upper bound", marker=dict(color="#dddddd", pattern_shape="/"))
     fig.update_layout(**{**LAYOUT, "height": max(220, 28 * len(labels) + 120)}, barmode="overlay",
-                      title="Who owned each partition", xaxis=dict(type="date", title="time (UTC)"),
+                      title="Who owned each partition (time in UTC)", xaxis=dict(type="date"),
                       yaxis=dict(title="partition", autorange="reversed"))
     return fig
 
@@ -128,6 +129,7 @@ def by_cause(costs: pl.DataFrame) -> go.Figure:
                              array=_above(costs["paused_partition_s"], costs["paused_partition_s_upper"]),
                              arrayminus=[0] * costs.height))
     fig.update_layout(**LAYOUT, title="By cause (what made the previous owner let go)", showlegend=True,
+                      xaxis=dict(tickangle=-25, automargin=True),
                       yaxis=dict(title="duplicated records", rangemode="tozero"),
                       yaxis2=dict(title="paused partition-s (hatched)", overlaying="y", side="right",
                                   rangemode="tozero"))
@@ -152,7 +154,9 @@ def what_if(configs: pl.DataFrame) -> go.Figure:
     fig.add_scatter(x=measured["measured_paused_partition_s"].to_list(), y=measured["measured_duplicates"].to_list(),
                     mode="markers", name="current (measured)", marker=dict(size=10, symbol="x", color="#e45756"),
                     hovertemplate="measured: pause %{x:.1f} partition-s, duplicates %{y:.0f}<extra></extra>")
-    fig.update_layout(**LAYOUT, title="What if: each configuration on this group's history",
+    fig.update_layout(**{**LAYOUT, "legend": dict(orientation="v", x=0.98, xanchor="right", y=0.98,
+                                                  bgcolor="rgba(255,255,255,0.8)")},
+                      title="What if: each configuration on this group's history",
                       xaxis=dict(title="paused partition-seconds", rangemode="tozero"),
                       yaxis=dict(title="duplicated records", rangemode="tozero"))
     return fig

@@ -26,7 +26,7 @@ EPISODES_CHARTED = 2  # ownership charts per group: its costliest episodes
 
 def _chart(fig: go.Figure, div_id: str) -> Markup:
     return Markup(fig.to_html(full_html=False, include_plotlyjs=False, div_id=div_id,
-                              config={"displaylogo": False, "responsive": True}))
+                              config={"displayModeBar": False, "responsive": True}))
 
 
 def group_section(fleet: Fleet, group: str, index: int) -> dict:
@@ -54,7 +54,8 @@ def group_section(fleet: Fleet, group: str, index: int) -> dict:
     configs = fleet.of("config_comparison", group)
     if configs.height:
         section["charts"]["what_if"] = _chart(figures.what_if(configs), f"g{index}-whatif")
-        section["configs"] = configs.sort("cost_rank").head(8).to_dicts()
+        ranked = configs.sort("cost_rank")  # the cheapest, and the current one wherever it ranks
+        section["configs"] = pl.concat([ranked.head(7), ranked.slice(7).filter(pl.col("is_current"))]).to_dicts()
     section["members"] = fleet.of("member_costs", group).sort("cost_rank").head(5).to_dicts()
     section["hosts"] = (fleet.of("host_costs", group).sort("duplicates", "paused_partition_s", descending=True)
                         .head(5).to_dicts())
