@@ -23,7 +23,7 @@ from pipelines.config import PipelineConfig, Progress
 PROJECT = Path(__file__).resolve().parents[1] / "dbt_like_sql"
 SOURCE_SCHEMA = "lens_lake"
 MART_SCHEMA = "lens_marts"  # profiles.yml's schema
-SQL_STAGE = "sql"  # its stage mark: the gold mark of the last whole build, whose data it tested
+SQL_STAGE = "sql"  # its stage mark: the gold mark of the last whole build (what the marts reflect)
 # dbt source name -> the lake table (models/staging/__sources.yml declares the same names)
 SOURCES = {"events": catalog.EVENTS, "quarantine": catalog.QUARANTINE, "stage_progress": catalog.STAGE_PROGRESS,
            "handoffs": catalog.HANDOFFS, "episodes": catalog.EPISODES, "members": catalog.MEMBERS,
@@ -72,10 +72,10 @@ def register_marts(spark: SparkSession, lake_path: str) -> None:
         spark.catalog.createTable(f"{MART_SCHEMA}.{name}", path=str(root / name), source="delta")
 
 
-def _dbt(spark: SparkSession, lake_path: str, *commands: list[str], tested_through: int = -1):
+def _dbt(spark: SparkSession, lake_path: str, *commands: list[str], built_through: int = -1):
     """Run dbt ``commands`` in turn on this session over the lake; the last one's result.
-    ``tested_through``: the data tests read only what was validated after this batch
-    (dbt_like_sql/macros/test_scope.sql); -1 tests everything."""
+    ``built_through``: the marts recompute, and the data tests read, only what was validated
+    after this batch (dbt_like_sql/macros/incremental_scope.sql); -1: everything."""
     from dbt.cli.main import dbtRunner
 
     if not lake.exists(spark, lake_path, catalog.STAGE_PROGRESS):
@@ -83,9 +83,9 @@ def _dbt(spark: SparkSession, lake_path: str, *commands: list[str], tested_throu
     register_sources(spark, lake_path)
     register_marts(spark, lake_path)
     target = docs_path(lake_path)
+    variables = {"lake": lake_path.rstrip("/"), "built_through": built_through}
     common = ["--project-dir", str(PROJECT), "--profiles-dir", str(PROJECT), "--target-path", str(target),
-              "--log-path", str(log_path(lake_path).parent), "--vars", json.dumps({"lake": lake_path.rstrip("/"), "tested_through": tested_through}),
-              "--quiet"]
+              "--log-path", str(log_path(lake_path).parent), "--vars", json.dumps(variables), "--quiet"]
     ansi = spark.conf.get("spark.sql.ansi.enabled")
     try:
         for command in commands:
@@ -103,13 +103,19 @@ def build(spark: SparkSession, lake_path: str, select: Sequence[str] = (), progr
           full_refresh: bool = False) -> dict[str, int]:
     """``dbt build``: models and their tests in dependency order; counts of what ran, passed
     and failed. Raises ``LensError`` naming what failed."""
-    build_args = ["build", *(["--select", *select] if select else []), *(["--full-refresh"] if full_refresh else [])]
+    # What the last whole build covered is not recomputed (a partial build marks nothing).
+    built_through = -1 if full_refresh else lake.stage_mark(spark, lake_path, SQL_STAGE)
+    # The staging and intermediate tests re-check the lake's own contract (validated upstream)
+    # and read whole tables: a build that rebuilds everything runs them, an incremental one
+    # tests the marts it wrote, in the groups it recomputed.
+    contract_tests = [] if built_through < 0 else [
+        "--exclude", "path:models/staging,test_type:data", "path:models/intermediate,test_type:data"]
+    build_args = ["build", *(["--select", *select] if select else []), *contract_tests,
+                  *(["--full-refresh"] if full_refresh else [])]
     # the selected models read the staging and intermediate views: (re)create them first
     before = [["run", "--select", "config.materialized:view"]] if select else []
-    # What the last whole build tested needs no second look (a partial build marks nothing).
-    tested_through = -1 if full_refresh else lake.stage_mark(spark, lake_path, SQL_STAGE)
     gold_mark = lake.stage_mark(spark, lake_path, "gold")
-    result = _dbt(spark, lake_path, *before, build_args, tested_through=tested_through)
+    result = _dbt(spark, lake_path, *before, build_args, built_through=built_through)
     statuses = [str(r.status) for r in (result.result or [])]
     failed = [r.node.name for r in (result.result or []) if str(r.status) in ("error", "fail")]
     counts = {"nodes": len(statuses), "failed": len(failed),

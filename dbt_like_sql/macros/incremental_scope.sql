@@ -1,14 +1,17 @@
 {#
-  Incremental marts recompute only what new data touched. The scope of a build is the
-  values of one column (a group, an arrival date) found in rows validated since the mart was
-  last built: silver/events and the quarantine prune by validate_batch, so a build reads the
-  new data to find its scope, not the history. Each mart row carries built_through_batch
-  (built_through_batch() below), the mark the next build starts after.
+  Incremental marts recompute only what new data touched: the values of one column (a group,
+  an arrival date) found in rows validated after the last whole SQL build. That build's mark
+  (the `sql` stage mark: the gold mark it reflected) comes in as the var built_through, an
+  integer the build itself wrote; -1 (a first build, --full-refresh) means everything.
+  silver/events and the quarantine are laid out by validate_batch, so a literal bound lets
+  Delta skip every file of the history: finding the scope reads the new data only. A whole
+  build that fails leaves the mark where it was, and the next one recomputes the same
+  groups again (a recompute replaces rows, so doing it twice changes nothing).
 #}
 {% macro changed_keys(column='group_id', within='stg_lens__events') %}
     select distinct {{ column }}
     from {{ ref(within) }}
-    where validate_batch > (select coalesce(max(built_through_batch), -1) from {{ this }})
+    where validate_batch > {{ var('built_through', -1) | int }}
 {% endmacro %}
 
 {#- A model's filter: on an incremental build, only the rows in the changed scope. -#}
@@ -19,7 +22,8 @@
 {% endmacro %}
 
 {#
-  The validation batch the gold tables (and so this build) reflect: gold's stage mark.
+  The validation batch the gold tables (and so this build) reflect: gold's stage mark. Each
+  mart row carries it, to say how fresh it is.
 #}
 {% macro built_through_batch() %}
     (select max(last_batch) from {{ ref('stg_lens__stage_progress') }} where stage = 'gold')

@@ -2,15 +2,15 @@
   Data tests on an incremental build read only what the build could have changed, so a
   build's time does not grow with history. dbt_project.yml sets every test's `where` to
   `__new_data__`; here it becomes, from the columns the tested relation has:
-  - group_id: the groups with events validated after the last SQL build (var
-    tested_through, the gold mark that build reflected; sql_build passes it);
+  - group_id: the groups with events validated after the last whole SQL build (var
+    built_through, see incremental_scope.sql);
   - validate_batch (the quarantine): the rows validated after it;
   - neither (stage progress, the per-day quarantine counts): the whole relation, a few rows.
-  A full build (tested_through = -1, and every --full-refresh) tests everything.
+  A first build and every --full-refresh (built_through = -1) test everything.
 #}
 {% macro spark__get_where_subquery(relation) -%}
     {%- set where = config.get('where', '') -%}
-    {%- set after = var('tested_through', -1) | int -%}
+    {%- set after = var('built_through', -1) | int -%}
     {%- if where == '__new_data__' -%}
         {%- set columns = adapter.get_columns_in_relation(relation) | map(attribute='name') | list -%}
         {%- if after < 0 -%}
