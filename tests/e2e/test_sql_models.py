@@ -26,7 +26,9 @@ def _mart(landed, name: str) -> pl.DataFrame:
     return pl.read_delta(str(Path(sql_build.marts_path(landed["config"].lake_path)) / name))
 
 
-def test_the_pipeline_ends_with_the_sql_build_and_every_data_test_passes(landed):
+def test_the_pipeline_ends_with_the_sql_build_and_every_data_test_passes(spark, landed):
+    path = landed["config"].lake_path  # the whole build records what it covered: the next one starts after it
+    assert lake.stage_mark(spark, path, sql_build.SQL_STAGE) == lake.stage_mark(spark, path, "gold") >= 0
     built = landed["results"]["sql"]
     assert built["failed"] == 0 and built["passed"] == built["nodes"] - built["warned"]
     # 12 marts, 10 staging and intermediate views, their data and unit tests
@@ -93,10 +95,14 @@ def test_an_incremental_build_replaces_every_row_of_a_changed_group_in_one_merge
     expected = sorted(tuple(r) for r in built.collect())
     stale = built.limit(1).withColumn("agent_id", F.lit("an-agent-the-group-no-longer-has"))
     stale.write.format("delta").mode("append").save(path)
-    # as if the mart had last been built before every event: every group has new data
-    DeltaTable.forPath(spark, path).update(set={"built_through_batch": F.lit(-1)})
     version = _history(spark, Path(path))[-1].version
-    sql_build.build(spark, landed["config"].lake_path, select=["member_costs"], progress=lambda _m: None)
+    lake_path = landed["config"].lake_path
+    mark = lake.stage_mark(spark, lake_path, sql_build.SQL_STAGE)
+    lake.set_stage_mark(spark, lake_path, sql_build.SQL_STAGE, -1)  # as if no build had seen any event yet
+    try:
+        sql_build.build(spark, lake_path, select=["member_costs"], progress=lambda _m: None)
+    finally:
+        lake.set_stage_mark(spark, lake_path, sql_build.SQL_STAGE, mark)
     commits = [h for h in _history(spark, Path(path)) if h.version > version]
     assert [h.operation for h in commits] == ["MERGE"]
     assert commits[0].operationMetrics["numTargetRowsDeleted"] == "1"
