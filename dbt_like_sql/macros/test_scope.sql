@@ -11,11 +11,11 @@
 {% macro spark__get_where_subquery(relation) -%}
     {%- set where = config.get('where', '') -%}
     {%- set after = var('built_through', -1) | int -%}
-    {%- if where == '__new_data__' -%}
+    {%- if where == '__new_data__' and after < 0 -%}
+        {%- set where = '' -%}
+    {%- elif where == '__new_data__' -%}
         {%- set columns = adapter.get_columns_in_relation(relation) | map(attribute='name') | list -%}
-        {%- if after < 0 -%}
-            {%- set where = '' -%}
-        {%- elif 'group_id' in columns -%}
+        {%- if 'group_id' in columns -%}
             {%- set where -%}
                 group_id in (select distinct group_id from {{ source('lens', 'events') }} where validate_batch > {{ after }})
             {%- endset -%}
