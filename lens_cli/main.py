@@ -20,7 +20,7 @@ from lens_runtime.errors import LensError
 def _cmd_setup(args: argparse.Namespace) -> int:
     from lens_runtime.jvm_deps import ensure_jars, jars_dir
 
-    ensure_jars(quiet=args.quiet)
+    ensure_jars()  # says when it fetches (the first run's minute of Maven), even under --quiet
     if not args.quiet:
         print(f"rebalance-lens: JVM jars ready in {jars_dir()}")
     return 0
@@ -49,9 +49,10 @@ def _cmd_kafka(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from lens_cli.demo import run_demo
+    from lens_cli.demo import DEMO_MATRIX, parse_run, run_demo
 
-    return run_demo(lake=args.lake, master=args.master)
+    matrix = tuple(parse_run(r) for r in args.run) if args.run else DEMO_MATRIX
+    return run_demo(lake=args.lake, master=args.master, matrix=matrix, bootstrap=args.bootstrap)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -73,9 +74,14 @@ def build_parser() -> argparse.ArgumentParser:
     kafka.set_defaults(func=_cmd_kafka)
 
     demo = sub.add_parser("demo", help="the main job end to end on the embedded defaults: fleet scenarios, "
-                                       "pipeline, costs per run (about 5 minutes)")
+                                       "pipeline, costs per run, the tuning report (about 6 minutes)")
     demo.add_argument("--lake", default=None, help="Delta lake path (default: a new folder under <home>/demo)")
     demo.add_argument("--master", default=None, help="Spark master (default: $LENS_SPARK_MASTER or local[2])")
+    demo.add_argument("--run", action="append", default=None, metavar="SCENARIO/ASSIGNOR/COMMIT",
+                      help="play these runs instead of the six default ones (repeatable), "
+                           "e.g. --run crash/cooperative-sticky/batch")
+    demo.add_argument("--bootstrap", default=None, metavar="HOST:PORT",
+                      help="use this Kafka cluster instead of starting the embedded broker")
     demo.set_defaults(func=_cmd_demo)
     scenario_commands.register(sub)
     pipeline_commands.register(sub)

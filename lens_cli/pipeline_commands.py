@@ -28,15 +28,22 @@ def parse_since(text: str | None) -> int | None:
 
 
 def _cmd_pipeline_run(args: argparse.Namespace) -> int:
-    from lens_runtime.spark_session import build_spark
+    from rich.console import Console
+
+    from lens_cli.live_spark import run_stages, start_spark
     from pipelines.config import SETTINGS, PipelineConfig
-    from pipelines.stages import run_pipeline
+    from pipelines.ingest import check_topic
+    from pipelines.stages import resolve_stages
 
     config = PipelineConfig.resolve(since_ms=parse_since(args.since),
                                     **{s.field: getattr(args, s.field) for s in SETTINGS})
-    spark = build_spark(config.spark_settings("rebalance-lens-pipeline"))
+    stages = resolve_stages([args.stage])
+    if "ingest" in stages:
+        check_topic(config)  # a missing broker or topic is said before Spark takes seconds to start
+    console = Console(highlight=False)
+    spark = start_spark(config.spark_settings("rebalance-lens-pipeline"), console)
     try:
-        run_pipeline(spark, config, stages=[args.stage], progress=lambda m: print(f"[pipeline] {m}", flush=True))
+        run_stages(spark, config, stages, console)
     finally:
         spark.stop()
     return 0

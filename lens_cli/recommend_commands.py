@@ -16,42 +16,58 @@ from typing import Any
 from lens_scenarios.consumer_config import ASSIGNORS, COMMIT_STYLES
 
 
-def _saving(saved: float | None, pct: float | None, unit: str) -> str:
+def saving_words(saved: float | None, pct: float | None, unit: str, spec: str) -> str:
+    """``saves 94 (100%) duplicates``, or ``costs 0.3 (18%) more paused partition-s``."""
     if saved is None:
         return ""
-    share = f" ({pct:.0f}%)" if pct is not None else ""
-    return f"{saved:,.{0 if unit == 'records' else 1}f}{share}"
+    share = f" ({abs(pct):.0f}%)" if pct is not None else ""
+    return f"saves {saved:{spec}}{share} {unit}" if saved >= 0 else f"costs {-saved:{spec}}{share} more {unit}"
+
+
+def predicted_effects(r: dict[str, Any]) -> list[str]:
+    """A recommendation's predicted effect on duplicates and on the pause, in words."""
+    return [saving_words(r["duplicates_saved"], r.get("duplicates_saved_pct"), "duplicates", ",.0f"),
+            saving_words(r["pause_saved_s"], r.get("pause_saved_pct"), "paused partition-s", ",.1f")]
 
 
 def print_table(rows: list[dict[str, Any]], console) -> None:
-    from rich.table import Table
+    """The recommendations, best first per group, one block each: reads in 80 columns."""
+    from rich.markup import escape
 
-    table = Table("group", "#", "recommendation", "config change", "saves duplicates", "saves paused partition-s",
-                  "confidence", title="Recommendations, best first per group (predicted over the observed window)",
-                  show_lines=True)
+    console.print("[bold]Recommendations[/], best first per group (savings predicted over the observed window)")
+    group = None
     for r in rows:
-        change = "\n".join(r["config_change"]) or "-"
-        tradeoff = f"\ntrade-off: {r['tradeoff']}" if r["tradeoff"] else ""
-        table.add_row(r["group_id"], str(r["rank"]), f"[bold]{r['title']}[/]\n{r['evidence'][0] if r['evidence'] else ''}"
-                      f"{tradeoff}", change, _saving(r["duplicates_saved"], r["duplicates_saved_pct"], "records"),
-                      _saving(r["pause_saved_s"], r["pause_saved_pct"], "s"), r["confidence"])
-    console.print(table)
+        if r["group_id"] != group:
+            group = r["group_id"]
+            console.print(f"\n[bold]group {escape(group)}[/]")
+        saving = ", ".join(e for e in predicted_effects(r) if e)
+        saving = f"; {saving}" if saving else ""
+        console.print(f"  {r['rank']}. [bold]{escape(r['title'])}[/] ({escape(r['confidence'])} confidence){saving}")
+        for line in r["config_change"]:
+            console.print(f"       {escape(line)}", style="cyan")
+        if r["evidence"]:
+            console.print(f"     why: {escape(r['evidence'][0])}")
+        if r["tradeoff"]:
+            console.print(f"     trade-off: {escape(r['tradeoff'])}")
 
 
-def _read(args: argparse.Namespace) -> list[dict[str, Any]]:
+def _read(args: argparse.Namespace, console) -> list[dict[str, Any]]:
     from pyspark.sql import functions as F
 
+    from lens_cli.live_spark import start_spark
     from lens_runtime.errors import LensError
-    from lens_runtime.spark_session import build_spark
     from pipelines import catalog, lake
     from pipelines.config import PipelineConfig
 
     config = PipelineConfig.resolve(lake_path=args.lake)
-    spark = build_spark(config.spark_settings("rebalance-lens-recommend"))
+    missing = LensError(f"{config.lake_path} has no gold/recommendations yet: run `rebalance-lens pipeline run` "
+                        "(its recommend stage writes them) or pass --lake")
+    if lake.missing_locally(config.lake_path, catalog.RECOMMENDATIONS):
+        raise missing
+    spark = start_spark(config.spark_settings("rebalance-lens-recommend"), console)
     try:
         if not lake.exists(spark, config.lake_path, catalog.RECOMMENDATIONS):
-            raise LensError(f"{config.lake_path} has no gold/recommendations yet: run `rebalance-lens pipeline run` "
-                            "(its recommend stage writes them) or pass --lake")
+            raise missing
         rows = lake.read(spark, config.lake_path, catalog.RECOMMENDATIONS)
         if args.group:
             rows = rows.where(F.col("group_id") == args.group)
@@ -69,20 +85,24 @@ def _cmd_recommend(args: argparse.Namespace) -> int:
 
     if args.verify:
         return _verify(args)
-    rows = _read(args)
+    console = Console(highlight=False, stderr=args.json)  # JSON lines alone on stdout
+    rows = _read(args, console)
     if args.json:
         for r in rows:
             print(json.dumps(r, default=str))
         return 0
-    print_table(rows, Console())
+    print_table(rows, console)
     return 0
 
 
 def print_verified(v, console) -> None:
     from rich.table import Table
 
+    from rich.markup import escape
+
     rec = v.recommendation
-    console.print(f"\n[bold]{v.scenario}[/]: {rec['title']}\n  " + "\n  ".join(rec["config_change"]))
+    console.print(f"\n[bold]{escape(v.scenario)}[/]: {escape(rec['title'])}\n  "
+                  + "\n  ".join(escape(line) for line in rec["config_change"]))
     table = Table("figure", "before (truth)", "after (truth)", "measured saving", "predicted saving", "holds",
                   title="Closed loop: predicted against measured (ground truth of both runs)")
     for check, before, after in zip(v.checks, (v.before.duplicates, v.before.pause_s), (v.after.duplicates, v.after.pause_s)):
@@ -93,44 +113,52 @@ def print_verified(v, console) -> None:
 
 
 def _verify(args: argparse.Namespace) -> int:
+    """The closed loop; the check is kept in the lake, and the run's report shows it."""
     from rich.console import Console
+    from rich.markup import escape
 
-    from lens_cli.closed_loop import pick, recommendations_of, rerun
+    from lens_cli.closed_loop import pick, recommendations_of, record, rerun
+    from lens_cli.live_spark import run_stages, start_spark
     from lens_cli.scenario_commands import _assignor_for, run_with_progress
     from lens_runtime.kafka_broker import EmbeddedKafka
     from lens_runtime.paths import home
-    from lens_runtime.spark_session import build_spark
     from lens_scenarios.runner import RunOptions
     from lens_scenarios.spec import load
     from pipelines.config import PipelineConfig, embedded_broker_groups
-    from pipelines.stages import DATA_STAGES, run_pipeline
+    from pipelines.stages import DATA_STAGES
+    from tuning_report import write_report
 
-    console = Console()
+    console = Console(highlight=False)
     scenario = load(args.verify)
     out = Path(args.out) if args.out else home() / "verify" / uuid.uuid4().hex[:8]
     telemetry = f"rebalance-lens-verify-{uuid.uuid4().hex[:6]}"
     with EmbeddedKafka() as broker:
         options = RunOptions(assignor=_assignor_for(args.assignor, args.protocol), commit=args.commit,
                              out_dir=out / "runs", bootstrap=broker.bootstrap_servers, telemetry_topic=telemetry)
-        console.print(f"[bold]1/3[/] {scenario.name} as it is")
+        console.print(f"[bold]1/4[/] {escape(scenario.name)} as it is")
         baseline = run_with_progress(scenario, options, console)
-        console.print("[bold]2/3[/] pipeline and recommend")
+        console.print("[bold]2/4[/] pipeline and recommend")
         config = PipelineConfig.resolve(bootstrap_servers=broker.bootstrap_servers, topic=telemetry,
                                         lake_path=str(out / "lake"), **embedded_broker_groups())
-        spark = build_spark(config.spark_settings("rebalance-lens-verify"))
+        spark = start_spark(config.spark_settings("rebalance-lens-verify"), console)
         try:
-            run_pipeline(spark, config, stages=DATA_STAGES, progress=lambda m: console.print(f"  {m}", markup=False))
+            run_stages(spark, config, DATA_STAGES, console)
             found = recommendations_of(spark, config.lake_path, baseline.manifest["group_id"])
+            print_table(found, console)
+            rec, skipped = pick(found, scenario, options, args.kind)
+            for reason in skipped:
+                console.print(f"  passed over (a scenario run cannot apply it): {reason}", markup=False)
+            console.print(f"[bold]3/4[/] {escape(scenario.name)} again with: {escape(rec['title'])}")
+            verified = rerun(scenario, options, baseline, rec,
+                             on_run=lambda s, o: run_with_progress(s, o, console))
+            console.print("[bold]4/4[/] the check kept in the lake, the SQL marts and the report")
+            record(spark, config.lake_path, verified)
+            run_stages(spark, config, ["sql"], console)
         finally:
             spark.stop()
-        print_table(found, console)
-        rec, skipped = pick(found, scenario, options, args.kind)
-        for reason in skipped:
-            console.print(f"  passed over (a scenario run cannot apply it): {reason}", markup=False)
-        console.print(f"[bold]3/3[/] {scenario.name} again with: {rec['title']}")
-        verified = rerun(scenario, options, baseline, rec,
-                         on_run=lambda s, o: run_with_progress(s, o, console))
     print_verified(verified, console)
+    report = write_report(config.lake_path, out, progress=lambda m: console.print(f"  {m}", markup=False))
+    console.print(f"report: {report}\n        {report.resolve().as_uri()}", markup=False)
     return 0 if verified.holds else 1
 
 

@@ -9,18 +9,26 @@ from lens_scenarios.consumer_config import ASSIGNORS, COMMIT_STYLES
 
 
 def _cmd_list(_args: argparse.Namespace) -> int:
+    """One entry per scenario, laid out to read in 80 columns: name and shape, then what it shows."""
+    import textwrap
+
     from rich.console import Console
-    from rich.table import Table
+    from rich.markup import escape
 
     from lens_scenarios.spec import builtin_names, load
 
-    table = Table("scenario", "members", "partitions", "duration", "timeline", "what it shows")
-    table.columns[0].no_wrap = True
+    console = Console(highlight=False)
+    width = min(console.width, 100)
     for name in builtin_names():
         s = load(name)
-        table.add_row(name, str(len(s.members)), str(s.partitions), f"{s.duration_s:g} s",
-                      ", ".join(f"{a.kind}@{a.at_s:g}s" for a in s.timeline), s.description.split(". ")[0])
-    Console().print(table)
+        timeline = ", ".join(f"{a.kind}@{a.at_s:g}s" for a in s.timeline)
+        console.print(f"[bold]{escape(name)}[/]  {len(s.members)} members, {s.partitions} partitions, "
+                      f"{s.duration_s:g} s")
+        console.print(escape(textwrap.fill(" ".join(s.description.split()), width, initial_indent="  ",
+                                           subsequent_indent="  ")))
+        console.print(escape(textwrap.fill(f"timeline: {timeline}", width, initial_indent="  ",
+                                           subsequent_indent="    ")) + "\n", style="dim")
+    console.print("Run one: rebalance-lens scenario run NAME [--assignor A] [--commit C]")
     return 0
 
 
@@ -50,22 +58,26 @@ def _raise_interrupt(_signum: int, _frame: object) -> None:
 
 def run_with_progress(scenario, options, console):
     """Run one scenario with a live progress bar (phase, records, members); returns the RunResult."""
+    from rich.markup import escape
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from lens_scenarios.runner import run_scenario
 
-    columns = (TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[stats]}"),
-               TimeElapsedColumn())
+    columns = (TextColumn("[bold]{task.description}"), BarColumn(bar_width=16), TimeElapsedColumn(),
+               TextColumn("{task.fields[stats]}"))
     with Progress(*columns, console=console, transient=False) as bar:
-        task = bar.add_task(f"{scenario.name} [{options.assignor}, {options.commit}]", total=scenario.duration_s,
-                            stats="")
+        task = bar.add_task(escape(scenario.name), total=scenario.duration_s, stats="")
 
         def show(p) -> None:
-            bar.update(task, completed=p.elapsed_s, stats=(
-                f"{p.phase} | produced {p.produced} delivered {p.delivered} | members {p.members} "
-                f"assigned {p.assigned} | {p.last_action}"))
+            bar.update(task, completed=p.elapsed_s, stats=escape(
+                f"{p.phase}: {p.delivered:,} read, {p.members} members | {p.last_action}"))
 
-        return run_scenario(scenario, options, show)
+        result = run_scenario(scenario, options, show)
+        bar.update(task, completed=scenario.duration_s, stats="done")  # not the last thing it was doing
+    s = result.truth.summary()
+    console.print(f"  {s.records:,} records, {s.rebalances} rebalances, {s.duplicates:,} duplicates "
+                  f"({escape(options.assignor)}, commit {escape(options.commit)})")
+    return result
 
 
 def _cmd_run(args: argparse.Namespace) -> int:

@@ -9,16 +9,24 @@ import argparse
 
 
 def _cmd_sql(args: argparse.Namespace) -> int:
-    from lens_runtime.spark_session import build_spark
-    from pipelines import sql_build
+    from rich.console import Console
+
+    from lens_cli.live_spark import live, start_spark
+    from lens_runtime.errors import LensError
+    from pipelines import catalog, lake, sql_build
     from pipelines.config import PipelineConfig
 
     config = PipelineConfig.resolve(lake_path=args.lake, spark_master=args.master)
-    spark = build_spark(config.spark_settings("rebalance-lens-sql"))
+    if lake.missing_locally(config.lake_path, catalog.STAGE_PROGRESS):
+        raise LensError(f"no pipeline output in {config.lake_path}: run `rebalance-lens pipeline run` first, "
+                        "or pass --lake")
+    console = Console(highlight=False)
+    spark = start_spark(config.spark_settings("rebalance-lens-sql"), console)
     try:
         if args.sql_action == "build":
-            sql_build.build(spark, config.lake_path, select=args.select or (), full_refresh=args.full_refresh,
-                            progress=lambda m: print(m, flush=True))
+            with live(spark, console, "dbt build: models and their tests") as say:
+                sql_build.build(spark, config.lake_path, select=args.select or (), full_refresh=args.full_refresh,
+                                progress=say)
         elif args.sql_action == "freshness":
             found = sql_build.freshness(spark, config.lake_path)
             for source, status, age_s in found:

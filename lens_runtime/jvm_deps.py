@@ -12,6 +12,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from importlib import metadata
@@ -123,7 +124,7 @@ def ensure_jars(quiet: bool = False) -> Path:
     shutil.rmtree(staging, ignore_errors=True)
     if not quiet:
         print(f"rebalance-lens: fetching JVM jars (Spark {pins.spark}, Delta {pins.delta}, Kafka {pins.kafka}) "
-              f"into {jars_dir()} ...", flush=True)
+              f"into {jars_dir()} (first run only) ...", file=sys.stderr, flush=True)
     # LENS_MAVEN_ARGS passes extra flags, e.g. "-s my-settings.xml" for a corporate mirror.
     cmd = [mvn, "-B", "-q", "-Dstyle.color=never", *shlex.split(os.environ.get("LENS_MAVEN_ARGS", "")),
            "-f", str(JVM_DIR / "pom.xml"), "dependency:copy-dependencies", f"-Djars.output={staging}"]

@@ -9,10 +9,15 @@ from __future__ import annotations
 
 import os
 import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from lens_runtime.errors import LensError
 from lens_runtime.jvm_deps import spark_jars
+from lens_runtime.paths import home
 
 DRIVER_LOG4J2 = Path(__file__).resolve().parent / "spark-log4j2.properties"
 
@@ -36,8 +41,54 @@ class SparkSettings:
 JIT_HUGE_METHODS = "-XX:-DontCompileHugeMethods"
 
 
+# The JVM's console (its start-up notes, log4j's warnings, the Python workers' stderr) goes to a
+# file per process, not the terminal: a user cannot act on "Using incubator modules" or on
+# dbt-spark's "Using an existing Spark session" (once per statement). Commands name the file.
+LOG_CONF = "spark.rebalance_lens.logFile"
+LOGS_KEPT = 20
+_jvm_log: Path | None = None  # the file this process's JVM writes to (one JVM per process)
+
+
+def _new_log(app_name: str) -> Path:
+    folder = home() / "logs"
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in sorted(folder.glob("spark-*.log"), key=lambda p: p.stat().st_mtime)[:-(LOGS_KEPT - 1)]:
+        old.unlink(missing_ok=True)
+    return folder / f"spark-{time.strftime('%Y%m%d-%H%M%S')}-{app_name}-{os.getpid()}.log"
+
+
+@contextmanager
+def _stderr_to(path: Path) -> Iterator[None]:
+    """Point file descriptor 2 at ``path`` while a child process is started: it keeps it."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.dup2(target, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(target)
+
+
+def _tail(path: Path, lines: int = 3) -> str:
+    try:
+        found = [line.strip() for line in path.read_text(errors="replace").splitlines() if line.strip()]
+    except OSError:
+        return ""
+    return " | ".join(found[-lines:])
+
+
+def spark_log(spark) -> str:
+    """The file the session's JVM writes its console to."""
+    return spark.conf.get(LOG_CONF, "")
+
+
 def build_spark(settings: SparkSettings):
     """A SparkSession with Delta's extension and catalog and the project's jars."""
+    global _jvm_log
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
     # Python workers must run the driver's interpreter (the venv with our packages), not
@@ -69,6 +120,16 @@ def build_spark(settings: SparkSettings):
         .config("spark.executor.extraJavaOptions", JIT_HUGE_METHODS)
         .config("spark.databricks.delta.snapshotPartitions", "2")
     )
-    spark = builder.getOrCreate()
+    if SparkContext._gateway is None or _jvm_log is None:  # the first session of this process starts the JVM
+        _jvm_log = _new_log(settings.app_name)
+        with _stderr_to(_jvm_log):
+            try:
+                spark = builder.getOrCreate()
+            except Exception as err:  # the reason is in the JVM's console, now the log
+                raise LensError(f"Spark did not start ({type(err).__name__}: {str(err).splitlines()[0]}); its log "
+                                f"ends: {_tail(_jvm_log) or '(empty)'}; full log: {_jvm_log}") from err
+    else:
+        spark = builder.getOrCreate()
+    spark.conf.set(LOG_CONF, str(_jvm_log))
     spark.sparkContext.setLogLevel(settings.log_level)
     return spark

@@ -23,6 +23,11 @@ from lens_runtime.spark_session import SparkSettings
 Progress = Callable[[str], Any]
 
 
+def describe(counts: dict[str, int]) -> str:
+    """Counts as words for a progress line: ``rows 1,389, quarantined 0``."""
+    return ", ".join(f"{name.replace('_', ' ')} {count:,}" for name, count in counts.items()) or "nothing to do"
+
+
 @dataclass(frozen=True)
 class Setting:
     """One tunable: the config field, its environment variable and flag, and what it does."""

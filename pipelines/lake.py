@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import reduce
+from pathlib import Path
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, DataFrameWriter, SparkSession
@@ -22,6 +23,14 @@ def exists(spark: SparkSession, lake_path: str, table: Table) -> bool:
     from delta.tables import DeltaTable
 
     return DeltaTable.isDeltaTable(spark, table.location(lake_path))
+
+
+def missing_locally(lake_path: str, table: Table) -> bool:
+    """The lake is a local folder without ``table``: known without starting Spark (a remote
+    lake, ``s3://`` and the like, is left to ``exists``)."""
+    if "://" in lake_path:
+        return False
+    return not (Path(table.location(lake_path)) / "_delta_log").is_dir()
 
 
 def read(spark: SparkSession, lake_path: str, table: Table) -> DataFrame:

@@ -18,7 +18,7 @@ from pyspark.sql import SparkSession
 
 from lens_runtime.errors import LensError
 from pipelines import catalog, lake
-from pipelines.config import PipelineConfig, Progress
+from pipelines.config import PipelineConfig, Progress, describe
 
 PROJECT = Path(__file__).resolve().parents[1] / "dbt_like_sql"
 SOURCE_SCHEMA = "lens_lake"
@@ -27,7 +27,8 @@ SQL_STAGE = "sql"  # its stage mark: the gold mark of the last whole build (what
 # dbt source name -> the lake table (models/staging/__sources.yml declares the same names)
 SOURCES = {"events": catalog.EVENTS, "quarantine": catalog.QUARANTINE, "stage_progress": catalog.STAGE_PROGRESS,
            "handoffs": catalog.HANDOFFS, "episodes": catalog.EPISODES, "members": catalog.MEMBERS,
-           "metrics": catalog.METRICS, "what_if": catalog.WHAT_IF, "recommendations": catalog.RECOMMENDATIONS}
+           "metrics": catalog.METRICS, "what_if": catalog.WHAT_IF, "recommendations": catalog.RECOMMENDATIONS,
+           "verifications": catalog.VERIFICATIONS}
 
 
 def marts_path(lake_path: str) -> str:
@@ -123,7 +124,7 @@ def build(spark: SparkSession, lake_path: str, select: Sequence[str] = (), progr
     if select and not statuses:
         raise LensError(f"--select {' '.join(select)} matches no model or test: name models as in "
                         f"{PROJECT / 'models'} (e.g. group_hourly_costs, marts, +open_recommendations)")
-    progress(f"[sql] build: {counts}")
+    progress(f"sql: dbt build {describe(counts)}")
     if failed:
         raise LensError(f"dbt build: {len(failed)} failed ({', '.join(failed[:5])}): see {log_path(lake_path)}")
     if not select:

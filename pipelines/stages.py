@@ -14,7 +14,7 @@ from pyspark.sql import SparkSession
 
 from lens_runtime.errors import LensError
 from pipelines import ingest, silver, sql_build, validate
-from pipelines.config import PipelineConfig, Progress
+from pipelines.config import PipelineConfig, Progress, describe
 from pipelines.gold import stage as gold
 from pipelines.recommend import stage as recommend
 
@@ -44,7 +44,7 @@ def run_stage(spark: SparkSession, config: PipelineConfig, stage: str, progress:
     started = time.monotonic()
     progress(f"[{stage}] starting")
     result = STAGES[stage](spark, config, progress)
-    progress(f"[{stage}] done in {time.monotonic() - started:.1f} s: {result}")
+    progress(f"[{stage}] done in {time.monotonic() - started:.1f} s: {describe(result)}")
     return result
 
 
