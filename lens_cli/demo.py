@@ -11,12 +11,16 @@
 """
 from __future__ import annotations
 
-import sys
 import time
 import uuid
-from dataclasses import dataclass
 
+from rich.markup import escape
+
+from lens_cli.demo_findings import RunCosts, bounds, findings
+from lens_cli.recommend_commands import predicted_effects
+from lens_runtime.errors import LensError
 from lens_runtime.paths import home
+from lens_scenarios.consumer_config import ASSIGNORS, COMMIT_STYLES
 
 # (scenario, assignor, commit): the same rolling restart under each protocol, then the
 # fixes (commit-on-revoke, static membership), then a crash.
@@ -30,121 +34,131 @@ DEMO_MATRIX: tuple[tuple[str, str, str], ...] = (
 )
 
 
-@dataclass(frozen=True)
-class RunCosts:
-    """One run's costs, from gold and from ground truth, side by side."""
+def parse_run(text: str) -> tuple[str, str, str]:
+    """``SCENARIO/ASSIGNOR/COMMIT`` (``--run``) -> a matrix row, checked before anything starts."""
+    from lens_scenarios.spec import builtin_names
 
-    label: str
-    episodes: int
-    handoffs_gold: int
-    handoffs_truth: int
-    duplicates_gold: int
-    duplicates_gold_upper: int
-    duplicates_truth: int
-    unavailable_gold_s: float
-    unavailable_gold_upper_s: float
-    unavailable_truth_s: float
+    parts = text.split("/")
+    if len(parts) != 3 or parts[0] not in builtin_names() or parts[1] not in ASSIGNORS or parts[2] not in COMMIT_STYLES:
+        raise LensError(f"--run {text!r}: write SCENARIO/ASSIGNOR/COMMIT with a built-in scenario "
+                        f"({', '.join(builtin_names())}), an assignor ({', '.join(ASSIGNORS)}) and a commit style "
+                        f"({', '.join(COMMIT_STYLES)}), e.g. crash/cooperative-sticky/batch")
+    return parts[0], parts[1], parts[2]
 
 
-def _costs(label: str, truth, gold) -> RunCosts:
-    summary = truth.summary()
-    return RunCosts(label=label, episodes=int(gold.episodes or 0) if gold else 0,
-                    handoffs_gold=int(gold.handoffs) if gold else 0, handoffs_truth=len(truth.handoffs),
+def _costs(scenario: str, assignor: str, commit: str, truth, gold) -> RunCosts:
+    """Gold's costs (``read_costs(after_forming=True)``) beside truth's over the same handoffs:
+    those after the group formed."""
+    churn = [h for h in truth.handoffs if h.cause != "start"]
+    return RunCosts(scenario=scenario, assignor=assignor, commit=commit,
+                    episodes=int(gold.episodes or 0) if gold else 0,
+                    handoffs_gold=int(gold.handoffs) if gold else 0, handoffs_truth=len(churn),
                     duplicates_gold=int(gold.duplicates or 0) if gold else 0,
                     duplicates_gold_upper=int(gold.duplicates_upper or 0) if gold else 0,
-                    duplicates_truth=summary.duplicates,
+                    duplicates_truth=sum(h.duplicates for h in churn),
                     unavailable_gold_s=float(gold.unavailable_lower_s or 0.0) if gold else 0.0,
                     unavailable_gold_upper_s=float(gold.unavailable_upper_s or 0.0) if gold else 0.0,
-                    unavailable_truth_s=sum(h.pause_s for h in truth.handoffs))
+                    unavailable_truth_s=sum(h.pause_s for h in churn))
 
 
 def _table(costs: list[RunCosts]):
+    """Gold beside ground truth per run, in 80 columns."""
     from rich.table import Table
 
-    table = Table("run", "episodes", "handoffs gold/truth", "duplicates gold", "duplicates truth",
-                  "unavailable gold (partition-s)", "unavailable truth (partition-s)",
-                  title="Per run: gold (from telemetry) beside ground truth; a crash gives gold a bracket")
+    table = Table("run", "handoffs\ngold/truth", "duplicates\ngold / truth", "paused partition-s\ngold / truth",
+                  title="Per run, after the group formed: gold (from telemetry) beside ground truth; "
+                        "a crash gives gold a range")
+    table.columns[0].no_wrap = True
     for c in costs:
-        table.add_row(c.label, str(c.episodes), f"{c.handoffs_gold}/{c.handoffs_truth}",
-                      _bounds(c.duplicates_gold, c.duplicates_gold_upper, "d"), str(c.duplicates_truth),
-                      _bounds(c.unavailable_gold_s, c.unavailable_gold_upper_s, ".2f"), f"{c.unavailable_truth_s:.2f}")
+        table.add_row(f"{escape(c.scenario)}\n{escape(c.assignor)}, {escape(c.commit)}",
+                      f"{c.handoffs_gold}/{c.handoffs_truth}",
+                      f"{bounds(c.duplicates_gold, c.duplicates_gold_upper, ',d')} / {c.duplicates_truth:,}",
+                      f"{bounds(c.unavailable_gold_s, c.unavailable_gold_upper_s, ',.1f')} / "
+                      f"{c.unavailable_truth_s:,.1f}")
     return table
 
 
-def _recommendations(costs: list[RunCosts], recommendations: dict[str, dict]):
-    """Each run's top recommendation (rank 1) beside what its rebalances cost, as gold measured."""
-    from rich.table import Table
-
-    table = Table("run", "measured: duplicates / paused partition-s", "top recommendation", "config change",
-                  "predicted saving: duplicates / paused partition-s",
-                  title="What to change, per run (`rebalance-lens recommend` shows every recommendation)",
-                  show_lines=True)
+def _recommendations(costs: list[RunCosts], recommendations: dict[str, dict]) -> list[str]:
+    """Each run's top recommendation (rank 1) under what its rebalances cost, as gold measured."""
+    lines = ["[bold]What to change, per run[/] (`rebalance-lens recommend` shows every recommendation)"]
     for c in costs:
         r = recommendations.get(c.label)
         if r is None:
             continue
-        saving = "" if r["duplicates_saved"] is None else \
-            f"{r['duplicates_saved']:,.0f} / {r['pause_saved_s']:,.1f}"
-        table.add_row(c.label, f"{_bounds(c.duplicates_gold, c.duplicates_gold_upper, 'd')} / "
-                               f"{_bounds(c.unavailable_gold_s, c.unavailable_gold_upper_s, '.1f')}",
-                      r["title"], "\n".join(r["config_change"]) or "-", saving)
-    return table
-
-
-def _bounds(lower: float, upper: float, spec: str) -> str:
-    """A figure, or its bounds ``lower..upper`` when it is not known exactly."""
-    return format(lower, spec) if upper == lower else f"{lower:{spec}}..{upper:{spec}}"
+        lines.append(f"\n[bold]{escape(c.label)}[/]\n  measured: "
+                     f"{bounds(c.duplicates_gold, c.duplicates_gold_upper, ',d')} duplicates, "
+                     f"{bounds(c.unavailable_gold_s, c.unavailable_gold_upper_s, ',.1f')} paused partition-s")
+        lines.append(f"  -> {escape(r['title'])}")
+        effects = [e for e in predicted_effects(r) if e]
+        if effects:
+            lines.append(f"     {', '.join(effects)}")
+        lines.extend(f"     {escape(line)}" for line in r["config_change"])
+    return lines
 
 
 def run_demo(lake: str | None = None, master: str | None = None,
-             matrix: tuple[tuple[str, str, str], ...] = DEMO_MATRIX) -> int:
+             matrix: tuple[tuple[str, str, str], ...] = DEMO_MATRIX, bootstrap: str | None = None) -> int:
+    """The demo; ``bootstrap`` runs it on that Kafka cluster instead of the embedded broker."""
+    from contextlib import nullcontext
+
     from rich.console import Console
 
+    from lens_cli.live_spark import run_stages, start_spark
     from lens_cli.scenario_commands import run_with_progress
     from lens_runtime.kafka_broker import EmbeddedKafka
-    from lens_runtime.spark_session import build_spark
     from lens_scenarios.runner import RunOptions
     from lens_scenarios.spec import load
-    from pipelines.config import PipelineConfig, embedded_broker_groups
     from pipelines import catalog
     from pipelines import lake as lake_tables
+    from pipelines.config import PipelineConfig, embedded_broker_groups
     from pipelines.gold.costs import read_costs
-    from pipelines.stages import run_pipeline
     from tuning_report import write_report
 
-    console = Console(width=None if sys.stdout.isatty() else 160)  # logs get the whole table, not 80 columns
+    console = Console(highlight=False)
     started = time.monotonic()
     out = home() / "demo" / time.strftime("%Y%m%d-%H%M%S")
     lake_path = lake or str(out / "lake")
     telemetry = f"rebalance-lens-telemetry-{uuid.uuid4().hex[:6]}"
     console.rule("[bold]rebalance-lens demo")
-    console.print(f"Output: {out}\nStarting the embedded Kafka broker ...")
-    with EmbeddedKafka() as broker:
+    console.print(f"Output: {out}")
+    if bootstrap is None:
+        console.print("Starting the embedded Kafka broker ...")
+    with nullcontext(bootstrap) if bootstrap else EmbeddedKafka() as broker:
+        servers = bootstrap or broker.bootstrap_servers
         results = []
         for i, (name, assignor, commit) in enumerate(matrix, 1):
             console.print(f"\n[bold]Run {i}/{len(matrix)}[/]: {name} under {assignor}, commit {commit}")
             options = RunOptions(assignor=assignor, commit=commit, out_dir=out / "runs",
-                                 bootstrap=broker.bootstrap_servers, telemetry_topic=telemetry)
-            results.append((f"{name} / {assignor} / {commit}", run_with_progress(load(name), options, console)))
+                                 bootstrap=servers, telemetry_topic=telemetry)
+            results.append(((name, assignor, commit), run_with_progress(load(name), options, console)))
 
-        console.print("\n[bold]Pipeline[/]: telemetry topic -> bronze -> validated -> silver -> gold (Delta)")
-        config = PipelineConfig.resolve(bootstrap_servers=broker.bootstrap_servers, topic=telemetry,
-                                        lake_path=lake_path, spark_master=master, **embedded_broker_groups())
-        spark = build_spark(config.spark_settings("rebalance-lens-demo"))
+        console.print("\n[bold]Pipeline[/]: telemetry topic -> bronze -> validated -> silver -> gold -> "
+                      "recommendations -> SQL marts (Delta)")
+        config = PipelineConfig.resolve(bootstrap_servers=servers, topic=telemetry, lake_path=lake_path,
+                                        spark_master=master,
+                                        **({} if bootstrap else embedded_broker_groups()))
+        spark = start_spark(config.spark_settings("rebalance-lens-demo"), console)
         try:
-            run_pipeline(spark, config, progress=lambda m: console.print(f"  {m}", markup=False))
-            gold = read_costs(spark, lake_path)
+            run_stages(spark, config, ("all",), console)
+            gold = read_costs(spark, lake_path, after_forming=True)
             top = {r.group_id: r.asDict() for r in lake_tables.read(spark, lake_path, catalog.RECOMMENDATIONS)
                    .where("rank = 1").collect()}
         finally:
             spark.stop()
-    costs = [_costs(label, run.truth, gold.get(run.manifest["group_id"])) for label, run in results]
+    costs = [_costs(*key, run.truth, gold.get(run.manifest["group_id"])) for key, run in results]
     console.print()
     console.print(_table(costs))
-    console.print(_recommendations(costs, {label: top[run.manifest["group_id"]] for label, run in results
-                                           if run.manifest["group_id"] in top}))
+    console.print("\n".join(_recommendations(costs, {c.label: top[run.manifest["group_id"]]
+                                                     for c, (_key, run) in zip(costs, results)
+                                                     if run.manifest["group_id"] in top})))
+    said = findings(costs)
+    if said:
+        console.print("\n[bold]What the runs showed[/]")
+        for sentence in said:
+            console.print(f"- {escape(sentence)}")
     report = write_report(lake_path, out, progress=lambda m: console.print(f"  {m}", markup=False))
     console.print(f"\nReport: {report}\n        {report.resolve().as_uri()}\nDelta lake: {lake_path}\n"
-                  f"Run folders (ground truth, manifests): {out / 'runs'}")
-    console.print(f"Done in {time.monotonic() - started:.0f} s; broker, members and Spark stopped.")
+                  f"Run folders (ground truth, manifests): {out / 'runs'}", markup=False)
+    console.print(f"Done in {time.monotonic() - started:.0f} s; "
+                  f"{'members' if bootstrap else 'broker, members'} and Spark stopped.")
     return 0

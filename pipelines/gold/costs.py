@@ -8,10 +8,14 @@ from pyspark.sql import functions as F
 from pipelines import catalog, lake
 
 
-def costs_by_group(handoffs: DataFrame, episodes: DataFrame) -> DataFrame:
+def costs_by_group(handoffs: DataFrame, episodes: DataFrame, after_forming: bool = False) -> DataFrame:
     """One row per group: handoffs, duplicates and partition-seconds unavailable (each exact,
     or, after a crash or a loss, the sum of the bounds: lower and upper) and the episodes other
-    than the group's start."""
+    than the group's start. ``after_forming``: only the handoffs after the group formed, what a
+    record log can show (a KIP-848 group's first member is given every partition and gives most
+    back before it reads one: real pauses, but no record shows them)."""
+    if after_forming:
+        handoffs = handoffs.where(F.col("cause") != "start")
     per_group = handoffs.groupBy("group_id").agg(
         F.count("*").alias("handoffs"),
         F.sum(F.coalesce("duplicates_confirmed", "duplicates_lower")).alias("duplicates"),
@@ -22,7 +26,8 @@ def costs_by_group(handoffs: DataFrame, episodes: DataFrame) -> DataFrame:
     return per_group.join(churn, "group_id", "left")
 
 
-def read_costs(spark: SparkSession, lake_path: str) -> dict[str, Row]:
+def read_costs(spark: SparkSession, lake_path: str, after_forming: bool = False) -> dict[str, Row]:
     """``costs_by_group`` over the lake's gold tables, by group id."""
-    costs = costs_by_group(lake.read(spark, lake_path, catalog.HANDOFFS), lake.read(spark, lake_path, catalog.EPISODES))
+    costs = costs_by_group(lake.read(spark, lake_path, catalog.HANDOFFS), lake.read(spark, lake_path, catalog.EPISODES),
+                           after_forming)
     return {r.group_id: r for r in costs.collect()}

@@ -1,33 +1,85 @@
-"""The demo's tables show a bounded figure (after a crash) as its bounds, never one number."""
+"""The demo's output reads in 80 columns, shows a bounded figure (after a crash) as its bounds,
+never one number, and says in words what the runs showed, from the measured figures."""
 from __future__ import annotations
 
 from rich.console import Console
 
-from lens_cli.demo import RunCosts, _table
+from lens_cli.demo import _recommendations, _table, parse_run
+from lens_cli.demo_findings import RunCosts, change, findings
+from lens_runtime.errors import LensError
 
-EXACT = RunCosts(label="rolling-restart / range / batch", episodes=4, handoffs_gold=12, handoffs_truth=12,
-                 duplicates_gold=30, duplicates_gold_upper=30, duplicates_truth=30, unavailable_gold_s=2.5,
-                 unavailable_gold_upper_s=2.5, unavailable_truth_s=2.49)
-CRASH = RunCosts(label="crash / cooperative-sticky / batch", episodes=2, handoffs_gold=3, handoffs_truth=3,
-                 duplicates_gold=40, duplicates_gold_upper=90, duplicates_truth=55, unavailable_gold_s=6.25,
-                 unavailable_gold_upper_s=17.67, unavailable_truth_s=15.88)
+RANGE = RunCosts(scenario="rolling-restart", assignor="range", commit="batch", episodes=1, handoffs_gold=36,
+                 handoffs_truth=36, duplicates_gold=1939, duplicates_gold_upper=1939, duplicates_truth=1939,
+                 unavailable_gold_s=6.62, unavailable_gold_upper_s=6.62, unavailable_truth_s=6.66)
+COOPERATIVE = RunCosts(scenario="rolling-restart", assignor="cooperative-sticky", commit="batch", episodes=2,
+                       handoffs_gold=12, handoffs_truth=12, duplicates_gold=378, duplicates_gold_upper=378,
+                       duplicates_truth=378, unavailable_gold_s=10.69, unavailable_gold_upper_s=10.69,
+                       unavailable_truth_s=10.71)
+REVOKE = RunCosts(scenario="rolling-restart", assignor="range", commit="revoke", episodes=1, handoffs_gold=36,
+                  handoffs_truth=36, duplicates_gold=0, duplicates_gold_upper=0, duplicates_truth=0,
+                  unavailable_gold_s=13.1, unavailable_gold_upper_s=13.1, unavailable_truth_s=13.2)
+STATIC = RunCosts(scenario="static-rolling-restart", assignor="range", commit="batch", episodes=1, handoffs_gold=12,
+                  handoffs_truth=12, duplicates_gold=470, duplicates_gold_upper=470, duplicates_truth=470,
+                  unavailable_gold_s=8.6, unavailable_gold_upper_s=8.6, unavailable_truth_s=8.62)
+CRASH = RunCosts(scenario="crash", assignor="cooperative-sticky", commit="batch", episodes=2, handoffs_gold=3,
+                 handoffs_truth=3, duplicates_gold=167, duplicates_gold_upper=911, duplicates_truth=256,
+                 unavailable_gold_s=4.37, unavailable_gold_upper_s=18.01, unavailable_truth_s=16.22)
+RUNS = [RANGE, COOPERATIVE, REVOKE, STATIC, CRASH]
 
 
-def test_table_shows_bounds_where_gold_has_them():
-    console = Console(record=True, width=240)
-    console.print(_table([EXACT, CRASH]))
-    text = console.export_text()
-    assert "40..90" in text and "6.25..17.67" in text
-    assert "30..30" not in text and "2.50" in text
+def _text(renderable, width: int = 80) -> str:
+    console = Console(record=True, width=width)
+    console.print(renderable)
+    return console.export_text()
 
 
-def test_recommendations_sit_beside_the_measured_cost():
-    from lens_cli.demo import _recommendations
+def test_the_per_run_table_reads_in_80_columns_with_bounds_where_gold_has_them():
+    text = _text(_table(RUNS))
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert "167..911 / 256" in text and "4.4..18.0 / 16.2" in text
+    assert "1,939 / 1,939" in text and "1,939..1,939" not in text
+    for run in RUNS:  # names whole, not cut to "cooperative-stic…"
+        assert run.scenario in text and run.assignor in text, run.label
+    assert "…" not in text
 
-    top = {"title": "Use static membership (group.instance.id)", "config_change": ["group.instance.id=<pod name>"],
-           "duplicates_saved": 410.0, "pause_saved_s": 12.5}
-    console = Console(record=True, width=240)
-    console.print(_recommendations([EXACT, CRASH], {EXACT.label: top}))
-    text = console.export_text()
-    assert "group.instance.id=<pod name>" in text and "410 / 12.5" in text and "30 / 2.5" in text
-    assert CRASH.label not in text  # no recommendation read for it: no row
+
+def test_each_top_recommendation_sits_under_the_measured_cost_and_says_a_negative_saving_as_a_cost():
+    top = {"title": "Commit processed offsets on revoke", "config_change": ["lens.commit.on.revoke=true"],
+           "duplicates_saved": 2327.0, "pause_saved_s": -0.7}
+    text = _text("\n".join(_recommendations([RANGE, CRASH], {RANGE.label: top})))
+    assert "measured: 1,939 duplicates, 6.6 paused partition-s" in text
+    assert "saves 2,327 duplicates, costs 0.7 more paused partition-s" in text
+    assert "lens.commit.on.revoke=true" in text
+    assert "crash" not in text  # no recommendation read for it: nothing printed
+
+
+def test_the_findings_follow_the_measured_direction():
+    said = " ".join(findings(RUNS))
+    assert "Cooperative-sticky (incremental rebalancing, KIP-429) cut duplicated records 5.1x (1,939 -> 378) and " \
+           "raised paused partition-seconds 1.6x (6.6 -> 10.7)" in said
+    assert "Commit-on-revoke (commit what was processed when partitions are taken away) took duplicated records " \
+           "to zero (1,939 -> 0) and raised paused partition-seconds 2.0x (6.6 -> 13.1). The pause grows" in said
+    assert "(12 handoffs against 36)" in said and "It still duplicates on restart" in said
+    assert "167..911 duplicated records (ground truth: 256)" in said
+
+
+def test_a_shorter_pause_is_not_explained_as_a_longer_one():
+    faster = RunCosts(**{**REVOKE.__dict__, "unavailable_gold_s": 5.7, "unavailable_gold_upper_s": 5.7})
+    said = " ".join(findings([RANGE, faster]))
+    assert "cut paused partition-seconds by 14% (6.6 -> 5.7)" in said and "The pause grows" not in said
+    assert change(10, 10, "x") == "left x unchanged (10 -> 10)"
+
+
+def test_findings_need_the_baseline_to_compare_with():
+    assert findings([COOPERATIVE]) == []
+
+
+def test_a_bad_run_names_the_form_and_the_choices():
+    assert parse_run("crash/cooperative-sticky/batch") == ("crash", "cooperative-sticky", "batch")
+    for bad in ("crash", "nosuch/range/batch", "crash/nosuch/batch", "crash/range/sometimes"):
+        try:
+            parse_run(bad)
+        except LensError as err:
+            assert "SCENARIO/ASSIGNOR/COMMIT" in str(err) and "crash/cooperative-sticky/batch" in str(err)
+        else:
+            raise AssertionError(bad)
