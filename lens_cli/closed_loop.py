@@ -57,6 +57,7 @@ class Verified:
     after: Costs  # ground truth of the rerun with the change
     checks: tuple[Check, Check]
     rerun_dir: Path
+    rerun_group_id: str
 
     @property
     def holds(self) -> bool:
@@ -115,4 +116,21 @@ def rerun(scenario: Scenario, options: RunOptions, baseline: RunResult, rec: dic
                     MIN_DUPLICATES),
               Check("paused partition-seconds", rec["pause_saved_s"] or 0.0, before.pause_s - after.pause_s,
                     MIN_PAUSE_S))
-    return Verified(scenario.name, rec, before, after, checks, after_run.run_dir)
+    return Verified(scenario.name, rec, before, after, checks, after_run.run_dir, after_run.manifest["group_id"])
+
+
+def record(spark: SparkSession, lake_path: str, verified: Verified) -> None:
+    """Keep the check in ``gold/verifications`` (the report's "predicted against measured")."""
+    from datetime import datetime, timezone
+
+    rec, (dups, pause) = verified.recommendation, verified.checks
+    figures = {"predicted_duplicates_saved": dups.predicted_saving, "measured_duplicates_saved": dups.measured_saving,
+               "predicted_pause_saved_s": pause.predicted_saving, "measured_pause_saved_s": pause.measured_saving,
+               "duplicates_before": verified.before.duplicates, "duplicates_after": verified.after.duplicates,
+               "pause_before_s": verified.before.pause_s, "pause_after_s": verified.after.pause_s}
+    row = {"group_id": rec["group_id"], "verified_at": datetime.now(timezone.utc), "scenario": verified.scenario,
+           "kind": rec["kind"], "title": rec["title"], "config_change": list(rec["config_change"]),
+           **{name: float(value) for name, value in figures.items()},
+           "holds": verified.holds, "rerun_group_id": verified.rerun_group_id}
+    rows = spark.createDataFrame([row], schema=catalog.VERIFICATIONS.schema())
+    lake.insert_new(spark, lake_path, catalog.VERIFICATIONS, rows)

@@ -103,11 +103,13 @@ def print_verified(v, console) -> None:
     rec = v.recommendation
     console.print(f"\n[bold]{escape(v.scenario)}[/]: {escape(rec['title'])}\n  "
                   + "\n  ".join(escape(line) for line in rec["config_change"]))
-    table = Table("figure", "before (truth)", "after (truth)", "measured saving", "predicted saving", "holds",
+    table = Table("figure", "before", "after", "saved:\nmeasured", "saved:\npredicted", "holds",
                   title="Closed loop: predicted against measured (ground truth of both runs)")
+    table.columns[0].no_wrap = True
     for check, before, after in zip(v.checks, (v.before.duplicates, v.before.pause_s), (v.after.duplicates, v.after.pause_s)):
-        table.add_row(check.figure, f"{before:,.1f}", f"{after:,.1f}", f"{check.measured_saving:,.1f}",
-                      f"{check.predicted_saving:,.1f}", "yes" if check.holds else "[red]no[/]")
+        spec = ",.0f" if check.figure == "duplicates" else ",.1f"
+        table.add_row(check.figure, format(before, spec), format(after, spec), format(check.measured_saving, spec),
+                      format(check.predicted_saving, spec), "yes" if check.holds else "[red]no[/]")
     console.print(table)
     console.print(f"rerun folder: {v.rerun_dir}")
 

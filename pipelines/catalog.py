@@ -218,6 +218,20 @@ RECOMMENDATIONS = Table(
                "pause_saved_pct double, measured_duplicates double, measured_pause_s double, tradeoff string, "
                "confidence string, confidence_reason string"))
 
+# Written by `recommend --verify` (the closed loop), not by a stage: each row is one
+# recommendation applied to a rerun of the scenario run it was made from, with the saving the
+# recommendation predicted beside the one both runs' ground truth measured.
+VERIFICATIONS = Table(
+    "gold/verifications",
+    grain="one row per closed-loop check: a recommendation applied to a rerun of the run it was made from",
+    keys=("group_id", "verified_at"), written_by="recommend --verify",
+    columns=_columns("group_id string, verified_at timestamp, scenario string, kind string, title string")
+    + (("config_change", "array<string>"),)
+    + _columns("predicted_duplicates_saved double, measured_duplicates_saved double, "
+               "predicted_pause_saved_s double, measured_pause_saved_s double, duplicates_before double, "
+               "duplicates_after double, pause_before_s double, pause_after_s double, holds boolean, "
+               "rerun_group_id string"))
+
 TABLES: tuple[Table, ...] = (BRONZE, QUARANTINE, VALIDATION_SUMMARY, STAGE_PROGRESS, EVENTS, MEMBER_STATES, COMMITS,
                              OWNERSHIP, HANDOFFS, EPISODES, MEMBERS, METRICS, WHAT_IF,
-                             RECOMMENDATIONS)
+                             RECOMMENDATIONS, VERIFICATIONS)

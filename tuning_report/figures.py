@@ -160,3 +160,24 @@ def what_if(configs: pl.DataFrame) -> go.Figure:
                       xaxis=dict(title="paused partition-seconds", rangemode="tozero"),
                       yaxis=dict(title="duplicated records", rangemode="tozero"))
     return fig
+
+
+def closed_loop(checks: pl.DataFrame) -> go.Figure:
+    """Each closed-loop check: the saving predicted beside the one the rerun measured, for
+    duplicates (left) and paused partition-seconds (right)."""
+    from plotly.subplots import make_subplots
+
+    checks = checks.sort("verified_at")
+    labels = [f"{t}<br>{v:%m-%d %H:%M}" for t, v in zip(checks["title"], checks["verified_at"])]
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("duplicates saved",
+                                                        "paused partition-s saved (below 0: a longer pause)"))
+    for col, (predicted, measured) in enumerate((("predicted_duplicates_saved", "measured_duplicates_saved"),
+                                                ("predicted_paused_partition_s_saved",
+                                                 "measured_paused_partition_s_saved")), 1):
+        for name, column, colour in (("predicted", predicted, "#9ecae9"), ("measured by the rerun", measured,
+                                                                          "#4c78a8")):
+            values = [round(float(v), 1) for v in checks[column]]
+            fig.add_bar(x=labels, y=values, name=name, marker_color=colour, text=values, textposition="outside",
+                        showlegend=col == 1, legendgroup=name, row=1, col=col)
+    fig.update_layout(**LAYOUT, barmode="group")  # the section's heading names it; the subplots say what
+    return fig

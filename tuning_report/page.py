@@ -60,6 +60,10 @@ def group_section(fleet: Fleet, group: str, index: int) -> dict:
     section["hosts"] = (fleet.of("host_costs", group).sort("duplicates", "paused_partition_s", descending=True)
                         .head(5).to_dicts())
     section["recommendations"] = fleet.of("open_recommendations", group).sort("rank").to_dicts()
+    checks = fleet.of("recommendation_checks", group)
+    section["checks"] = checks.sort("verified_at").to_dicts()
+    if checks.height:
+        section["charts"]["checks"] = _chart(figures.closed_loop(checks), f"g{index}-checks")
     return section
 
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from lens_cli.closed_loop import rerun
+from lens_cli.closed_loop import record, rerun
 from pipelines.simulator.assignors import assign
 from pipelines.simulator.handoff import classic_cooperative_rounds
 from pipelines.simulator.observed import consumer_rounds, partition_counts, rounds_of
@@ -273,11 +273,12 @@ CLOSED_LOOP = (("subscription-change", "assignor"), ("static-rolling-restart", "
 
 
 @pytest.mark.parametrize(("scenario", "kind"), CLOSED_LOOP)
-def test_closed_loop_the_rerun_saves_what_was_predicted(landed, tmp_path, scenario, kind):
+def test_closed_loop_the_rerun_saves_what_was_predicted(landed, spark, tmp_path, scenario, kind):
     run = landed["runs"][scenario]
     rec = next(r for r in landed["recommendations"] if r["group_id"] == run.manifest["group_id"] and r["kind"] == kind)
     options = dataclasses.replace(landed["options"][scenario], out_dir=tmp_path)
     verified = rerun(load(scenario), options, run, rec)
+    record(spark, landed["config"].lake_path, verified)  # test_report.py shows it in the report
     report = "; ".join(f"{c.figure}: predicted {c.predicted_saving:.1f}, measured {c.measured_saving:.1f}"
                        for c in verified.checks)
     assert verified.holds, f"{scenario} ({rec['title']}): {report}"

@@ -86,3 +86,26 @@ def test_a_group_named_like_markup_shows_as_text(landed, tmp_path):
             driver.switch_to.alert.text  # noqa: B018 (an alert would mean the name ran as markup)
         assert HOSTILE in [h.text for h in driver.find_elements(By.CSS_SELECTOR, "section.group h2")]
         assert not driver.find_elements(By.CSS_SELECTOR, "img[src=x]")
+
+
+def test_each_closed_loop_check_shows_predicted_against_measured(landed, spark, tmp_path):
+    """The checks test_gold_vs_truth.py's closed loop kept in the lake, through their mart, in the page."""
+    from pipelines import catalog, lake, sql_build
+
+    path = landed["config"].lake_path
+    checks = [r.asDict() for r in lake.read(spark, path, catalog.VERIFICATIONS).collect()] \
+        if lake.exists(spark, path, catalog.VERIFICATIONS) else []
+    if not checks:
+        pytest.skip("no closed-loop check in this run's lake: tests/e2e/test_gold_vs_truth.py's closed loop keeps them")
+    sql_build.build(spark, path, select=["recommendation_checks"], progress=lambda _m: None)
+    page = write_report(path, tmp_path, progress=lambda _m: None).read_text()
+    fleet = read_fleet(path)
+    for check in checks:
+        n = fleet.groups().index(check["group_id"])
+        section = page[page.index(f'id="g{n}"'):]
+        section = section[:section.index("</section>")]
+        assert f'id="g{n}-checks"' in section, check["group_id"]
+        row = (f"{check['predicted_duplicates_saved']:,.0f} / {check['measured_duplicates_saved']:,.0f}</td>\n"
+               f"      <td class=\"n\">{check['predicted_pause_saved_s']:,.1f} / {check['measured_pause_saved_s']:,.1f}</td>\n"
+               f"      <td>{'yes' if check['holds'] else 'no'}</td>")
+        assert row in section, (check["group_id"], row)
