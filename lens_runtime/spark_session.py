@@ -126,7 +126,8 @@ def build_spark(settings: SparkSettings):
             try:
                 spark = builder.getOrCreate()
             except Exception as err:  # the reason is in the JVM's console, now the log
-                raise LensError(f"Spark did not start ({type(err).__name__}: {str(err).splitlines()[0]}); its log "
+                first = (str(err).splitlines() or [""])[0]
+                raise LensError(f"Spark did not start ({type(err).__name__}: {first}); its log "
                                 f"ends: {_tail(_jvm_log) or '(empty)'}; full log: {_jvm_log}") from err
     else:
         spark = builder.getOrCreate()

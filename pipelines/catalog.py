@@ -232,6 +232,8 @@ VERIFICATIONS = Table(
                "duplicates_after double, pause_before_s double, pause_after_s double, holds boolean, "
                "rerun_group_id string"))
 
+# The tables the pipeline's stages write (a run of every stage writes each), then the closed loop's.
 TABLES: tuple[Table, ...] = (BRONZE, QUARANTINE, VALIDATION_SUMMARY, STAGE_PROGRESS, EVENTS, MEMBER_STATES, COMMITS,
                              OWNERSHIP, HANDOFFS, EPISODES, MEMBERS, METRICS, WHAT_IF,
-                             RECOMMENDATIONS, VERIFICATIONS)
+                             RECOMMENDATIONS)
+CLOSED_LOOP_TABLES: tuple[Table, ...] = (VERIFICATIONS,)

@@ -154,8 +154,9 @@ def what_if(configs: pl.DataFrame) -> go.Figure:
     fig.add_scatter(x=measured["measured_paused_partition_s"].to_list(), y=measured["measured_duplicates"].to_list(),
                     mode="markers", name="current (measured)", marker=dict(size=10, symbol="x", color="#e45756"),
                     hovertemplate="measured: pause %{x:.1f} partition-s, duplicates %{y:.0f}<extra></extra>")
-    fig.update_layout(**{**LAYOUT, "legend": dict(orientation="v", x=0.98, xanchor="right", y=0.98,
-                                                  bgcolor="rgba(255,255,255,0.8)")},
+    # the legend under the x axis title, not over the points (a candidate hid behind it)
+    fig.update_layout(**{**LAYOUT, "margin": dict(l=60, r=20, t=40, b=60),
+                         "legend": dict(orientation="h", yanchor="top", y=-0.3, x=0)},
                       title="What if: each configuration on this group's history",
                       xaxis=dict(title="paused partition-seconds", rangemode="tozero"),
                       yaxis=dict(title="duplicated records", rangemode="tozero"))

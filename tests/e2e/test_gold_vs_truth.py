@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter, defaultdict
-from typing import Any
 
 import pytest
 
@@ -30,112 +29,20 @@ from pipelines.simulator.handoff import classic_cooperative_rounds
 from pipelines.simulator.observed import consumer_rounds, partition_counts, rounds_of
 from lens_scenarios.ground_truth import GroundTruth, Handoff
 from lens_scenarios.spec import builtin_names, load
-
-TOLERANCE_S = 0.1
-def _gold_for_run(landed: dict[str, Any], run_id: str) -> dict[tuple, list[dict[str, Any]]]:
-    """This run's gold handoffs keyed like truth's: (topic, partition, previous and next process, first offset at next),
-    each key's in time order.
-
-    The previous owner is part of the key: an owner revoked before its first record and
-    the owner after it can both hand over to the same process at the same offset. Truth is
-    built from delivered records, so a chain through owners that read nothing (assigned,
-    then revoked before their first record: the group forming, or a KIP-848 assignment
-    taken back at once) is one handoff to it: the chain's duplicates are its first link's
-    (gold confirms them at the first owner that reads), its pause and bounds the sums of
-    its links'.
-
-    A key can hold several handoffs: two eager rebalances in quick succession (members that
-    re-subscribe at different moments) give a process its partition back twice, and when it
-    commits nothing in between it reads from the same committed offset both times.
-    """
-    prefix = f"{run_id}-"
-    process = {agent: client[len(prefix):] for agent, client in landed["clients"].items()
-               if client.startswith(prefix)}
-    by_partition: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
-    for h in landed["handoffs"]:
-        by_partition[(h["topic"], h["partition"])].append(h)
-    keyed = {}
-    for links in by_partition.values():
-        links.sort(key=lambda h: h["assigned_ms"])
-        chain: list[dict[str, Any]] = []
-        for h in links:
-            chain.append(h)
-            if h["first_fetch_ms"] is None:  # its next owner read nothing: the chain goes on
-                continue
-            h = _through(chain)
-            chain = []
-            if h["next_agent_id"] in process:
-                h = {**h, "prev_process": process.get(h["prev_agent_id"]), "next_process": process[h["next_agent_id"]]}
-                keyed.setdefault((h["topic"], h["partition"], h["prev_process"], h["next_process"],
-                                  h["first_fetch_offset"]), []).append(h)
-    return keyed
-
-
-def _through(chain: list[dict[str, Any]]) -> dict[str, Any]:
-    """One handoff from the first link's previous owner to the last link's next owner."""
-    first, last = chain[0], chain[-1]
-
-    def total(column: str) -> float | None:
-        values = [h[column] for h in chain]
-        return None if None in values else sum(values)
-
-    return {**first, "next_agent_id": last["next_agent_id"], "first_fetch_offset": last["first_fetch_offset"],
-            "first_fetch_ms": last["first_fetch_ms"],
-            **{c: total(c) for c in ("unavailable_s", "unavailable_lower_s", "unavailable_upper_s")}}
-
-
-def _key(h: Handoff) -> tuple:
-    return (h.topic, h.partition, h.prev_process, h.next_process, h.first_offset_next)
-
-
-def _matched(handoffs: list[Handoff], gold: dict[tuple, list[dict[str, Any]]]
-             ) -> list[tuple[Handoff, dict[str, Any] | None]]:
-    """Each truth handoff with its gold row (None if gold lacks it): the handoffs of one key
-    pair up in time order (truth's come in the order of the next owner's first record, gold's
-    in the order of the assignments)."""
-    taken: Counter = Counter()
-    pairs = []
-    for h in handoffs:
-        key = _key(h)
-        rows, i = gold.get(key, []), taken[key]
-        taken[key] += 1
-        pairs.append((h, rows[i] if i < len(rows) else None))
-    return pairs
-
-
-def _check(truth: Handoff, gold: dict[str, Any]) -> list[str]:
-    """What differs between one truth handoff and its gold row (empty when they agree)."""
-    where = f"{truth.topic}/{truth.partition} {truth.prev_process}->{truth.next_process} ({truth.released_by})"
-    problems = [] if gold["cause"] == truth.cause or truth.cause == "start" else \
-        [f"{where}: cause gold {gold['cause']} != truth {truth.cause}"]
-    if truth.released_by in ("revoke", "exit", "lost"):
-        if gold["duplicates_confirmed"] != truth.duplicates:
-            problems.append(f"{where}: duplicates gold {gold['duplicates_confirmed']} != truth {truth.duplicates}")
-    elif not gold["duplicates_lower"] <= truth.duplicates <= gold["duplicates_upper"]:
-        problems.append(f"{where}: truth duplicates {truth.duplicates} outside "
-                        f"[{gold['duplicates_lower']}, {gold['duplicates_upper']}]")
-    if truth.released_by in ("revoke", "exit"):
-        if gold["unavailable_s"] is None or abs(gold["unavailable_s"] - truth.pause_s) > TOLERANCE_S:
-            problems.append(f"{where}: unavailable gold {gold['unavailable_s']} s vs truth {truth.pause_s:.3f} s")
-    else:
-        low, high = gold["unavailable_lower_s"], gold["unavailable_upper_s"]
-        if low is None or high is None or not low - TOLERANCE_S <= truth.pause_s <= high + TOLERANCE_S:
-            problems.append(f"{where}: truth pause {truth.pause_s:.3f} s outside [{low}, {high}]")
-    return problems
-
+from tests.support.gold_matching import TOLERANCE_S, check, gold_for_run, matched
 
 @pytest.mark.parametrize("scenario", builtin_names())
 def test_gold_handoffs_match_ground_truth(landed, scenario):
     run = landed["runs"][scenario]
     truth = GroundTruth.load(run.run_dir)
-    gold = _gold_for_run(landed, run.manifest["run_id"])
+    gold = gold_for_run(landed, run.manifest["run_id"])
     assert truth.handoffs or scenario in ("enforce-rebalance", "subscription-change"), "scenario moved nothing"
     problems = []
-    for handoff, row in _matched(truth.handoffs, gold):
+    for handoff, row in matched(truth.handoffs, gold):
         if row is None:
             problems.append(f"gold lacks {handoff}")
         else:
-            problems.extend(_check(handoff, row))
+            problems.extend(check(handoff, row))
     assert not problems, "\n".join(problems)
 
 
@@ -159,7 +66,7 @@ def test_per_run_totals_match_ground_truth(landed, scenario):
     assert gold.duplicates <= truth.summary().duplicates <= gold.duplicates_upper
     if gold.duplicates == gold.duplicates_upper:  # no crash: exact
         assert gold.duplicates == truth.summary().duplicates
-        pairs = _matched(truth.handoffs, _gold_for_run(landed, run.manifest["run_id"]))
+        pairs = matched(truth.handoffs, gold_for_run(landed, run.manifest["run_id"]))
         graceful = [h for h in truth.handoffs if h.released_by in ("revoke", "exit")]  # lost ones carry bounds
         seen = [row for h, row in pairs if h.released_by in ("revoke", "exit") and row is not None]
         assert len(seen) == len(graceful)
@@ -186,8 +93,8 @@ def test_a_quiet_topic_moving_with_nothing_waiting_costs_no_unavailability(lande
     move with nothing to read, and the next record comes seconds later. Only time in which a
     record waited counts (truth and gold alike), so those handoffs cost nothing."""
     run = landed["runs"]["turbulent-minute"]
-    gold = _gold_for_run(landed, run.manifest["run_id"])
-    quiet = [row for h, row in _matched(GroundTruth.load(run.run_dir).handoffs, gold)
+    gold = gold_for_run(landed, run.manifest["run_id"])
+    quiet = [row for h, row in matched(GroundTruth.load(run.run_dir).handoffs, gold)
              if h.topic.endswith("audit") and h.released_by in ("revoke", "exit") and row is not None]
     idle = [h for h in quiet if h["revoke_ms"] is not None and h["first_fetch_ms"] - h["revoke_ms"] > 2000]
     assert idle, "no quiet-topic handoff waited seconds for its next record"
@@ -292,9 +199,9 @@ def test_handoffs_of_one_key_pair_up_in_time_order():
                   "first_fetch_ms": assigned + 10, "first_fetch_offset": 1580, "cause": "subscription_change",
                   "duplicates_confirmed": dups, "unavailable_s": pause, "unavailable_lower_s": pause,
                   "unavailable_upper_s": pause} for assigned, dups, pause in ((2_000, 46, 1.031), (1_000, 40, 0.07))]
-    gold = _gold_for_run({"handoffs": gold_rows, "clients": {"a": "run-1-m3.1"}}, "run-1")
+    gold = gold_for_run({"handoffs": gold_rows, "clients": {"a": "run-1-m3.1"}}, "run-1")
     truth = [Handoff("t", 0, "m3", "m3.1", "m3", "m3.1", last, 1580, dups, pause, "revoke", 0, "subscription_change")
              for last, dups, pause in ((1619, 40, 0.072), (1625, 46, 1.033))]
-    pairs = _matched(truth, gold)
+    pairs = matched(truth, gold)
     assert [row["duplicates_confirmed"] for _, row in pairs] == [40, 46]
-    assert not [problem for h, row in pairs for problem in _check(h, row)]
+    assert not [problem for h, row in pairs for problem in check(h, row)]

@@ -50,8 +50,12 @@ def test_the_report_renders_every_chart_in_a_real_browser(report, landed):
         drawn = {c.get_attribute("id") for c in charts}
         for n in range(len(groups)):  # every group has its timeline, its costs by cause and its what-if
             assert {f"g{n}-timeline", f"g{n}-causes", f"g{n}-whatif"} <= drawn
-        for chart in charts:  # each drew its traces: bars, points or lines
+        for chart in charts:  # each drew its traces (bars, points or lines) within its box: nothing clipped
             assert chart.find_elements(By.CSS_SELECTOR, ".main-svg g.trace"), chart.get_attribute("id")
+            drawn_width = driver.execute_script("return arguments[0].querySelector('.main-svg').getBoundingClientRect()"
+                                                ".width", chart)
+            box_width = driver.execute_script("return arguments[0].parentElement.getBoundingClientRect().width", chart)
+            assert drawn_width <= box_width + 1, (chart.get_attribute("id"), drawn_width, box_width)
             assert chart.find_elements(By.CSS_SELECTOR, "path.point, g.point, path.js-line, path.bar, g.points path")
 
 

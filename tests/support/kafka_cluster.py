@@ -1,11 +1,12 @@
 """Factory methods over a Kafka cluster for tests: topics, seeding, clients with per-test settings."""
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicCollection
 from confluent_kafka.admin import AdminClient, NewTopic
 
 
@@ -22,7 +23,17 @@ class KafkaCluster:
         futures = admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1,
                                                 config=config or {})], operation_timeout=30)
         futures[name].result(timeout=30)
-        return name
+        # The controller has it; the broker's metadata may lag a moment behind (a CI run once
+        # saw describe_topics answer "unknown topic" right after): return once it is visible.
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                admin.describe_topics(TopicCollection([name]))[name].result(timeout=10)
+                return name
+            except KafkaException as err:
+                if err.args[0].code() != KafkaError.UNKNOWN_TOPIC_OR_PART or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
 
     def producer(self, **overrides: Any) -> Producer:
         return Producer({"bootstrap.servers": self.bootstrap_servers, "linger.ms": 5, **overrides})
