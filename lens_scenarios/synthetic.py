@@ -13,10 +13,11 @@ scales the same builder to millions of events for the benchmark.
 """
 from __future__ import annotations
 
+import heapq
 import json
 import random
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -125,20 +126,36 @@ class Member:
     def processes(self, part: tuple[str, int], upto: int, interval_ms: float = 1000.0,
                   lag: int | None = 0) -> "Member":
         """A progress event: the member processed records up to offset ``upto``."""
-        off = self.owned[part]
-        start = off.last_processed + 1 if off.last_processed >= 0 else max(off.position, 0)
-        off.last_processed, off.position = upto, upto + 1
-        return self._emit("progress", {"interval_ms": interval_ms, "truncated": 0, "partitions": [{
-            **off.state(*part), "processed": max(0, upto + 1 - start), "lag": lag}]})
+        return self.processes_many({part: upto}, interval_ms, {part: lag})
+
+    def processes_many(self, uptos: Mapping[tuple[str, int], int], interval_ms: float = 1000.0,
+                       lags: Mapping[tuple[str, int], int | None] | None = None) -> "Member":
+        """One progress event for several partitions, as the agent reports all it owns at each
+        tick: the member processed each partition's records up to ``uptos[partition]``."""
+        rows = []
+        for part, upto in uptos.items():
+            off = self.owned[part]
+            start = off.last_processed + 1 if off.last_processed >= 0 else max(off.position, 0)
+            off.last_processed, off.position = upto, upto + 1
+            rows.append({**off.state(*part), "processed": max(0, upto + 1 - start),
+                         "lag": (lags or {}).get(part, 0)})
+        return self._emit("progress", {"interval_ms": interval_ms, "truncated": 0, "partitions": rows})
 
     def commits(self, part: tuple[str, int], offset: int, in_revoke: bool = False, mode: str = "manual",
                 error: str | None = None) -> "Member":
         """A commit of ``offset`` (the next offset to read)."""
-        if error is None and part in self.owned:
-            self.owned[part].committed = offset
+        return self.commits_many({part: offset}, in_revoke, mode, error)
+
+    def commits_many(self, offsets: Mapping[tuple[str, int], int], in_revoke: bool = False, mode: str = "manual",
+                     error: str | None = None) -> "Member":
+        """One commit of several partitions' offsets (each the next offset to read)."""
+        if error is None:
+            for part, offset in offsets.items():
+                if part in self.owned:
+                    self.owned[part].committed = offset
         return self._emit("commit", {"mode": mode, "sync": mode == "manual", "in_revoke": in_revoke,
                                      "offsets": [{"topic": part[0], "partition": part[1], "offset": offset,
-                                                  "error": None}],
+                                                  "error": None} for part, offset in offsets.items()],
                                      "error": error, "duration_ms": 1.0 if mode == "manual" else None})
 
     def revokes(self, *parts: tuple[str, int], callback_ms: float = 1.0,
@@ -253,3 +270,190 @@ def fleet_telemetry(groups: int, members: int, partitions: int, rounds: int, see
                 mems[i].at(t + 400).joins()
         yield from fleet.keyed()[start:]
         fleet.events.clear()
+
+
+class _LongLivedGroup:
+    """One long-lived group as a small event-driven simulation: a heap of timed actions
+    (member ticks, restart steps) run in time order, an hour at a time (``run_until``), so
+    offsets, sequence numbers and the random stream continue from one hour to the next.
+
+    Partition ``p`` receives ``records_per_s`` records a second from time 0 (its log end at
+    time t is ``records_per_s * t``), the group's members use the cooperative-sticky assignor,
+    and each member's home partitions are ``p % members == slot``.
+    """
+
+    JOIN_MS = 3_000      # from a join (or a leave) to the rebalance's assignment
+    DOWN_MS = 20_000     # a restarted member's new process joins this long after the old one left
+
+    def __init__(self, group: str, members: int, partitions: int, seed: int, tick_ms: int, records_per_s: int,
+                 restart_every_h: int, deploy_every_h: int) -> None:
+        self.fleet = Fleet(group=group, seed=seed)
+        self.rng = self.fleet.rng
+        self.tick_ms, self.rate = tick_ms, records_per_s
+        self.restart_every_h, self.deploy_every_h = restart_every_h, deploy_every_h
+        self.home = [tuple(tp(p) for p in range(slot, partitions, members)) for slot in range(members)]
+        self.committed = {tp(p): 0 for p in range(partitions)}
+        self.owner: dict[tuple[str, int], int | None] = dict.fromkeys(self.committed)
+        self.slots: list[Member | None] = [None] * members
+        self.generation = -1
+        self._queue: list[tuple[int, int, Callable[..., None], tuple[Any, ...]]] = []
+        self._n = 0
+        for slot in range(members):
+            self._at(0, self._join, slot)
+            self._at(tick_ms + tick_ms * slot // members, self._tick, slot)  # ticks spread over the interval
+        self._at(self.JOIN_MS, self._assign_homes, tuple(range(members)))
+
+    def _at(self, t: int, action: Callable[..., None], *args: Any) -> None:
+        heapq.heappush(self._queue, (t, self._n, action, args))
+        self._n += 1
+
+    def run_until(self, end_ms: int, hour: int) -> None:
+        """Run the actions before ``end_ms``, after scheduling hour ``hour``'s restarts."""
+        start = end_ms - 3_600_000
+        if self.restart_every_h and hour % self.restart_every_h == 0:
+            self._at(start + 20 * 60_000, self._leave, (hour // self.restart_every_h) % len(self.slots))
+        if self.deploy_every_h and hour % self.deploy_every_h == self.deploy_every_h - 1:
+            self._at(start + 30 * 60_000, self._rolling_restart, 0)  # a deploy: each member in turn
+        while self._queue and self._queue[0][0] < end_ms:
+            t, _, action, args = heapq.heappop(self._queue)
+            action(t, *args)
+
+    def _log_end(self, t: int) -> int:
+        return self.rate * t // 1000
+
+    def _join(self, t: int, slot: int) -> None:
+        name = f"m{slot}"
+        self.slots[slot] = self.fleet.member(name, rebalance_protocol="cooperative", assignor="cooperative-sticky")
+        self.slots[slot].at(t).joins()
+
+    def _give(self, t: int, slot: int, parts: tuple[tuple[str, int], ...]) -> None:
+        """``slot``'s member is assigned ``parts`` (incrementally) and fetches each from the committed offset."""
+        member = self.slots[slot]
+        member.at(t).assigned(*parts, generation=self.generation)
+        for p in parts:
+            self.owner[p] = slot
+            offset = self.committed[p]
+            produced = -(-offset * 1000 // self.rate)  # when the record at ``offset`` was produced
+            fetched = max(t + self.rng.randrange(5, 50), produced + 1)  # an idle partition waits for it
+            member.at(fetched).fetches(p, offset, since_assign_ms=float(fetched - t), produced_ms=produced)
+
+    def _assign_homes(self, t: int, slots: tuple[int, ...]) -> None:
+        self.generation += 1
+        for slot in slots:
+            self._give(t, slot, self.home[slot])
+
+    def _catch_up(self, t: int, member: Member, parts: tuple[tuple[str, int], ...]) -> None:
+        """Records processed since the member's last tick (no event says so): they are the
+        duplicates of a revoke, processed again from the last commit by the next owner."""
+        upto = self._log_end(t) - 1
+        for p in parts:
+            off = member.owned[p]
+            if off.position < 0:  # not fetched yet: nothing processed
+                continue
+            off.last_processed, off.position = max(off.last_processed, upto), max(off.position, upto + 1)
+
+    def _revoke(self, t: int, slot: int, parts: tuple[tuple[str, int], ...]) -> None:
+        member = self.slots[slot]
+        self._catch_up(t, member, parts)
+        member.at(t).revokes(*parts, callback_ms=round(self.rng.uniform(0.5, 5.0), 2))
+        for p in parts:
+            self.owner[p] = None
+
+    def _tick(self, t: int, slot: int) -> None:
+        """Every ``tick_ms``: one progress event over all the member's partitions, then one
+        commit of all of them (a member that is down skips its tick)."""
+        self._at(t + self.tick_ms, self._tick, slot)
+        member = self.slots[slot]
+        if member is None or not member.owned:
+            return
+        end = self._log_end(t)
+        uptos, lags = {}, {}
+        for p, off in member.owned.items():
+            if off.position < 0:  # assigned, not fetched yet
+                continue
+            backlog = self.rng.randrange(0, self.rate + 1)
+            uptos[p] = max(end - 1 - backlog, off.last_processed, off.position - 1)
+            lags[p] = end - uptos[p] - 1
+        if uptos:
+            member.at(t).processes_many(uptos, interval_ms=float(self.tick_ms), lags=lags)
+            offsets = {p: upto + 1 for p, upto in uptos.items()}
+            member.at(t + self.rng.randrange(1, 20)).commits_many(offsets)
+            self.committed.update(offsets)
+
+    def _leave(self, t: int, slot: int, then: Callable[..., None] | None = None, *args: Any) -> None:
+        """A restart of ``slot``'s member: it revokes all it owns and leaves; the group gives its
+        partitions to the others; its new process joins and the group hands its home
+        partitions back (two cooperative rebalances, each a handoff per partition). ``then``
+        runs when it is done (a rolling restart's next step)."""
+        member = self.slots[slot]
+        if member is None:  # down already (restarts overlap): try again later
+            if then is not None:
+                self._at(t + 30_000, then, *args)
+            return
+        owned = tuple(member.owned)
+        self._revoke(t, slot, owned)
+        member.at(t).leaves()
+        self.slots[slot] = None
+        self._at(t + self.JOIN_MS, self._spread, owned)
+        self._at(t + self.DOWN_MS, self._join, slot)
+        self._at(t + self.DOWN_MS + self.JOIN_MS, self._take_back, slot, then, args)
+
+    def _spread(self, t: int, parts: tuple[tuple[str, int], ...]) -> None:
+        self.generation += 1
+        alive = [s for s, m in enumerate(self.slots) if m is not None]
+        share: dict[int, list[tuple[str, int]]] = {}
+        for k, p in enumerate(parts):
+            share.setdefault(alive[(k + self.generation) % len(alive)], []).append(p)
+        for slot, mine in share.items():
+            self._give(t, slot, tuple(mine))
+
+    def _take_back(self, t: int, slot: int, then: Callable[..., None] | None, args: tuple[Any, ...]) -> None:
+        """The first cooperative rebalance after the join: the owners revoke the new member's
+        home partitions; the second, a second later, assigns them to it."""
+        self.generation += 1
+        by_owner: dict[int, list[tuple[str, int]]] = {}
+        for p in self.home[slot]:
+            if self.owner[p] is not None:
+                by_owner.setdefault(self.owner[p], []).append(p)
+        for owner, parts in by_owner.items():
+            self._revoke(t, owner, tuple(parts))
+        self._at(t + 1_000, self._assign_homes, (slot,))
+        if then is not None:
+            self._at(t + 30_000, then, *args)
+
+    def _rolling_restart(self, t: int, slot: int) -> None:
+        if slot < len(self.slots):
+            self._leave(t, slot, self._rolling_restart, slot + 1)
+
+
+def long_lived_telemetry(groups: int, members: int, partitions: int, hours: int, seed: int = 1,
+                         prefix: str = "long", from_hour: int = 0, tick_s: int = 30, records_per_s: int = 20,
+                         restart_every_h: int = 2, deploy_every_h: int = 24) -> Iterator[tuple[str, str, int]]:
+    """(key, value, timestamp ms) triples of ``groups`` large long-lived groups over ``hours`` hours.
+
+    Each group has ``members`` members owning ``partitions`` partitions steadily
+    (cooperative-sticky assignment: a rebalance moves only the partitions that change
+    owner). Every ``tick_s`` seconds each member emits one progress event carrying all its
+    partitions, then one commit event with all their offsets, as the agent does; each partition
+    receives ``records_per_s`` records a second and the owner keeps up with up to a second of lag.
+    Churn: in every ``restart_every_h``-th hour (hours 0, 2, 4, ... by default; at minute 20) one
+    member, in turn, restarts, and at half past the last hour of every ``deploy_every_h`` hours
+    (23:30 each day by default) a deploy restarts every member in turn; a restart revokes the member's
+    partitions and leaves (the records it processed since its last commit are processed again),
+    the others take its partitions, and 20 s later its new process joins and gets them back: two
+    handoffs per partition moved, in two rebalance episodes.
+
+    Events: ``2 * 3600 / tick_s`` a member an hour (240 at 30 s) plus the restarts'; 2 groups x
+    20 members: 9,600 an hour plus about 100 per restart. Deterministic for a given seed;
+    ``from_hour`` > 0 emits only hours ``from_hour``..``hours``-1 of the same groups (the earlier
+    hours are simulated, so offsets and sequence numbers continue): "one more hour" of a
+    history produced before. The groups' events come hour by hour.
+    """
+    sims = [_LongLivedGroup(f"{prefix}-{g}", members, partitions, seed * 100_003 + g, tick_s * 1000, records_per_s,
+                            restart_every_h, deploy_every_h) for g in range(groups)]
+    for hour in range(hours):
+        for sim in sims:
+            sim.run_until((hour + 1) * 3_600_000, hour)
+            if hour >= from_hour:
+                yield from sim.fleet.keyed()
+            sim.fleet.events.clear()
