@@ -91,7 +91,7 @@ def _recommendations(costs: list[RunCosts], recommendations: dict[str, dict]) ->
         lines.append(f"  -> {escape(r['title'])}")
         effects = [e for e in predicted_effects(r) if e]
         if effects:
-            lines.append(f"     {', '.join(effects)}")
+            lines.append(f"     predicted: {', '.join(effects)}")
         lines.extend(f"     {escape(line)}" for line in r["config_change"])
     return lines
 
@@ -156,9 +156,9 @@ def run_demo(lake: str | None = None, master: str | None = None,
         console.print("\n[bold]What the runs showed[/]")
         for sentence in said:
             console.print(f"- {escape(sentence)}")
-    report = write_report(lake_path, out, progress=lambda m: console.print(f"  {m}", markup=False))
+    report = write_report(lake_path, out, progress=lambda m: console.print(f"  {m}", markup=False, soft_wrap=True))
     console.print(f"\nReport: {report}\n        {report.resolve().as_uri()}\nDelta lake: {lake_path}\n"
-                  f"Run folders (ground truth, manifests): {out / 'runs'}", markup=False)
+                  f"Run folders (ground truth, manifests): {out / 'runs'}", markup=False, soft_wrap=True)
     console.print(f"Done in {time.monotonic() - started:.0f} s; "
                   f"{'members' if bootstrap else 'broker, members'} and Spark stopped.")
     return 0

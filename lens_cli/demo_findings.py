@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 BASELINE = ("rolling-restart", "range", "batch")
+SAME = 0.05  # a change under 5% is within a run's noise: "about the same", not "cut by 0%"
 PROTOCOLS = {"cooperative-sticky": "Cooperative-sticky (incremental rebalancing, KIP-429)",
              "consumer": "The KIP-848 protocol (the broker assigns, members reconcile one partition at a time)",
              "roundrobin": "Roundrobin (eager)"}
@@ -50,8 +51,8 @@ def bounds(lower: float, upper: float, spec: str) -> str:
 def change(before: float, after: float, unit: str, spec: str = ",.0f") -> str:
     """``cut duplicates 5.1x (1,939 -> 378)`` in words that follow the measured direction."""
     figures = f"({before:{spec}} -> {after:{spec}})"
-    if after == before:
-        return f"left {unit} unchanged {figures}"
+    if after == before or (before and abs(after - before) / before < SAME):
+        return f"left {unit} about the same {figures}"
     if after == 0:
         return f"took {unit} to zero {figures}"
     ratio = before / after if after < before else after / before
@@ -80,8 +81,9 @@ def findings(runs: list[RunCosts]) -> list[str]:
             if run.scenario == base.scenario and run.commit == base.commit and run.assignor in PROTOCOLS:
                 said.append(f"{PROTOCOLS[run.assignor]} {_against(base, run)}.")
             elif run.scenario == base.scenario and run.assignor == base.assignor and run.commit == "revoke":
+                grew = run.unavailable_gold_s > base.unavailable_gold_s * (1 + SAME)
                 why = (" The pause grows because a revoked member finishes and commits its in-flight records "
-                       "before it lets go." if run.unavailable_gold_s > base.unavailable_gold_s else "")
+                       "before it lets go." if grew else "")
                 said.append(f"Commit-on-revoke (commit what was processed when partitions are taken away) "
                             f"{_against(base, run)}.{why}")
             elif run.scenario == "static-rolling-restart" and (run.assignor, run.commit) == BASELINE[1:]:

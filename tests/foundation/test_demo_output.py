@@ -48,7 +48,7 @@ def test_each_top_recommendation_sits_under_the_measured_cost_and_says_a_negativ
            "duplicates_saved": 2327.0, "pause_saved_s": -0.7}
     text = _text("\n".join(_recommendations([RANGE, CRASH], {RANGE.label: top})))
     assert "measured: 1,939 duplicates, 6.6 paused partition-s" in text
-    assert "saves 2,327 duplicates, costs 0.7 more paused partition-s" in text
+    assert "predicted: saves 2,327 duplicates, costs 0.7 more paused partition-s" in text
     assert "lens.commit.on.revoke=true" in text
     assert "crash" not in text  # no recommendation read for it: nothing printed
 
@@ -67,7 +67,11 @@ def test_a_shorter_pause_is_not_explained_as_a_longer_one():
     faster = RunCosts(**{**REVOKE.__dict__, "unavailable_gold_s": 5.7, "unavailable_gold_upper_s": 5.7})
     said = " ".join(findings([RANGE, faster]))
     assert "cut paused partition-seconds by 14% (6.6 -> 5.7)" in said and "The pause grows" not in said
-    assert change(10, 10, "x") == "left x unchanged (10 -> 10)"
+    level = RunCosts(**{**REVOKE.__dict__, "unavailable_gold_s": 6.8, "unavailable_gold_upper_s": 6.8})
+    said = " ".join(findings([RANGE, level]))  # +3%: noise, neither "raised" nor explained
+    assert "left paused partition-seconds about the same (6.6 -> 6.8)" in said and "The pause grows" not in said
+    assert change(10, 10, "x") == "left x about the same (10 -> 10)"
+    assert change(5.3, 5.31, "pause", ".1f") == "left pause about the same (5.3 -> 5.3)"  # not "cut by 0%"
 
 
 def test_findings_need_the_baseline_to_compare_with():
