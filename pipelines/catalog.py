@@ -194,6 +194,19 @@ METRICS = Table(
         "lost_partitions bigint, commit_on_revoke_coverage double, revoke_callback_s double, "
         "records_processed bigint, duplicate_rate double"))
 
+# Gold's own state between runs (written by gold, read only by gold): per partition, the
+# ownership fold's state as of ``before_ms`` (the intervals later events can still change, as
+# JSON: a list of interval rows whose length varies); per group (topic and partition null),
+# that time and the agents stalled at it. A run folds the events from ``before_ms`` on.
+FOLD_STATE = Table(
+    "gold/fold_state", grain="one row per partition of a group (its ownership fold's state), and one per group",
+    keys=("group_id", "topic", "partition"), written_by="gold",
+    columns=_columns("group_id string, topic string, partition bigint, before_ms bigint, tail string")
+    + (("stalled", "array<string>"),))
+PROCESSED = Table(
+    "gold/records_processed", grain="one row per group and hour: the records its members processed",
+    keys=("group_id", "hour_start"), written_by="gold",
+    columns=_columns("group_id string, hour_start timestamp, records_processed bigint"))
 WHAT_IF = Table(
     "gold/what_if",
     grain="one row per group and candidate configuration: its replay's predicted rebalances and costs",
@@ -234,6 +247,6 @@ VERIFICATIONS = Table(
 
 # The tables the pipeline's stages write (a run of every stage writes each), then the closed loop's.
 TABLES: tuple[Table, ...] = (BRONZE, QUARANTINE, VALIDATION_SUMMARY, STAGE_PROGRESS, EVENTS, MEMBER_STATES, COMMITS,
-                             OWNERSHIP, HANDOFFS, EPISODES, MEMBERS, METRICS, WHAT_IF,
+                             OWNERSHIP, HANDOFFS, EPISODES, MEMBERS, PROCESSED, METRICS, FOLD_STATE, WHAT_IF,
                              RECOMMENDATIONS)
 CLOSED_LOOP_TABLES: tuple[Table, ...] = (VERIFICATIONS,)

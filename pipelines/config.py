@@ -51,6 +51,8 @@ SETTINGS: tuple[Setting, ...] = (
             "fail a validation batch with more than this share of bad rows (default 0.05)"),
     Setting("episode_gap_s", "LENS_EPISODE_GAP_S", "--episode-gap",
             "seconds of quiet that end a rebalance episode (default 10)"),
+    Setting("gold_lateness_s", "LENS_GOLD_LATENESS_S", "--gold-lateness",
+            "seconds of events each gold run folds again, so events this late still land in order (default 900)"),
     Setting("max_clock_skew_s", "LENS_MAX_CLOCK_SKEW_S", "--max-clock-skew",
             "seconds an event's time may be after its Kafka timestamp (default 300)"),
     Setting("max_event_delay_s", "LENS_MAX_EVENT_DELAY_S", "--max-event-delay",
@@ -90,6 +92,10 @@ class PipelineConfig:
     KIP-848 reconciliation over 5 s heartbeats) come seconds apart, and the built-in
     scenarios' restarts 6 s apart are checked against ground truth with it; a longer gap
     merges distinct rebalances of a rolling restart into one episode.
+    ``gold_lateness_s``: gold folds each group from its state as of this long before the
+    group's newest event; an event older than that state (later than
+    this) makes gold refold the group from all its events: exact, but slower. 15 min: an
+    agent's buffer and the hourly run's batching delay events by seconds to minutes.
     ``max_clock_skew_s`` / ``max_event_delay_s``: an event's time may be at most this much
     after / before the Kafka timestamp of its record (the agent buffers, clocks drift).
     ``kip848_heartbeat_ms`` / ``kip848_session_timeout_ms``: the brokers' KIP-848 group
@@ -107,6 +113,7 @@ class PipelineConfig:
     spark_log_level: str = "WARN"
     max_bad_row_fraction: float = 0.05
     episode_gap_s: float = 10.0
+    gold_lateness_s: float = 900.0
     max_clock_skew_s: float = 300.0
     max_event_delay_s: float = 7 * 86400.0
     min_event_time_ms: int = 1_420_070_400_000  # 2015-01-01: anything older is a broken clock
@@ -126,6 +133,8 @@ class PipelineConfig:
                             "use e.g. 0.05 to fail a batch with more than 5% bad rows")
         if self.episode_gap_s <= 0:
             raise LensError(f"episode_gap_s={self.episode_gap_s} must be > 0 (seconds between two rebalances)")
+        if self.gold_lateness_s < 0:
+            raise LensError(f"gold_lateness_s={self.gold_lateness_s} must be >= 0 (seconds of events gold folds again)")
         if self.kip848_heartbeat_ms <= 0 or self.kip848_session_timeout_ms <= 0:
             raise LensError("kip848_heartbeat_ms and kip848_session_timeout_ms must be > 0 (milliseconds, "
                             "the brokers' group.consumer.heartbeat.interval.ms and group.consumer.session.timeout.ms)")

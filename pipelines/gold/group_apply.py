@@ -17,7 +17,7 @@ benchmark lake (a shared 2-core machine, so noisy) ``mapInArrow`` was as fast or
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -28,8 +28,10 @@ from pyspark.sql.types import StructType
 GroupFunction = Callable[[list[dict[str, Any]]], list[dict[str, Any]]]
 
 
-def apply_per_group(rows: DataFrame, key: str, fn: GroupFunction, ddl: str) -> DataFrame:
-    """``fn`` over the rows (as dicts) of each ``key`` group, one call per group; its dicts become rows of ``ddl``.
+def apply_per_group(rows: DataFrame, key: str | Sequence[str], fn: GroupFunction, ddl: str,
+                    order: Sequence[str] = ()) -> DataFrame:
+    """``fn`` over the rows (as dicts) of each ``key`` group (one column or several), one call
+    per group, each group's rows sorted by ``order`` (nulls first); its dicts become rows of ``ddl``.
 
     Each output dict must carry every column of ``ddl`` (a missing one is a bug in ``fn``
     and raises ``KeyError`` rather than becoming a null). Struct values may be dicts and
@@ -38,12 +40,16 @@ def apply_per_group(rows: DataFrame, key: str, fn: GroupFunction, ddl: str) -> D
     schema = StructType.fromDDL(ddl)  # parsed by the driver's JVM; the workers get the Arrow schema
     arrow_schema = to_arrow_schema(schema)
     names = arrow_schema.names
+    keys = [key] if isinstance(key, str) else list(key)
+
+    def key_of(row: dict[str, Any]) -> tuple:
+        return tuple(row[k] for k in keys)
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         # The partition is sorted by key, so a group is a run of rows, possibly spanning batches.
         rows_of_partition = itertools.chain.from_iterable(batch.to_pylist() for batch in batches)
-        for _, group in itertools.groupby(rows_of_partition, key=lambda row: row[key]):
+        for _, group in itertools.groupby(rows_of_partition, key=key_of):
             out = fn(list(group))
             yield pa.RecordBatch.from_pydict({n: [row[n] for row in out] for n in names}, schema=arrow_schema)
 
-    return rows.repartition(key).sortWithinPartitions(key).mapInArrow(run, schema)
+    return rows.repartition(*keys).sortWithinPartitions(*keys, *order).mapInArrow(run, schema)

@@ -14,7 +14,7 @@ from typing import Any
 
 from pipelines.catalog import MEMBERS
 from pipelines.gold.causes import STALL_REPORT_SLACK_MS, is_leave, is_stall, triggers_of
-from pipelines.gold.ownership import body_of
+from pipelines.gold.ownership import body_of, order
 
 KINDS = {"member_config", "state_transition", "rebalance_requested", "client_error", "partitions_assigned"}
 MEMBER_COLUMNS = MEMBERS.column_names()
@@ -35,15 +35,11 @@ def _member(e: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
-def members_of(events: Iterable[dict[str, Any]], handoffs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per agent that reported its configuration (its ``member_config`` at start)."""
-    ordered = sorted(events, key=lambda e: (e["event_time_ms"], e["agent_id"], e["seq"]))
-    last_seen: dict[str, int] = {}
-    bodies = []
-    for e in ordered:
-        last_seen[e["agent_id"]] = e["event_time_ms"]
-        if e["kind"] in KINDS:
-            bodies.append((e, body_of(e)))
+def members_of(events: Iterable[dict[str, Any]], handoffs: list[dict[str, Any]],
+               last_seen: dict[str, int]) -> list[dict[str, Any]]:
+    """One row per agent that reported its configuration (its ``member_config`` at start);
+    ``last_seen``: each agent's latest event time, over all its events."""
+    bodies = [(e, body_of(e)) for e in sorted(events, key=order) if e["kind"] in KINDS]
     causes = {(t.agent_id, t.time_ms): t.cause for t in triggers_of(bodies)}
     rows: dict[str, dict[str, Any]] = {}
     for e, b in bodies:

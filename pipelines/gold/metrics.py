@@ -61,11 +61,17 @@ def _rolled_up(hourly: DataFrame, keys: list[str]) -> DataFrame:
     return grains.groupBy(*keys).agg(*[F.sum(c).alias(c) for c in measures])
 
 
-def group_metrics(handoffs: DataFrame, episodes: DataFrame, events: DataFrame) -> DataFrame:
-    """One row per (group, grain, period_start, cause)."""
-    processed = (events.where("kind = 'progress'")
-                 .select("group_id", "event_time_ms", F.explode("progress.partitions").alias("p"))
-                 .groupBy("group_id", _hour("event_time_ms")).agg(F.sum("p.processed").alias("records_processed")))
+def records_processed(events: DataFrame) -> DataFrame:
+    """One row per group and hour: the records its members reported processed (progress events)."""
+    return (events.where("kind = 'progress'")
+            .select("group_id", "event_time_ms", F.explode("progress.partitions").alias("p"))
+            .groupBy("group_id", _hour("event_time_ms").alias("hour_start"))
+            .agg(F.sum("p.processed").alias("records_processed")))
+
+
+def group_metrics(handoffs: DataFrame, episodes: DataFrame, processed: DataFrame) -> DataFrame:
+    """One row per (group, grain, period_start, cause); ``processed``: ``records_processed``'s rows."""
+    processed = processed.withColumnRenamed("hour_start", "period_start")
     out = (_rolled_up(_hourly(handoffs, episodes), KEYS)
            .join(_rolled_up(processed, KEYS[:3]), KEYS[:3], "left"))
     counts = ["rebalances", "partitions_moved", "partition_seconds_unavailable", "partition_seconds_unavailable_lower",

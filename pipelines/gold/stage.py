@@ -1,69 +1,230 @@
-"""The gold stage: ownership intervals, handoffs, episodes and metrics for the groups with new
-validated events (incremental by group, see ``pipelines.scope``)."""
+"""The gold stage: ownership intervals, handoffs, episodes, members and metrics of the groups
+with new validated events, each run reading the new events and a small carried state, not
+the groups' histories.
+
+Two passes. The ownership fold runs per partition (``pipelines.gold.ownership``), on the
+partition's facts (``pipelines.gold.facts``) from its state as of the group's ``before_ms``
+(``catalog.FOLD_STATE``), so a large group spreads over many tasks and no task holds a
+group's history. The group pass (``pipelines.gold.group_pass``) then gives each handoff its
+cause and episode and builds the episodes and members, from the group's rebalance events
+(a small share of its telemetry) and handoffs. Metrics are sums over those and the records
+processed per hour (``catalog.PROCESSED``).
+
+``before_ms`` is ``gold_lateness_s`` before the group's newest event: each run folds the
+events from there again, so events up to that late still land
+in order. A group with a new event older than its state (or with ``since_ms`` set, or
+without a state) is refolded from all its events: the same code from an empty state.
+"""
 from __future__ import annotations
 
+from functools import reduce
+from typing import Any
+
+import orjson
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines import catalog, lake
 from pipelines.config import PipelineConfig, Progress
+from pipelines.gold.facts import NEVER, facts, stalled_at, stalls
 from pipelines.gold.group_apply import apply_per_group
-from pipelines.gold.group_pass import gold_of_group
-from pipelines.gold.metrics import group_metrics
-from pipelines.gold.ownership import PARTITION_FACTS
+from pipelines.gold.group_pass import group_gold
+from pipelines.gold.handoffs import handoffs_of
+from pipelines.gold.members import KINDS as MEMBER_KINDS
+from pipelines.gold.episodes import CLUSTER_KINDS
+from pipelines.gold.metrics import group_metrics, records_processed
+from pipelines.gold.ownership import PartitionFold
 from pipelines.scope import events_of, pending
 
+HOUR_MS = 3_600_000
+TAIL = "_tail"  # the kind of the row that carries a partition's state into its fold
+# What the group pass reads: the rebalance events, their envelope and body.
+GROUP_KINDS = sorted(CLUSTER_KINDS | MEMBER_KINDS)
 ENVELOPE_FOR_LOGIC = ["event_id", "kind", "event_time_ms", "agent_id", "seq", "group_id", "member_id",
-                      "group_instance_id", "client_id", "host", "generation", "group_protocol",
-                      "assignor", "body"]  # what gold_of_group reads
-MEMBER_DETAILS = ["event_id", "member_id", "group_instance_id", "client_id", "host", "generation", "group_protocol",
-                  "assignor"]
-# The pass's three outputs, each with its table. One row per interval, handoff or episode
-# (the other two null), split in Spark: rows of bounded size, where one row per group with
-# three arrays grows with the group's history.
-OUTPUTS = (("interval", catalog.OWNERSHIP), ("handoff", catalog.HANDOFFS), ("episode", catalog.EPISODES),
-           ("member", catalog.MEMBERS))
-GROUP_ROW_DDL = ", ".join(f"{name} struct<{table.ddl(': ')}>" for name, table in OUTPUTS)
+                      "group_instance_id", "client_id", "host", "generation", "group_protocol", "assignor", "body"]
+FOLD_INPUTS = ["partitions_change", "first_fetch", "progress", "commit", "state_transition"]
+FOLD_ROW_DDL = (f"interval struct<{catalog.OWNERSHIP.ddl(': ')}>, handoff struct<{catalog.HANDOFFS.ddl(': ')}>, "
+                f"state struct<{catalog.FOLD_STATE.ddl(': ')}>")
+GROUP_OUTPUTS = (("handoff", catalog.HANDOFFS), ("episode", catalog.EPISODES), ("member", catalog.MEMBERS))
+GROUP_ROW_DDL = ", ".join(f"{name} struct<{table.ddl(': ')}>" for name, table in GROUP_OUTPUTS)
 
 
-def for_logic(events: DataFrame) -> DataFrame:
-    """The columns ``gold_of_group`` reads; the member details of partition facts (which
-    it does not read) as nulls: a narrower shuffle into the pass (2.5M events: 26.8 ->
-    24.3 s)."""
-    fact = F.col("kind").isin(list(PARTITION_FACTS))
-    return events.select(*[F.when(~fact, F.col(c)).alias(c) if c in MEMBER_DETAILS else F.col(c)
-                           for c in ENVELOPE_FOR_LOGIC])
+def spill_path(config: PipelineConfig, name: str = "gold_rows") -> str:
+    """Where a pass's rows are spilled while the stage runs (deleted after it)."""
+    return f"{config.checkpoint_path}/{name}"
 
 
-def spill_path(config: PipelineConfig) -> str:
-    """Where the pass's rows are spilled while the stage runs (deleted after it)."""
-    return f"{config.checkpoint_path}/gold_rows"
+def _marks(spark: SparkSession, config: PipelineConfig, groups: list[str]) -> dict[str, tuple[int, list[str]]]:
+    """Per group with a state: (before_ms, the agents stalled then)."""
+    if not lake.exists(spark, config.lake_path, catalog.FOLD_STATE):
+        return {}
+    rows = (lake.rows_of(spark, config.lake_path, catalog.FOLD_STATE, "group_id", groups)
+            .where(F.col("topic").isNull()).select("group_id", "before_ms", "stalled").collect())
+    return {r.group_id: (r.before_ms, list(r.stalled or [])) for r in rows}
+
+
+def _late(spark: SparkSession, config: PipelineConfig, marks: dict[str, tuple[int, list[str]]], high: int) -> set[str]:
+    """The groups with an event validated since gold last ran that is older than their state."""
+    if not marks:
+        return set()
+    after = lake.stage_mark(spark, config.lake_path, "gold")
+    before = spark.createDataFrame([(g, b) for g, (b, _) in marks.items()], "group_id string, before_ms bigint")
+    new = events_of(spark, config, list(marks), high).where(F.col("validate_batch") > after)
+    return {r[0] for r in new.join(F.broadcast(before), "group_id")
+            .where(F.col("event_time_ms") < F.col("before_ms")).select("group_id").distinct().collect()}
+
+
+def _hour_of(time_ms: int) -> int:
+    return time_ms // HOUR_MS * HOUR_MS
+
+
+def _window(spark: SparkSession, config: PipelineConfig, high: int, full: list[str],
+            marks: dict[str, tuple[int, list[str]]]) -> DataFrame:
+    """The events a run reads: all of a ``full`` group's; a group with a state's from the start of
+    the hour of its ``before_ms`` (the fold takes those from ``before_ms`` on, the records
+    processed per hour the whole hour)."""
+    parts = []
+    if full:
+        parts.append(events_of(spark, config, full, high))
+    if marks:
+        since = spark.createDataFrame([(g, _hour_of(b)) for g, (b, _) in marks.items()],
+                                      "group_id string, from_ms bigint")
+        low = min(_hour_of(b) for b, _ in marks.values())  # a literal bound, which Delta skips old files by
+        parts.append(events_of(spark, config, sorted(marks), high).where(F.col("event_time_ms") >= low)
+                     .join(F.broadcast(since), "group_id").where(F.col("event_time_ms") >= F.col("from_ms"))
+                     .drop("from_ms"))
+    return reduce(DataFrame.unionByName, parts)
+
+
+def fold_partition(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One partition's fold: from its state (a ``TAIL`` row first, if it has one) over its facts in
+    order, taking the state to keep as of ``before_ms``; its intervals and handoffs from the state on."""
+    head = rows[0]
+    fold = PartitionFold(orjson.loads(head["tail"]) if head["kind"] == TAIL else None)
+    before, kept, taken = head["before_ms"], None, False
+    for f in rows:
+        if f["kind"] == TAIL:
+            continue
+        if not taken and f["event_time_ms"] >= before:
+            kept, taken = fold.state(), True
+            kept = None if kept is None else orjson.dumps(kept).decode()
+        fold.feed(f)
+    if not taken:
+        kept = fold.state()
+        kept = None if kept is None else orjson.dumps(kept).decode()
+    out: list[dict[str, Any]] = [{"interval": row, "handoff": None, "state": None} for row in fold.intervals]
+    out += [{"interval": None, "handoff": {**h, "episode_id": None, "episode_start_ms": None, "cause": None},
+             "state": None} for h in handoffs_of(fold.intervals)]
+    if kept is not None:
+        out.append({"interval": None, "handoff": None,
+                    "state": {"group_id": head["group_id"], "topic": head["topic"], "partition": head["partition"],
+                              "before_ms": before, "tail": kept, "stalled": None}})
+    return out
+
+
+def _fold_input(spark: SparkSession, config: PipelineConfig, window: DataFrame, stall_rows: DataFrame,
+                before: DataFrame, marks: dict[str, tuple[int, list[str]]]) -> DataFrame:
+    """The facts of ``window`` and the stored states of the groups in ``marks``, each row with
+    its group's new ``before_ms``."""
+    rows = facts(window, stall_rows).withColumn("tail", F.lit(None).cast("string"))
+    if marks:
+        tails = (lake.rows_of(spark, config.lake_path, catalog.FOLD_STATE, "group_id", sorted(marks))
+                 .where(F.col("topic").isNotNull())
+                 .select("group_id", "topic", "partition", F.lit(TAIL).alias("kind"), "tail"))
+        rows = rows.unionByName(tails, allowMissingColumns=True)
+    return rows.join(F.broadcast(before), "group_id")
+
+
+def _kept(stored: DataFrame, new: DataFrame, keys: list[str]) -> DataFrame:
+    """``new`` and the ``stored`` rows whose keys it does not have."""
+    return new.unionByName(stored.join(new.select(*keys), keys, "left_anti"))
+
+
+def _stored(spark: SparkSession, config: PipelineConfig, table: catalog.Table, groups: list[str]) -> DataFrame:
+    return lake.rows_of(spark, config.lake_path, table, "group_id", groups).select(*table.column_names())
 
 
 def run(spark: SparkSession, config: PipelineConfig, progress: Progress = print) -> dict[str, int]:
-    """Ownership intervals, handoffs, episodes, members and metrics for the groups with events
-    validated since gold last ran. Gold reads the validated events, as silver does, not
-    silver's output: one per-group pass needs the whole timeline."""
+    """Gold for the groups with events validated since gold last ran, from their fold states."""
     todo = pending(spark, config, "gold", progress)
     if todo is None:
         return {"groups": 0}
     high, groups = todo
-    gap = config.episode_gap_s
-    events = events_of(spark, config, groups, high)  # not cached: the pass and the metrics need different columns
+    marks = {} if config.since_ms is not None else _marks(spark, config, groups)
+    for g in _late(spark, config, marks, high):
+        del marks[g]
+    full = [g for g in groups if g not in marks]
+    progress(f"gold: {len(marks)} group(s) from their state, {len(full)} from all their events")
+    window = _window(spark, config, high, full, marks).select(
+        "group_id", "kind", "event_id", "event_time_ms", "agent_id", "seq", "member_id", "group_instance_id", "host",
+        "client_id", "generation", *FOLD_INPUTS)
+    lateness_ms = int(config.gold_lateness_s * 1000)
+    newest = dict(window.groupBy("group_id").agg(F.max("event_time_ms")).collect())
+    previous = {g: marks[g][0] if g in marks else NEVER for g in groups}
+    before_of = {g: max(previous[g], t - lateness_ms) for g, t in newest.items()}
+    before = spark.createDataFrame(sorted(before_of.items()), "group_id string, before_ms bigint")
+    folded_from = spark.createDataFrame(sorted(previous.items()), "group_id string, from_ms bigint")
+    to_fold = (window.join(F.broadcast(folded_from), "group_id").where(F.col("event_time_ms") >= F.col("from_ms"))
+               .drop("from_ms"))
+    carried = spark.createDataFrame([(g, a) for g, (_, agents) in marks.items() for a in agents],
+                                    "group_id string, agent_id string")
+    stall_rows = stalls(to_fold, carried).cache()
+    stalled_then = stalled_at(stall_rows.join(F.broadcast(before), "group_id"), F.col("before_ms")).collect()
 
-    def gold(group: list[dict]) -> list[dict]:
-        outputs = dict(zip((name for name, _ in OUTPUTS), gold_of_group(group, gap)))
-        empty = dict.fromkeys(outputs)
-        return [{**empty, name: row} for name, rows in outputs.items() for row in rows]
+    fold_rows = apply_per_group(_fold_input(spark, config, to_fold, stall_rows, before, marks),
+                                ["group_id", "topic", "partition"], fold_partition, FOLD_ROW_DDL,
+                                order=["event_time_ms", "agent_id", "seq"])
+    with lake.spilled(spark, fold_rows, spill_path(config, "gold_fold")) as folded:
+        intervals = folded.where(F.col("interval").isNotNull()).select("interval.*")
+        handoffs = folded.where(F.col("handoff").isNotNull()).select("handoff.*")
+        states = folded.where(F.col("state").isNotNull()).select("state.*")
+        kept = sorted(marks)
+        if kept:
+            intervals = _kept(_stored(spark, config, catalog.OWNERSHIP, kept), intervals,
+                              ["group_id", *catalog.OWNERSHIP.keys])
+            handoffs = _kept(_stored(spark, config, catalog.HANDOFFS, kept), handoffs, ["handoff_id"])
+        seen = window.groupBy("group_id", "agent_id").agg(F.max("event_time_ms").alias("ms"))
+        if kept:
+            seen = (seen.unionByName(_stored(spark, config, catalog.MEMBERS, kept)
+                                     .select("group_id", "agent_id", F.col("last_seen_ms").alias("ms")))
+                    .groupBy("group_id", "agent_id").agg(F.max("ms").alias("ms")))
+        rebalance_events = events_of(spark, config, groups, high).where(F.col("kind").isin(GROUP_KINDS))
+        gap = config.episode_gap_s
 
-    # Spilled (written once, read back) so the Python pass runs once for all outputs.
-    with lake.spilled(spark, apply_per_group(for_logic(events), "group_id", gold, GROUP_ROW_DDL),
-                      spill_path(config)) as rows:
-        of = {name: rows.where(F.col(name).isNotNull()).select(f"{name}.*") for name, _ in OUTPUTS}
-        for name, table in OUTPUTS:
-            lake.replace_scope(spark, config.lake_path, table, of[name], groups)
-        counts = rows.agg(*[F.count(name).alias(f"{name}s") for name, _ in OUTPUTS]).first().asDict()
-        lake.replace_scope(spark, config.lake_path, catalog.METRICS,
-                           group_metrics(of["handoff"], of["episode"], events), groups)
+        def per_group(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            events = [r["event"] for r in rows if r["event"] is not None]
+            last_seen = {r["seen"]["agent_id"]: r["seen"]["ms"] for r in rows if r["seen"] is not None}
+            outputs = group_gold(events, [r["handoff"] for r in rows if r["handoff"] is not None], last_seen, gap)
+            empty = dict.fromkeys(name for name, _ in GROUP_OUTPUTS)
+            return [{**empty, name: row} for (name, _), made in zip(GROUP_OUTPUTS, outputs) for row in made]
+
+        group_input = (rebalance_events.select("group_id", F.struct(*ENVELOPE_FOR_LOGIC).alias("event"))
+                       .unionByName(handoffs.select("group_id", F.struct(*handoffs.columns).alias("handoff")),
+                                    allowMissingColumns=True)
+                       .unionByName(seen.select("group_id", F.struct("agent_id", "ms").alias("seen")),
+                                    allowMissingColumns=True))
+        with lake.spilled(spark, apply_per_group(group_input, "group_id", per_group, GROUP_ROW_DDL),
+                          spill_path(config, "gold_groups")) as grouped:
+            of = {name: grouped.where(F.col(name).isNotNull()).select(f"{name}.*") for name, _ in GROUP_OUTPUTS}
+            processed = records_processed(window)
+            if kept:
+                since = spark.createDataFrame([(g, _hour_of(marks[g][0])) for g in kept],
+                                              "group_id string, from_ms bigint")
+                processed = processed.unionByName(
+                    _stored(spark, config, catalog.PROCESSED, kept).join(F.broadcast(since), "group_id")
+                    .where(F.col("hour_start") < F.timestamp_millis("from_ms")).drop("from_ms"))
+            lake.replace_scope(spark, config.lake_path, catalog.OWNERSHIP, intervals, groups)
+            for name, table in GROUP_OUTPUTS:
+                lake.replace_scope(spark, config.lake_path, table, of[name], groups)
+            with lake.spilled(spark, processed, spill_path(config, "gold_processed")) as hours:
+                lake.replace_scope(spark, config.lake_path, catalog.PROCESSED, hours, groups)
+                lake.replace_scope(spark, config.lake_path, catalog.METRICS,
+                                   group_metrics(of["handoff"], of["episode"], hours), groups)
+            counts = grouped.agg(*[F.count(name).alias(f"{name}s") for name, _ in GROUP_OUTPUTS]).first().asDict()
+        group_states = spark.createDataFrame(
+            [(g, None, None, b, None, sorted(r.agent_id for r in stalled_then if r.group_id == g))
+             for g, b in before_of.items()], catalog.FOLD_STATE.ddl())
+        lake.replace_scope(spark, config.lake_path, catalog.FOLD_STATE, states.unionByName(group_states), groups)
+    stall_rows.unpersist()
     lake.set_stage_mark(spark, config.lake_path, "gold", high)
-    return {"groups": len(groups), **counts}
+    return {"groups": len(groups), "from_state": len(marks), "refolded": len(full), **counts}

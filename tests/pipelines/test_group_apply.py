@@ -7,13 +7,11 @@ from contextlib import contextmanager
 import pytest
 from pyspark.errors import PythonException
 
-from pipelines.gold.group_pass import gold_of_group
 from pipelines.gold.group_apply import apply_per_group
-from pipelines.gold.stage import ENVELOPE_FOR_LOGIC, for_logic
+from pipelines.gold.stage import ENVELOPE_FOR_LOGIC
 from pipelines.catalog import OWNERSHIP
 from pipelines.gold.ownership import ownership_intervals
 from lens_scenarios.synthetic import P0, P1, Fleet
-from tests.support.fleets import every_cause
 
 
 @contextmanager
@@ -84,13 +82,3 @@ def test_ownership_intervals_through_spark_equal_the_pure_function(spark, unique
                   apply_per_group(df, "group_id", ownership_intervals, OWNERSHIP.ddl()).collect()), key=repr)
     expected = sorted((tuple(i[n] for n in names) for f in fleets for i in ownership_intervals(f.events)), key=repr)
     assert len(expected) == 8 and got == expected
-
-
-@pytest.mark.parametrize("cause", sorted(every_cause()))
-def test_the_pass_needs_no_member_details_of_partition_facts(spark, cause):
-    """for_logic nulls the member details of first_fetch, progress and commit events:
-    gold_of_group gives the same intervals, handoffs and episodes without them."""
-    fleet = every_cause()[cause]
-    narrowed = [r.asDict() for r in for_logic(_logic_rows(spark, [fleet])).collect()]
-    assert any(r["kind"] == "progress" and r["event_id"] is None for r in narrowed)
-    assert gold_of_group(narrowed, gap_s=10.0) == gold_of_group(fleet.events, gap_s=10.0)

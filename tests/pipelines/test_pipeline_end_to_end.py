@@ -87,7 +87,7 @@ def test_spilled_rows_do_not_outlive_the_run(landed):
     """Gold's Python pass (and validation's repeat search) spill to Parquet under the
     checkpoints; a finished run removes what it spilled, so the lake keeps no second copy."""
     config, spills = landed[2], landed[3]
-    assert gold_stage.spill_path(config) in spills
+    assert gold_stage.spill_path(config, "gold_fold") in spills
     assert all(path.startswith(config.checkpoint_path) for path in spills)
     assert not [path for path in spills if Path(path).exists()]
 

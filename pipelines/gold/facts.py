@@ -1,0 +1,82 @@
+"""Events cut into per-partition facts, in Spark: what the ownership fold reads
+(``pipelines.gold.ownership``; ``facts_of`` is the same cut in Python, and the two are
+checked against each other).
+
+The typed body columns are exploded here, so the Python fold reads flat rows and parses
+no JSON. The one thing that crosses partitions, whether a member had stalled when it
+reported progress, is decided here from its own events: a stall (a move to the stale state)
+lasts until the member is next assigned, revoked or lost anything.
+"""
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
+
+from consumer_agent.contract import STALE_STATE
+from pipelines.gold.ownership import CHANGES, FACT_DDL
+
+ENVELOPE = ["group_id", "kind", "event_id", "event_time_ms", "agent_id", "seq", "member_id", "group_instance_id",
+            "host", "client_id", "generation"]
+NEVER = -(2 ** 63)  # before every event: where a stall carried over from the last run starts
+
+
+def _typed(rows: DataFrame) -> DataFrame:
+    """``rows`` with every fact column, in the fact schema's order and types (missing ones null)."""
+    schema = StructType.fromDDL(FACT_DDL)  # parsed by the JVM, so not at import
+    return rows.select(*[(F.col(f.name) if f.name in rows.columns else F.lit(None)).cast(f.dataType).alias(f.name)
+                         for f in schema.fields])
+
+
+def _is_stale() -> Column:
+    return (F.col("kind") == "state_transition") & (F.col("state_transition.to_state") == STALE_STATE)
+
+
+def stalls(events: DataFrame, stalled_before: DataFrame) -> DataFrame:
+    """Per agent, each stall as (group_id, agent_id, from (time, seq), to (time, seq) or null
+    while it lasts): from the agents' stale moves and changes among ``events``, and the stalls
+    ``stalled_before`` (group_id, agent_id) carried over from before them."""
+    toggles = (events.where(_is_stale() | F.col("kind").isin(list(CHANGES)))
+               .select("group_id", "agent_id", "event_time_ms", "seq", _is_stale().alias("stale"))
+               .unionByName(stalled_before.select("group_id", "agent_id", F.lit(NEVER).alias("event_time_ms"),
+                                                  F.lit(NEVER).alias("seq"), F.lit(True).alias("stale"))))
+    nxt = Window.partitionBy("group_id", "agent_id").orderBy("event_time_ms", "seq")
+    return (toggles.withColumn("until", F.lead(F.struct("event_time_ms", "seq")).over(nxt)).where("stale")
+            .select("group_id", "agent_id", F.struct("event_time_ms", "seq").alias("since"), "until"))
+
+
+def stalled_at(stall_rows: DataFrame, time_ms: Column) -> DataFrame:
+    """(group_id, agent_id) of the members stalled just before ``time_ms`` (a column of ``stall_rows``' groups)."""
+    return (stall_rows.where((F.col("since.event_time_ms") < time_ms)
+                             & (F.col("until").isNull() | (F.col("until.event_time_ms") >= time_ms)))
+            .select("group_id", "agent_id").distinct())
+
+
+def facts(events: DataFrame, stall_rows: DataFrame) -> DataFrame:
+    """Every partition's share of ``events`` (typed silver events), as rows of ``FACT_DDL``."""
+    env = [F.col(c) for c in ENVELOPE]
+    changes = (events.where(F.col("kind").isin(list(CHANGES)))
+               .select(*env, F.explode("partitions_change.partitions").alias("p"),
+                       F.col("partitions_change.callback_ms").alias("callback_ms"),
+                       F.coalesce("partitions_change.commit_on_revoke.committed", F.lit(False)).alias("revoke_committed"))
+               .select("*", "p.topic", "p.partition", "p.position", "p.last_processed_offset", "p.committed_offset"))
+    fetches = (events.where("kind = 'first_fetch'")
+               .select(*env, "first_fetch.topic", "first_fetch.partition", "first_fetch.offset",
+                       "first_fetch.window_ms", "first_fetch.timestamp_ms"))
+    progress = (events.where("kind = 'progress'")
+                .select(*env, F.explode("progress.partitions").alias("p"), F.col("progress.interval_ms").alias("interval_ms"))
+                .select("*", "p.topic", "p.partition", "p.position", "p.last_processed_offset", "p.lag", "p.processed"))
+    stalled = F.broadcast(stall_rows.alias("s"))
+    progress = (progress.alias("e").join(stalled, (F.col("e.group_id") == F.col("s.group_id"))
+                                         & (F.col("e.agent_id") == F.col("s.agent_id"))
+                                         & (F.struct("e.event_time_ms", "e.seq") > F.col("s.since"))
+                                         & (F.col("s.until").isNull()
+                                            | (F.struct("e.event_time_ms", "e.seq") < F.col("s.until"))),
+                                         "left")
+                .select("e.*", F.col("s.agent_id").isNotNull().alias("stalled")))  # stalls of an agent never overlap
+    commits = (events.where("kind = 'commit'")
+               .select(*env, F.explode("commit.offsets").alias("o"), F.col("commit.error").alias("request_error"),
+                       F.col("commit.in_revoke").alias("in_revoke"))
+               .select("*", "o.topic", "o.partition", "o.offset", F.col("o.error").alias("offset_error")))
+    return (_typed(changes).unionByName(_typed(fetches)).unionByName(_typed(progress.drop("p")))
+            .unionByName(_typed(commits)))
