@@ -128,14 +128,15 @@ MEMBER_STATES = Table(
     "silver/member_states", grain="one row per state a member was in, from when to when (end open while current)",
     keys=("event_id",), written_by="silver",
     columns=_columns("group_id string, agent_id string, member_id string, group_instance_id string, host string, "
-                     "client_id string, event_id string, from_state string, state string, reason string, "
+                     "client_id string, event_id string, seq bigint, from_state string, state string, reason string, "
                      "allowed boolean, start_ms bigint, end_ms bigint"))
 COMMITS = Table(
     "silver/commits", grain="one row per partition offset of a commit event",
     keys=("event_id", "topic", "partition"), written_by="silver",
     columns=_columns("group_id string, agent_id string, member_id string, event_id string, event_time_ms bigint, "
                      "mode string, sync boolean, in_revoke boolean, request_error string, duration_ms double, "
-                     "topic string, partition bigint, offset bigint, error string"))
+                     "topic string, partition bigint, offset bigint, error string, validate_batch bigint"),
+    scope=None, sort_by=("group_id", "event_time_ms"), stats_columns=("group_id", "validate_batch", "event_time_ms"))
 OWNERSHIP = Table(
     "gold/partition_ownership",
     grain="one row per ownership interval: one member holding one partition, from its assignment to its release",

@@ -1,10 +1,11 @@
 """What an incremental stage recomputes: the groups with events validated since the stage last
 ran, and those groups' validated events.
 
-The incremental unit is the group: silver and gold recompute a changed group from all its
-events and replace its rows (``lake.replace_scope``), so a late event corrects what it
-belongs to and a rerun with no new events writes nothing. Readers stop at the last
-validation batch that passed (``lake.validated_through``): later batches may be in flight.
+Silver and gold replace the rows of the changed groups (``lake.replace_scope``), computed
+from the new events and what they kept (silver its member states, gold its fold state:
+neither rereads a group's history), so a rerun with no new events writes nothing. Readers
+stop at the last validation batch that passed (``lake.validated_through``): later batches
+may be in flight.
 """
 from __future__ import annotations
 

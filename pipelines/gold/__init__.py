@@ -1,9 +1,10 @@
-"""Gold: what follows from a group's whole timeline.
+"""Gold: who owned which partition when, what each handoff cost, and why the group rebalanced.
 
-``stage.run`` is the gold stage. Per changed group, one pure pass (``group_pass``) builds
-the ownership intervals (``ownership``), the handoffs between them and what each cost
-(``handoffs``) and the rebalance episodes with their causes (``episodes``); Spark then sums
-the metrics (``metrics``). ``costs`` reads per-group totals back for the demo and the checks
-against ground truth. Kept free of imports here: Spark's Python workers import the pure
-modules of this package.
+``stage.run`` is the gold stage. ``facts`` cuts the new events into per-partition facts;
+``ownership`` folds each partition's facts, from the state the last run kept, into ownership
+intervals, and ``handoffs`` prices the handoffs between them; ``group_pass`` gives each
+handoff its cause (``causes``) and episode (``episodes``) and builds the members
+(``members``); Spark then sums the metrics (``metrics``). ``costs`` reads per-group totals
+back for the demo and the checks against ground truth. Kept free of imports here: Spark's
+Python workers import the pure modules of this package.
 """
