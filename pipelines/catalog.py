@@ -204,6 +204,14 @@ FOLD_STATE = Table(
     keys=("group_id", "topic", "partition"), written_by="gold",
     columns=_columns("group_id string, topic string, partition bigint, before_ms bigint, tail string")
     + (("stalled", "array<string>"),))
+REBALANCE_EVENTS = Table(
+    "gold/rebalance_events",
+    grain="one row per rebalance event (assignment, revoke, loss, state move, config, request, poll-interval error)",
+    keys=("event_id",), written_by="gold",
+    columns=_columns("event_id string, kind string, event_time_ms bigint, agent_id string, seq bigint, "
+                     "group_id string, member_id string, group_instance_id string, client_id string, host string, "
+                     "generation bigint, group_protocol string, assignor string, body string, validate_batch bigint"),
+    scope=None, sort_by=("group_id", "event_time_ms"), stats_columns=("group_id", "validate_batch"))
 PROCESSED = Table(
     "gold/records_processed", grain="one row per group and hour: the records its members processed",
     keys=("group_id", "hour_start"), written_by="gold",
@@ -248,6 +256,6 @@ VERIFICATIONS = Table(
 
 # The tables the pipeline's stages write (a run of every stage writes each), then the closed loop's.
 TABLES: tuple[Table, ...] = (BRONZE, QUARANTINE, VALIDATION_SUMMARY, STAGE_PROGRESS, EVENTS, MEMBER_STATES, COMMITS,
-                             OWNERSHIP, HANDOFFS, EPISODES, MEMBERS, PROCESSED, METRICS, FOLD_STATE, WHAT_IF,
+                             OWNERSHIP, HANDOFFS, EPISODES, MEMBERS, PROCESSED, METRICS, FOLD_STATE, REBALANCE_EVENTS, WHAT_IF,
                              RECOMMENDATIONS)
 CLOSED_LOOP_TABLES: tuple[Table, ...] = (VERIFICATIONS,)

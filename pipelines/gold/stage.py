@@ -7,7 +7,7 @@ partition's facts (``pipelines.gold.facts``) from its state as of the group's ``
 (``catalog.FOLD_STATE``), so a large group spreads over many tasks and no task holds a
 group's history. The group pass (``pipelines.gold.group_pass``) then gives each handoff its
 cause and episode and builds the episodes and members, from the group's rebalance events
-(a small share of its telemetry) and handoffs. Metrics are sums over those and the records
+(a small share of its telemetry, which gold keeps in ``catalog.REBALANCE_EVENTS``) and handoffs. Metrics are sums over those and the records
 processed per hour (``catalog.PROCESSED``).
 
 ``before_ms`` is ``gold_lateness_s`` before the group's newest event: each run folds the
@@ -135,6 +135,19 @@ def _fold_input(spark: SparkSession, config: PipelineConfig, window: DataFrame, 
     return rows.join(F.broadcast(before), "group_id")
 
 
+def _rebalance_events(spark: SparkSession, config: PipelineConfig, groups: list[str], high: int) -> DataFrame:
+    """The groups' rebalance events, all of them: those of the batches validated since gold last
+    ran join the ones gold kept (``catalog.REBALANCE_EVENTS``, a small share of the events), so
+    the group pass reads no history of the events table."""
+    lake_path, table = config.lake_path, catalog.REBALANCE_EVENTS
+    after = lake.stage_mark(spark, lake_path, "gold") if lake.exists(spark, lake_path, table) else -1
+    new = (lake.read(spark, lake_path, catalog.EVENTS)
+           .where((F.col("validate_batch") > after) & (F.col("validate_batch") <= high) & F.col("kind").isin(GROUP_KINDS))
+           .select(*table.column_names()))
+    lake.replace_where(spark, lake_path, table, new, f"validate_batch > {int(after)} AND validate_batch <= {int(high)}")
+    return lake.rows_of(spark, lake_path, table, "group_id", groups)
+
+
 def _kept(stored: DataFrame, new: DataFrame, keys: list[str]) -> DataFrame:
     """``new`` and the ``stored`` rows whose keys it does not have."""
     return new.unionByName(stored.join(new.select(*keys), keys, "left_anti"))
@@ -188,7 +201,7 @@ def run(spark: SparkSession, config: PipelineConfig, progress: Progress = print)
             seen = (seen.unionByName(_stored(spark, config, catalog.MEMBERS, kept)
                                      .select("group_id", "agent_id", F.col("last_seen_ms").alias("ms")))
                     .groupBy("group_id", "agent_id").agg(F.max("ms").alias("ms")))
-        rebalance_events = events_of(spark, config, groups, high).where(F.col("kind").isin(GROUP_KINDS))
+        rebalance_events = _rebalance_events(spark, config, groups, high)
         gap = config.episode_gap_s
 
         def per_group(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -1,11 +1,12 @@
-"""Gold as a per-partition fold with a carried state: it equals the per-event reference, it
-resumes from any cut, Spark's facts equal the Python ones, and gold from many small
-incremental runs (late and out-of-order events included) equals gold from one run."""
+"""Gold as a per-partition fold with a carried state: it equals the per-event reference and
+resumes from any cut (default suite, pure); on the fleets below through a real topic (slow
+suite: ``./lens test -m slow tests/pipelines/test_gold_fold.py``), Spark's facts equal the
+Python ones, stalls included, and gold from many small incremental runs (late and
+out-of-order events included) equals gold from one run. The built-in scenarios get the
+same two checks in the default suite (``tests/e2e/test_gold_slices.py``)."""
 from __future__ import annotations
 
-import dataclasses
 import json
-import random
 import uuid
 
 import orjson
@@ -13,15 +14,14 @@ import pytest
 from pyspark.sql import functions as F
 
 from pipelines import catalog, lake
-from pipelines.gold.facts import facts, stalls
 from pipelines.gold.handoffs import handoffs_of
-from pipelines.gold.ownership import FACT_COLUMNS, PartitionFold, facts_of, ownership_intervals
+from pipelines.gold.ownership import PartitionFold, facts_of, ownership_intervals
 from pipelines.stages import run_stage
 from lens_scenarios.synthetic import P0, P1, Fleet
 from tests.support import fleets
 from tests.support.lakes import fresh_config
 from tests.support.reference_ownership import ownership_intervals as reference_intervals
-from tests.support.sliced_gold import GOLD_TABLES, gold_rows, sliced_gold
+from tests.support.sliced_gold import assert_sliced_gold_equals, assert_spark_facts_equal_python
 
 
 
@@ -89,6 +89,9 @@ def test_a_fold_resumed_from_its_state_at_any_cut_ends_as_one_fold(name):
             assert all(handoffs_at_cut[k] == want_handoffs[k] for k in want_handoffs if k not in got_handoffs)
 
 
+slow = pytest.mark.slow
+
+
 @pytest.fixture(scope="module")
 def fleets_lake(spark, kafka, tmp_path_factory):
     """Every fleet above, validated on a real topic, and gold from one run over all of it."""
@@ -101,27 +104,19 @@ def fleets_lake(spark, kafka, tmp_path_factory):
     return config
 
 
+@slow
 def test_spark_cuts_the_same_facts_as_python(spark, fleets_lake):
-    events = lake.read(spark, fleets_lake.lake_path, catalog.EVENTS)
-    no_stalls = spark.createDataFrame([], "group_id string, agent_id string")
-    got = [r.asDict() for r in facts(events, stalls(events, no_stalls)).collect()]
-    envelope = ["event_id", "kind", "event_time_ms", "agent_id", "seq", "group_id", "member_id", "group_instance_id",
-                "client_id", "host", "generation", "body"]
-    want = facts_of(r.asDict() for r in events.select(*envelope).collect())
-    assert any(f["stalled"] for f in want), "no fleet stalls: the stall cut is not checked"
-    assert sorted(got, key=repr) == sorted(({c: f[c] for c in FACT_COLUMNS} for f in want), key=repr)
+    assert_spark_facts_equal_python(spark, fleets_lake, stalls_expected=True)
 
 
+@slow
 def test_many_small_runs_with_late_events_give_one_runs_gold(spark, fleets_lake, tmp_path):
     """The fleets' events in 7 slices by time, some of each slice held back one or two slices
     (out of order, and later than the 2 s of lateness gold folds again), gold after each."""
-    config = dataclasses.replace(fleets_lake, lake_path=str(tmp_path / "lake"), gold_lateness_s=2.0)
-    refolds = sliced_gold(spark, fleets_lake, config, slices=7, held_back=0.05, rng=random.Random(7))
-    assert refolds["from_state"] > 0 and refolds["refolded"] > 0, refolds
-    for table in GOLD_TABLES:
-        assert gold_rows(spark, config, table) == gold_rows(spark, fleets_lake, table), table.path
+    assert_sliced_gold_equals(spark, fleets_lake, tmp_path, slices=7)
 
 
+@slow
 def test_gold_keeps_a_fold_state_per_partition_and_per_group(spark, fleets_lake):
     states = lake.read(spark, fleets_lake.lake_path, catalog.FOLD_STATE)
     per_group = states.where(F.col("topic").isNull())
