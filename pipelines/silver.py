@@ -42,7 +42,8 @@ def commits(events: DataFrame) -> DataFrame:
                     F.col("commit.duration_ms").alias("duration_ms"),
                     F.explode("commit.offsets").alias("o"), "validate_batch")
             .select("*", F.col("o.topic").alias("topic"), F.col("o.partition").alias("partition"),
-                    F.col("o.offset").alias("offset"), F.col("o.error").alias("error")).drop("o"))
+                    F.col("o.offset").alias("offset"), F.col("o.error").alias("error"))
+            .select(*catalog.COMMITS.column_names()))
 
 
 def run(spark: SparkSession, config: PipelineConfig, progress: Progress = print) -> dict[str, int]:
