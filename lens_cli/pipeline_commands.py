@@ -49,6 +49,26 @@ def _cmd_pipeline_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_pipeline_maintain(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from lens_cli.live_spark import start_spark
+    from pipelines.config import PipelineConfig
+    from pipelines.maintenance import maintain
+
+    config = PipelineConfig.resolve(lake_path=args.lake, spark_master=args.master)
+    if args.retain_hours < 168:
+        raise LensError(f"--retain-hours {args.retain_hours} is under Delta's 168 (7 days): a reader or rerun of an "
+                        "older version would lose its files; use 168 or more")
+    console = Console(highlight=False)
+    spark = start_spark(config.spark_settings("rebalance-lens-maintain"), console)
+    try:
+        maintain(spark, config, args.retain_hours, progress=console.print)
+    finally:
+        spark.stop()
+    return 0
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``pipeline run`` to the CLI."""
     from pipelines.config import SETTINGS
@@ -66,3 +86,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         run.add_argument(setting.flag, dest=setting.field, default=None, metavar="VALUE",
                          help=f"{setting.help}; env {setting.env}")
     run.set_defaults(func=_cmd_pipeline_run)
+    maintain = actions.add_parser("maintain", help="compact (OPTIMIZE) then VACUUM every lake table: once a day")
+    maintain.add_argument("--lake", default=None, metavar="PATH", help="Delta lake path; env LENS_LAKE")
+    maintain.add_argument("--master", default=None, metavar="MASTER", help="Spark master; env LENS_SPARK_MASTER")
+    maintain.add_argument("--retain-hours", type=int, default=168,
+                          help="VACUUM keeps files a version of the last N hours reads (default 168, the minimum)")
+    maintain.set_defaults(func=_cmd_pipeline_maintain)
