@@ -16,7 +16,7 @@ member restarted every 5 rounds). For each ``--events`` size:
    peak RSS of the Spark JVM, the Python driver and the Python workers sampled every 0.2 s, and the
    driver heap ceiling, peak in use, peak live after GC and GC time from the JVM's MXBeans;
 3. 1% more events and an incremental run, twice: new groups, then 1% of the groups
-   going on (their whole history is recomputed: the incremental unit is the group).
+   going on (each stage reads their new events and what it kept, not their history).
 
 Prints events/s/core per stage, pipeline/floor and incremental/full time ratios.
 
@@ -24,8 +24,8 @@ Prints events/s/core per stage, pipeline/floor and incremental/full time ratios.
 lens_scenarios.synthetic.long_lived_telemetry: steady cooperative-sticky ownership, a progress and
 a commit event per member every 30 s, a member restarting every 2 hours and a daily rolling
 restart). For each ``--multiple`` k of ``--history-hours`` H (default 1 and 10): k x H hours of
-history, the full pipeline stage by stage as above (no floors), then one more hour of the same
-groups and an incremental run, stage by stage. Prints per stage seconds, incremental/full and
+history, the full pipeline stage by stage as above (no floors), then ``--new-hours`` more hours
+(default 1) of the same groups and an incremental run, stage by stage. Prints per stage seconds, incremental/full and
 the peak RSS of the Python workers; at the end how the incremental run grew with history.
 """
 from __future__ import annotations
@@ -278,7 +278,7 @@ def run_size(events: int, cores: int, keep: bool) -> None:
         print(f"full pipeline (without the SQL build): {total:.1f} s = " + ", ".join(
             f"{total / took:.2f} x the {name} floor" for name, took in floors.items()), flush=True)
         # 1% more events, twice: new groups (only they are recomputed), then 1% of the
-        # groups going on for as many rounds again (their whole history is recomputed).
+        # groups going on for as many rounds again.
         batches = [("new groups", lambda: produce(bootstrap, topic, max(1, groups // 100), "bench-late", seed=2)),
                    ("1% of the groups going on", lambda: produce(bootstrap, topic, max(1, groups // 100), "bench",
                                                                  seed=1, from_round=ROUNDS))]
@@ -324,8 +324,8 @@ class HistoryRun:
     incremental_mem: dict[str, PeakMemory]
 
 
-def run_history(shape: LargeShape, hours: int, cores: int, keep: bool) -> HistoryRun:
-    """``hours`` of the large shape's history, the full pipeline, then one more hour and an incremental run."""
+def run_history(shape: LargeShape, hours: int, new_hours: int, cores: int, keep: bool) -> HistoryRun:
+    """``hours`` of the large shape's history, the full pipeline, then ``new_hours`` more and an incremental run."""
     with bench_lake(cores, keep) as (bootstrap, topic, config, spark, _):
         t0 = time.monotonic()
         n = send(bootstrap, topic, shape.telemetry(hours))
@@ -333,8 +333,8 @@ def run_history(shape: LargeShape, hours: int, cores: int, keep: bool) -> Histor
               flush=True)
         full, full_mem = run_stages(spark, config, n, cores, "full ")
         t0 = time.monotonic()
-        extra = send(bootstrap, topic, shape.telemetry(hours + 1, from_hour=hours))
-        print(f"one more hour: {extra:,} events ({extra / n:.1%} of the history), produced in "
+        extra = send(bootstrap, topic, shape.telemetry(hours + new_hours, from_hour=hours))
+        print(f"{new_hours} more hour(s): {extra:,} events ({extra / n:.1%} of the history), produced in "
               f"{time.monotonic() - t0:.1f} s", flush=True)
         incremental, incremental_mem = run_stages(spark, config, extra, cores, "incr ")
     run = HistoryRun(hours, n, extra, full, incremental, full_mem, incremental_mem)
@@ -344,7 +344,8 @@ def run_history(shape: LargeShape, hours: int, cores: int, keep: bool) -> Histor
 
 def print_history(run: HistoryRun) -> None:
     mib = 2**20
-    print(f"-- {run.hours} h of history ({run.events:,} events), one more hour ({run.new_events:,} events):\n"
+    print(f"-- {run.hours} h of history ({run.events:,} events), then {run.new_events:,} new events "
+          f"({run.new_events / run.events:.1%}):\n"
           f"{'stage':>9}  {'full s':>7}  {'incr s':>7}  {'incr/full':>9}  "
           f"{'Python workers peak RSS, MiB: full / incr (largest one)':>56}")
     for stage in run.full:
@@ -357,13 +358,14 @@ def print_history(run: HistoryRun) -> None:
     print(f"{'pipeline':>9}  {full:7.1f}  {incr:7.1f}  {incr / full:9.0%}  (without the SQL build)", flush=True)
 
 
-def run_large(shape: LargeShape, history_hours: int, multiples: list[int], cores: int, keep: bool) -> None:
+def run_large(shape: LargeShape, history_hours: int, multiples: list[int], new_hours: int, cores: int,
+              keep: bool) -> None:
     """The large shape at each multiple of ``history_hours``; then how the incremental run grew."""
-    runs = [run_history(shape, history_hours * k, cores, keep) for k in multiples]
+    runs = [run_history(shape, history_hours * k, new_hours, cores, keep) for k in multiples]
     if len(runs) < 2:
         return
     first, last = runs[0], runs[-1]
-    print(f"\n== incremental run (one more hour) as history grows {last.events / first.events:.1f}x: "
+    print(f"\n== incremental run ({new_hours} more hour(s)) as history grows {last.events / first.events:.1f}x: "
           f"{first.hours} h ({first.events:,} events) -> {last.hours} h ({last.events:,})")
     for stage in first.full:
         print(f"{stage:>9}: {first.incremental[stage]:7.1f} s -> {last.incremental[stage]:7.1f} s "
@@ -380,6 +382,7 @@ def main() -> None:
     parser.add_argument("--history-hours", type=int, default=18, help="large: hours of history at 1x (default 18)")
     parser.add_argument("--multiple", type=int, action="append",
                         help="large: run this multiple of --history-hours (repeatable); default 1 and 10")
+    parser.add_argument("--new-hours", type=int, default=1, help="large: hours of new events for the incremental run")
     parser.add_argument("--groups", type=int, default=2, help="large: groups (default 2)")
     parser.add_argument("--members", type=int, default=20, help="large: members per group (default 20)")
     parser.add_argument("--partitions", type=int, default=240, help="large: partitions per group (default 240)")
@@ -388,7 +391,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.shape == "large":
         run_large(LargeShape(args.groups, args.members, args.partitions), args.history_hours,
-                  args.multiple or [1, 10], args.cores, args.keep)
+                  args.multiple or [1, 10], args.new_hours, args.cores, args.keep)
         return
     for events in args.events or [1_000_000]:
         run_size(events, args.cores, args.keep)

@@ -1,8 +1,8 @@
 """Gold from many small incremental runs, to compare with gold from one run over the same events.
 
-The source lake's validated events are written to a new lake as ``slices`` validation batches
-by event time, a share of each slice of every other group held back one or two batches (out of
-order, and late: those groups are refolded), and the gold stage runs after each batch lands
+The source lake's validated events are written to a new lake as ``slices`` validation batches,
+each group's by its own event times, a share of each slice of every other group held back one
+or two batches (out of order, and late: those groups are refolded), and the gold stage runs after each batch lands
 (its summary marks it passed, as validation would). The other groups get their events in
 order, so their runs continue from the fold state: both paths are checked in one lake.
 """
@@ -48,14 +48,16 @@ def sliced_gold(spark: SparkSession, source: PipelineConfig, target: PipelineCon
     """Gold of ``target`` built slice by slice from ``source``'s events; how many groups the runs
     folded from their state and how many from all their events."""
     events = lake.read(spark, source.lake_path, catalog.EVENTS)
-    timed = sorted((r.event_time_ms, r.event_id, r.group_id)
-                   for r in events.select("event_time_ms", "event_id", "group_id").collect())
-    cuts = [timed[len(timed) * k // slices][0] for k in range(1, slices)]
-    late_groups = sorted({g for _, _, g in timed})[::2]
+    timed: dict[str, list[tuple[int, str]]] = {}
+    for r in events.select("group_id", "event_time_ms", "event_id").collect():
+        timed.setdefault(r.group_id, []).append((r.event_time_ms, r.event_id))
     batch_of = {}
-    for t, event_id, group in timed:
-        delay = rng.choice((1, 2)) if group in late_groups and rng.random() < held_back else 0
-        batch_of[event_id] = min(slices - 1, bisect.bisect_right(cuts, t) + delay)
+    for i, group in enumerate(sorted(timed)):
+        ordered = sorted(timed[group])  # each group cut by its own times, so each spans every slice
+        cuts = [ordered[len(ordered) * k // slices][0] for k in range(1, slices)]
+        for t, event_id in ordered:
+            delay = rng.choice((1, 2)) if i % 2 == 0 and rng.random() < held_back else 0
+            batch_of[event_id] = min(slices - 1, bisect.bisect_right(cuts, t) + delay)
     batches = spark.createDataFrame(sorted(batch_of.items()), "event_id string, batch bigint")
     sliced = events.drop("validate_batch").join(F.broadcast(batches), "event_id").withColumnRenamed(
         "batch", "validate_batch").select(*events.columns)
