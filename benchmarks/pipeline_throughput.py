@@ -203,6 +203,15 @@ def floor_jobs(spark, bootstrap: str, topic: str, out: str) -> dict[str, float]:
     return took
 
 
+def bronze_reread_seconds(spark, config) -> float:
+    """A bare read of bronze's values, as validate reads what ingest just wrote."""
+    from pipelines import catalog, lake
+
+    started = time.monotonic()
+    lake.read(spark, config.lake_path, catalog.BRONZE).select("value").write.format("noop").mode("overwrite").save()
+    return time.monotonic() - started
+
+
 def timed_stage(spark, config, stage: str) -> float:
     from pipelines.stages import run_stage
 
@@ -224,6 +233,24 @@ def run_stages(spark, config, n: int, cores: int,
         print(f"{label}{stage:>9}: {took[stage]:7.1f} s  {n / took[stage] / cores:10,.0f} events/s/core  "
               f"{mems[stage]}", flush=True)
     return took, mems
+
+
+@contextmanager
+def delta_commits(spark, config) -> Iterator[dict[str, int]]:
+    """The Delta commits the block made, per lake table (filled when it ends)."""
+    from pipelines import catalog, lake
+
+    def versions() -> dict[str, int]:
+        return {t.path: lake.version(spark, config.lake_path, t) for t in catalog.TABLES}
+
+    before, made = versions(), {}
+    yield made
+    made.update({path: v - before[path] for path, v in versions().items() if v != before[path]})
+
+
+def commits_line(made: dict[str, int]) -> str:
+    return (f"Delta commits: {sum(made.values())} in {len(made)} tables ("
+            + ", ".join(f"{path} {n}" for path, n in sorted(made.items())) + ")")
 
 
 def pipeline_seconds(took: dict[str, float]) -> float:
@@ -277,6 +304,9 @@ def run_size(events: int, cores: int, keep: bool) -> None:
               f"{full_took['sql'] / full_took['gold']:.1%} of gold", flush=True)
         print(f"full pipeline (without the SQL build): {total:.1f} s = " + ", ".join(
             f"{total / took:.2f} x the {name} floor" for name, took in floors.items()), flush=True)
+        reread = bronze_reread_seconds(spark, config)
+        print(f"validate's read of bronze (the most that fusing ingest and validation into one pass over the "
+              f"topic saves, besides a commit): {reread:.1f} s = {reread / total:.1%} of the pipeline", flush=True)
         # 1% more events, twice: new groups (only they are recomputed), then 1% of the
         # groups going on for as many rounds again.
         batches = [("new groups", lambda: produce(bootstrap, topic, max(1, groups // 100), "bench-late", seed=2)),
@@ -284,13 +314,13 @@ def run_size(events: int, cores: int, keep: bool) -> None:
                                                                  seed=1, from_round=ROUNDS))]
         for label, make in batches:
             extra = make()
-            with PeakMemory(spark) as mem:
+            with PeakMemory(spark) as mem, delta_commits(spark, config) as made:
                 took = {stage: timed_stage(spark, config, stage) for stage in STAGES}
             incremental = pipeline_seconds(took)
             print(f"incremental over {extra:,} new events ({extra / n:.1%}, {label}): {incremental:.1f} s = "
                   f"{incremental / total:.1%} of the full run (without the SQL build)  {mem}\n    by stage: " + ", ".join(
-                      f"{stage} {took[stage]:.1f} s ({took[stage] / full_took[stage]:.0%})" for stage in STAGES),
-                  flush=True)
+                      f"{stage} {took[stage]:.1f} s ({took[stage] / full_took[stage]:.0%})" for stage in STAGES)
+                  + f"\n    {commits_line(made)}", flush=True)
 
 
 @dataclass(frozen=True)
@@ -336,7 +366,9 @@ def run_history(shape: LargeShape, hours: int, new_hours: int, cores: int, keep:
         extra = send(bootstrap, topic, shape.telemetry(hours + new_hours, from_hour=hours))
         print(f"{new_hours} more hour(s): {extra:,} events ({extra / n:.1%} of the history), produced in "
               f"{time.monotonic() - t0:.1f} s", flush=True)
-        incremental, incremental_mem = run_stages(spark, config, extra, cores, "incr ")
+        with delta_commits(spark, config) as made:
+            incremental, incremental_mem = run_stages(spark, config, extra, cores, "incr ")
+        print(f"incremental run: {commits_line(made)}", flush=True)
     run = HistoryRun(hours, n, extra, full, incremental, full_mem, incremental_mem)
     print_history(run)
     return run
