@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from airflow.sdk import DayWindow, PartitionedAssetTimetable, RollupMapper, StartOfDayMapper, dag, task
 
-from lens_airflow.schedule import DAILY_REPORT, DEFAULT_ARGS, LONG_TASK_TIMEOUT, MARTS, START, TAGS
+from lens_airflow.schedule import DAG_ARGS, DAILY_REPORT, LONG_TASK_TIMEOUT, MARTS, TAGS
 from lens_airflow.tasks import maintain_tables, write_daily_report
 
 
@@ -31,12 +31,9 @@ from lens_airflow.tasks import maintain_tables, write_daily_report
         assets=MARTS,
         default_partition_mapper=RollupMapper(upstream_mapper=StartOfDayMapper(timezone="UTC"), window=DayWindow()),
     ),
-    start_date=START,
-    catchup=False,
-    max_active_runs=1,
-    default_args=DEFAULT_ARGS,
     tags=[*TAGS, "daily"],
     doc_md=__doc__,
+    **DAG_ARGS,
 )
 def rebalance_lens_daily() -> None:
     task(task_id="report", outlets=[DAILY_REPORT],

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from airflow.sdk import CronDataIntervalTimetable, chain, dag, task
 
-from lens_airflow.schedule import DEFAULT_ARGS, LONG_TASK_TIMEOUT, MARTS, START, TAGS
+from lens_airflow.schedule import DAG_ARGS, DEFAULT_ARGS, LONG_TASK_TIMEOUT, MARTS, TAGS
 from lens_airflow.tasks import run_hourly_stage
 
 STAGES = ("ingest", "validate", "silver", "gold", "recommend", "sql")  # pipelines.stages.STAGES, in order
@@ -32,12 +32,9 @@ STAGES = ("ingest", "validate", "silver", "gold", "recommend", "sql")  # pipelin
 @dag(
     dag_id="rebalance_lens_hourly",
     schedule=CronDataIntervalTimetable("0 * * * *", timezone="UTC"),
-    start_date=START,
-    catchup=False,
-    max_active_runs=1,
-    default_args=DEFAULT_ARGS,
     tags=[*TAGS, "hourly"],
     doc_md=__doc__,
+    **DAG_ARGS,
 )
 def rebalance_lens_hourly() -> None:
     runs = []

@@ -26,6 +26,9 @@ DEFAULT_ARGS: dict[str, Any] = {
     "max_retry_delay": timedelta(minutes=30),
     "execution_timeout": timedelta(minutes=45),
 }
+# Both DAGs: one run at a time (their runs write the same tables), no catch-up of the hours
+# before a deployment (a backfill is asked for: `airflow backfill create`).
+DAG_ARGS: dict[str, Any] = {"start_date": START, "catchup": False, "max_active_runs": 1, "default_args": DEFAULT_ARGS}
 # The SQL build's fixed cost (~70 s) grows with the marts rebuilt; the daily maintenance
 # rewrites every table once.
 LONG_TASK_TIMEOUT = timedelta(minutes=90)

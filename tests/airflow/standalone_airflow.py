@@ -35,6 +35,8 @@ class StandaloneAirflow:
         self.home, self.port = home, _free_port()
         self.url = f"http://localhost:{self.port}"
         self.env = {**os.environ, **(environ or {}),
+                    # standalone starts its parts as `airflow ...` commands: this environment's first
+                    "PATH": f"{Path(AIRFLOW).parent}{os.pathsep}{os.environ.get('PATH', '')}",
                     "AIRFLOW_HOME": str(home), "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
                     "AIRFLOW__CORE__LOAD_EXAMPLES": "False", "AIRFLOW__CORE__PARALLELISM": "4",
                     "AIRFLOW__API__PORT": str(self.port),
