@@ -30,6 +30,13 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _own_group_hearing_sigint() -> None:
+    """In the child before exec: a process group of its own, and SIGINT back to its default (a
+    test run started in the background by a shell ignores SIGINT, and children inherit that)."""
+    os.setsid()
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class StandaloneAirflow:
     def __init__(self, home: Path, dags: Path, environ: dict[str, str] | None = None) -> None:
         self.home, self.port = home, _free_port()
@@ -56,7 +63,7 @@ class StandaloneAirflow:
         self.home.mkdir(parents=True, exist_ok=True)
         with self.log.open("ab") as out:
             self.process = subprocess.Popen([AIRFLOW, "standalone"], env=self.env, stdout=out, stderr=subprocess.STDOUT,
-                                            start_new_session=True)
+                                            preexec_fn=_own_group_hearing_sigint)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             assert self.process.poll() is None, f"airflow standalone exited: {self.tail()}"
