@@ -170,7 +170,7 @@ def next_range(config: PipelineConfig, log: LogOffsets, state: Landed) -> tuple[
     return starts, ends
 
 
-def _land(spark: SparkSession, config: PipelineConfig, state: Landed, starts: Offsets, ends: Offsets) -> int:
+def land(spark: SparkSession, config: PipelineConfig, state: Landed, starts: Offsets, ends: Offsets) -> int:
     """Append the records of [starts, ends) with the offsets they reach, in one commit; the rows
     it added (0 when Delta skipped it: a run planned from the same version landed them)."""
     moving = sorted(p for p in ends if ends[p] > starts[p])
@@ -220,7 +220,7 @@ def run(spark: SparkSession, config: PipelineConfig, progress: Progress = print)
         starts, ends = next_range(config, log, state)
         if ends == starts:
             break
-        rows += _land(spark, config, state, starts, ends)
+        rows += land(spark, config, state, starts, ends)
     until = "" if config.ingest_until_ms is None else \
         f" stamped before {datetime.fromtimestamp(config.ingest_until_ms / 1000, timezone.utc):%Y-%m-%d %H:%M:%S} UTC"
     progress(f"ingest: {rows} new record(s){until} from {config.topic}")
