@@ -10,21 +10,20 @@ import sys
 from airflow.serialization.encoders import coerce_to_core_timetable
 
 from lens_airflow.schedule import MARTS, OWNER
-from tests.airflow.conftest import DAGS
 
 DAG_IDS = {"rebalance_lens_hourly", "rebalance_lens_daily"}
 
 
-def test_every_dag_file_imports_without_errors(dagbag):
+def test_every_dag_file_imports_without_errors(dagbag, dags_folder):
     assert dagbag.import_errors == {}
     assert set(dagbag.dag_ids) == DAG_IDS
-    assert {dag.fileloc for dag in dagbag.dags.values()} == {str(p) for p in DAGS.glob("*.py")}
+    assert {dag.fileloc for dag in dagbag.dags.values()} == {str(p) for p in dags_folder.glob("*.py")}
 
 
-def test_parsing_the_dags_starts_no_spark():
+def test_parsing_the_dags_starts_no_spark(dags_folder):
     """The DAG processor imports the files every few seconds: Spark and the pipeline load in tasks."""
     probe = ("import sys; from airflow.dag_processing.dagbag import DagBag; "
-             f"bag = DagBag(dag_folder={str(DAGS)!r}); assert not bag.import_errors, bag.import_errors; "
+             f"bag = DagBag(dag_folder={str(dags_folder)!r}); assert not bag.import_errors, bag.import_errors; "
              "print(sorted(m for m in ('pyspark', 'delta', 'pipelines.stages', 'polars') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]

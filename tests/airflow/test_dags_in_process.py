@@ -31,7 +31,6 @@ from lens_airflow.schedule import MARTS
 from lens_scenarios.synthetic import BASE_TIME_MS, long_lived_telemetry
 from pipelines import catalog, lake
 from pipelines.sql_build import marts_path
-from tests.airflow.conftest import DAGS
 
 DAY = datetime.fromtimestamp(BASE_TIME_MS / 1000, timezone.utc)  # 2026-01-01 00:00 UTC
 HOUR = timedelta(hours=1)
@@ -42,11 +41,11 @@ RUN_COUNTERS = {catalog.VALIDATION_SUMMARY.path, catalog.STAGE_PROGRESS.path}  #
 
 
 @pytest.fixture(scope="module")
-def lens_dags(airflow_db):
+def lens_dags(airflow_db, dags_folder):
     """The DAGs parsed afresh (their retries set to none here, not in the shared bag)."""
     from airflow.dag_processing.dagbag import BundleDagBag
 
-    bag = BundleDagBag(dag_folder=str(DAGS), bundle_path=str(DAGS), bundle_name="dags-folder")
+    bag = BundleDagBag(dag_folder=str(dags_folder), bundle_path=str(dags_folder), bundle_name="dags-folder")
     for dag in bag.dags.values():
         for task in dag.tasks:
             task.retries = 0

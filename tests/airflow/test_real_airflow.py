@@ -24,15 +24,13 @@ from lens_airflow.schedule import MARTS, PARTITION_KEY_FORMAT
 from lens_scenarios.synthetic import BASE_TIME_MS, long_lived_telemetry
 from pipelines import catalog, lake
 from pipelines.sql_build import marts_path
-from tests.airflow.conftest import DAGS
-from tests.airflow.standalone_airflow import StandaloneAirflow
 
 DAY = datetime.fromtimestamp(BASE_TIME_MS / 1000, timezone.utc)
 HOURLY, DAILY = "rebalance_lens_hourly", "rebalance_lens_daily"
 RUN_TIMEOUT_S = 1500  # a run's six tasks each start a Spark driver: ~8 min on 2 cores
 
 
-def _finished(airflow: StandaloneAirflow, dag_id: str, run_id: str) -> dict | None:
+def _finished(airflow, dag_id: str, run_id: str) -> dict | None:
     run = airflow.api("GET", f"dags/{dag_id}/dagRuns/{run_id}")
     if run["state"] == "failed":
         tasks = airflow.api("GET", f"dags/{dag_id}/dagRuns/{run_id}/taskInstances")["task_instances"]
@@ -41,18 +39,19 @@ def _finished(airflow: StandaloneAirflow, dag_id: str, run_id: str) -> dict | No
     return run if run["state"] == "success" else None
 
 
-def _runs(airflow: StandaloneAirflow, dag_id: str) -> list[dict]:
+def _runs(airflow, dag_id: str) -> list[dict]:
     return airflow.api("GET", f"dags/{dag_id}/dagRuns?limit=50")["dag_runs"]
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(4800)
-def test_operator_runs_the_hourly_dag_and_a_full_day_starts_the_daily_one(spark, kafka, tmp_path, unique):
+def test_operator_runs_the_hourly_dag_and_a_full_day_starts_the_daily_one(spark, kafka, tmp_path, unique,
+                                                                          standalone_airflow):
     topic = kafka.create_topic(f"airflow-real-{unique}", partitions=3, config={"retention.ms": "-1"})
     records = list(long_lived_telemetry(groups=2, members=3, partitions=6, hours=2, tick_s=300, restart_every_h=1))
     kafka.feed(topic, records)
     lake_path = str(tmp_path / "lake")
-    airflow = StandaloneAirflow(tmp_path / "airflow-home", DAGS)
+    airflow = standalone_airflow
     variables = tmp_path / "variables.json"
     variables.write_text(json.dumps({"lens_lake": lake_path, "lens_kafka_bootstrap": kafka.bootstrap_servers,
                                      "lens_telemetry_topic": topic, "lens_spark_master": "local[2]"}))
