@@ -15,9 +15,9 @@ OWNER = "rebalance-lens"
 TAGS = ["rebalance-lens", "kafka", "delta"]
 START = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
-# A stage that fails is retried alone: 2, 4, 8 minutes later (a broker restarting, a Delta
-# commit conflicting with the daily compaction), then the run fails and the next hour's run
-# picks up what it left (every stage is incremental from the lake's own marks).
+# A stage that fails is retried alone, at least 2, 4, 8 minutes later (Airflow adds jitter): a
+# broker restarting, a Delta commit conflicting with the daily compaction. Then the run fails and
+# the next hour's run picks up what it left (every stage is incremental from the lake's own marks).
 DEFAULT_ARGS: dict[str, Any] = {
     "owner": OWNER,
     "retries": 3,
