@@ -61,6 +61,9 @@ SETTINGS: tuple[Setting, ...] = (
             "epoch ms before which an event's time is a broken clock (default 2015-01-01)"),
     Setting("max_offsets_per_trigger", "LENS_MAX_OFFSETS_PER_TRIGGER", "--max-offsets-per-trigger",
             "records per ingest micro-batch (default: no limit)"),
+    Setting("ingest_until_ms", "LENS_INGEST_UNTIL_MS", "--ingest-until",
+            "epoch ms: ingest stops, per partition, at the first record with a Kafka timestamp at or after it "
+            "(the hourly DAG passes its data interval's end; default: the end of the topic)"),
     Setting("kip848_heartbeat_ms", "LENS_KIP848_HEARTBEAT_MS", "--kip848-heartbeat-ms",
             "the brokers' group.consumer.heartbeat.interval.ms, to price KIP-848 groups (default 5000)"),
     Setting("kip848_session_timeout_ms", "LENS_KIP848_SESSION_TIMEOUT_MS", "--kip848-session-timeout-ms",
@@ -100,6 +103,9 @@ class PipelineConfig:
     after / before the Kafka timestamp of its record (the agent buffers, clocks drift).
     ``kip848_heartbeat_ms`` / ``kip848_session_timeout_ms``: the brokers' KIP-848 group
     settings (members do not report them; the recommend stage prices KIP-848 with them).
+    ``ingest_until_ms``: ingest lands, per partition, the records before the first one whose
+    Kafka timestamp is at or after this (epoch ms); None: up to the end of the log. A scheduler
+    passes its run's data interval end, so consecutive runs land consecutive slices of the topic.
     ``since_ms``: recompute silver and gold for the groups with events from this time; a
     first ingest starts from it. ``kafka_options``: extra settings of the Kafka source
     (``kafka.`` prefix added), e.g. SASL for a secured telemetry cluster.
@@ -118,6 +124,7 @@ class PipelineConfig:
     max_event_delay_s: float = 7 * 86400.0
     min_event_time_ms: int = 1_420_070_400_000  # 2015-01-01: anything older is a broken clock
     max_offsets_per_trigger: int | None = None
+    ingest_until_ms: int | None = None
     kip848_heartbeat_ms: int = 5_000
     kip848_session_timeout_ms: int = 45_000
     since_ms: int | None = None
@@ -140,6 +147,9 @@ class PipelineConfig:
                             "the brokers' group.consumer.heartbeat.interval.ms and group.consumer.session.timeout.ms)")
         if self.max_offsets_per_trigger is not None and self.max_offsets_per_trigger <= 0:
             raise LensError("max_offsets_per_trigger must be a positive number of records, or None for no limit")
+        if self.ingest_until_ms is not None and self.ingest_until_ms <= 0:
+            raise LensError(f"ingest_until_ms={self.ingest_until_ms} must be epoch milliseconds > 0 "
+                            "(--ingest-until or LENS_INGEST_UNTIL_MS), or unset to ingest to the end of the topic")
         object.__setattr__(self, "spark_log_level", self.spark_log_level.upper())
         if not self.checkpoint_path:
             object.__setattr__(self, "checkpoint_path", f"{self.lake_path.rstrip('/')}/_checkpoints")
