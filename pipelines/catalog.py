@@ -124,6 +124,15 @@ EVENTS = Table(
     keys=("event_id",), written_by="validate", scope=None, derived_columns=_event_columns,
     sort_by=("group_id", "event_time_ms"), partition_by=("event_date",),
     stats_columns=("group_id", "validate_batch", "agent_id", "event_time_ms", "suspected_by"))
+# Validation's state between batches (``pipelines.sequences``): per agent, the runs of sequence
+# numbers validated through a batch, so a batch's gaps need no reread of the agent's events.
+SEQUENCES = Table(
+    "silver/agent_sequences",
+    grain="one row per agent and validation batch that brought its events: every run of sequence numbers "
+          "validated through that batch",
+    keys=("agent_id", "validate_batch"), written_by="validate", scope=None,
+    columns=_columns("agent_id string, group_id string, validate_batch bigint")
+    + (("runs", "array<struct<lo: bigint, hi: bigint>>"),))
 MEMBER_STATES = Table(
     "silver/member_states", grain="one row per state a member was in, from when to when (end open while current)",
     keys=("event_id",), written_by="silver",
@@ -255,7 +264,8 @@ VERIFICATIONS = Table(
                "rerun_group_id string"))
 
 # The tables the pipeline's stages write (a run of every stage writes each), then the closed loop's.
-TABLES: tuple[Table, ...] = (BRONZE, QUARANTINE, VALIDATION_SUMMARY, STAGE_PROGRESS, EVENTS, MEMBER_STATES, COMMITS,
+TABLES: tuple[Table, ...] = (BRONZE, QUARANTINE, VALIDATION_SUMMARY, STAGE_PROGRESS, EVENTS, SEQUENCES, MEMBER_STATES,
+                             COMMITS,
                              OWNERSHIP, HANDOFFS, EPISODES, MEMBERS, PROCESSED, METRICS, FOLD_STATE, REBALANCE_EVENTS, WHAT_IF,
                              RECOMMENDATIONS)
 CLOSED_LOOP_TABLES: tuple[Table, ...] = (VERIFICATIONS,)

@@ -8,6 +8,8 @@ small files and marks, and every read opens them all. The policy:
 - ``OPTIMIZE`` each table (Delta's bin-packing: files under 1 GiB are merged, deletion vectors
   applied), once a day: it rewrites only the files that need it, so a compacted table costs a
   look at its log;
+- validation's sequence runs (``silver/agent_sequences``) first lose the rows a later one
+  supersedes (``pipelines.sequences.prune``): each batch adds a row per agent it brought;
 - ``VACUUM`` after it, keeping ``retain_hours`` (default 168: Delta's own seven days), so a
   reader or a rerun from a week-old version still finds its files, and nothing older piles up.
 
@@ -23,7 +25,7 @@ from collections.abc import Sequence
 
 from pyspark.sql import SparkSession
 
-from pipelines import catalog, lake
+from pipelines import catalog, lake, sequences
 from pipelines.config import PipelineConfig, Progress
 
 RETAIN_HOURS = 168
@@ -40,6 +42,7 @@ def maintain(spark: SparkSession, config: PipelineConfig, retain_hours: int = RE
     out = {}
     listing = "spark.sql.sources.parallelPartitionDiscovery.parallelism"
     spark.conf.set(listing, LISTING_TASKS)
+    progress(f"{catalog.SEQUENCES.path}: {sequences.prune(spark, config.lake_path):,} superseded rows deleted")
     for table in tables or (*catalog.TABLES, *catalog.CLOSED_LOOP_TABLES):
         if not lake.exists(spark, config.lake_path, table):
             continue

@@ -4,7 +4,9 @@ The rules are GE expectations over columns derived from the contract (parse erro
 missing fields, offsets, times). GE's row-level result (``unexpected_index_list``, by
 bronze keys) decides which rows go to quarantine and why, so each rule exists once.
 Sequence gaps (lost telemetry) are a warning: the row itself is fine, the gap is
-counted in the summary.
+counted in the summary (found against the runs of sequence numbers kept per agent,
+``pipelines.sequences``). Repeated event ids are looked for in earlier batches' events of
+the batch's groups and event dates only: neither check rereads a group's history.
 
 The JSON is parsed once per batch: every row lands in silver ``events`` as it is parsed
 (an unparsable one too, with its text in ``_corrupt_record``), the checks run on what
@@ -28,7 +30,7 @@ from pyspark.sql import functions as F
 
 from consumer_agent import contract
 from lens_runtime.errors import LensError
-from pipelines import catalog, lake, telemetry_types as ts
+from pipelines import catalog, lake, sequences, telemetry_types as ts
 from pipelines.catalog import BRONZE_KEYS
 from pipelines.config import PipelineConfig, Progress
 
@@ -154,37 +156,6 @@ def rules(config: PipelineConfig) -> list[Rule]:
              quarantine=False),
     ]
     return out
-
-
-def known_sequence(earlier: DataFrame, agents: DataFrame) -> DataFrame:
-    """The sequence numbers earlier batches left in silver for ``agents``.
-
-    ``earlier``: the events of earlier batches of the batch's groups (an agent belongs to
-    one group). Rows of this batch id are not among them, so a replayed batch (after a
-    crash) gets the gaps of its first attempt.
-    """
-    return earlier.join(F.broadcast(agents), "agent_id").select("agent_id", "seq")
-
-
-def with_seq_gaps(batch: DataFrame, known: DataFrame | None) -> DataFrame:
-    """Per row of ``batch`` (agent_id, seq, bronze keys), how many of the agent's sequence
-    numbers are missing just before it.
-
-    The previous number is the highest one below it among the batch and the agent's
-    events already in silver (``known``), so a resent (duplicate) event neither opens
-    nor hides a gap. Rows without an agent or a sequence number get no gap (another
-    rule flags them).
-    """
-    timeline = batch if known is None else batch.unionByName(known, allowMissingColumns=True)
-    # Rows without a sequence number sit in their own partition: they precede nobody.
-    # Known rows have no bronze keys: they come first among equal sequence numbers.
-    w = Window.partitionBy("agent_id", F.col("seq").isNull()).orderBy(
-        "seq", *[F.col(k).asc_nulls_first() for k in BRONZE_KEYS])
-    prev = F.lag("seq").over(w)
-    gap = (F.when(F.col("agent_id").isNull() | F.col("seq").isNull(), F.lit(None))
-           .when(prev.isNull(), F.col("seq")).when(prev == F.col("seq"), F.lit(0))
-           .otherwise(F.col("seq") - prev - 1))
-    return timeline.withColumn("seq_gap", gap).where(F.col(BRONZE_KEYS[0]).isNotNull())
 
 
 NULL_CHECKS = {"ExpectColumnValuesToBeNull", "ExpectColumnValuesToNotBeNull"}
@@ -345,14 +316,18 @@ def validate_batch(spark: SparkSession, config: PipelineConfig, validator: Valid
                        F.count_distinct(F.when(F.col("event_id").isNotNull(), F.xxhash64("event_id")))
                        .alias("distinct_ids")).first()
     rows = stats["rows"]
-    groups = sorted(r[0] for r in landed.where(F.col("group_id").isNotNull()).select("group_id").distinct().collect())
-    earlier = lake.rows_of(spark, lake_path, catalog.EVENTS, "group_id", groups).where(
-        F.col("validate_batch") < batch_id)
-    if not groups or earlier.limit(1).isEmpty():
-        earlier = None
-    known = None if earlier is None else known_sequence(earlier, landed.select("agent_id").distinct())
-    gaps = (with_seq_gaps(landed.select("agent_id", "seq", *BRONZE_KEYS), known)
-            .where(F.col("seq_gap") != 0).select(*BRONZE_KEYS, "seq_gap").collect())
+    scope = landed.where(F.col("group_id").isNotNull()).select("group_id", "event_date").distinct().collect()
+    earlier = None
+    if scope:
+        # A resent event is the same event: same group, same time, so the same event date. Only
+        # those dates' files of earlier batches are read for repeats, not the groups' history.
+        groups, dates = sorted({r.group_id for r in scope}), sorted({r.event_date for r in scope if r.event_date})
+        earlier = (lake.rows_of(spark, lake_path, catalog.EVENTS, "group_id", groups)
+                   .where((F.col("validate_batch") < batch_id) & F.col("event_date").isin(dates)))
+        if not dates or earlier.limit(1).isEmpty():
+            earlier = None
+    known = sequences.known_runs(spark, lake_path, landed.select("agent_id").distinct(), batch_id)
+    gaps = sequences.gaps(landed.select("agent_id", "seq", *BRONZE_KEYS), known).collect()
     reasons, failures = validator.check(_suspects(validator, landed.where(F.col(SUSPECTED_BY).isNotNull())), gaps)
     bad = spark.createDataFrame([(*k, v) for k, v in sorted(reasons.items())],
                                 f"{catalog.ddl_of(catalog.KAFKA_PLACE)}, reasons array<string>")
@@ -374,8 +349,11 @@ def validate_batch(spark: SparkSession, config: PipelineConfig, validator: Valid
                 _delete_landed(spark, lake_path, batch_id, repeats)
     if not passed:
         lake.delete_rows(spark, lake_path, catalog.EVENTS, of_batch)
-    elif reasons:
-        _delete_landed(spark, lake_path, batch_id, bad.select(*BRONZE_KEYS))
+    else:
+        if reasons:
+            _delete_landed(spark, lake_path, batch_id, bad.select(*BRONZE_KEYS))
+        kept = lake.read(spark, lake_path, catalog.EVENTS).where(of_batch).select("agent_id", "group_id", "seq")
+        sequences.record(spark, lake_path, batch_id, kept, known)
     summary = {"validate_batch": batch_id, "rows": rows, "quarantined": len(reasons), "valid": valid,
                "duplicates": n_repeats, "new_events": valid - n_repeats,
                "sequence_gaps": failures.get("sequence_gap", 0),

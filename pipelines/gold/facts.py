@@ -6,14 +6,21 @@ The typed body columns are exploded here, so the Python fold reads flat rows and
 no JSON. The one thing that crosses partitions, whether a member had stalled when it
 reported progress, is decided here from its own events: a stall (a move to the stale state)
 lasts until the member is next assigned, revoked or lost anything.
+
+Most facts are progress and commits, and the fold only sums them into their member's latest
+interval: ``runs`` sums each run of them (a member's facts of one kind between two facts that
+change the partition's intervals) into one fact in Spark, so the Python fold walks a few
+facts per ownership interval, not one per event.
 """
 from __future__ import annotations
+
+from functools import reduce
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from consumer_agent.contract import STALE_STATE
+from consumer_agent.contract import OFFSET_UNKNOWN, STALE_STATE
 from pipelines.gold.ownership import CHANGES, FACT_DDL
 
 ENVELOPE = ["group_id", "kind", "event_id", "event_time_ms", "agent_id", "seq", "member_id", "group_instance_id",
@@ -21,11 +28,11 @@ ENVELOPE = ["group_id", "kind", "event_id", "event_time_ms", "agent_id", "seq", 
 NEVER = -(2 ** 63)  # before every event: where a stall carried over from the last run starts
 
 
-def _typed(rows: DataFrame) -> DataFrame:
-    """``rows`` with every fact column, in the fact schema's order and types (missing ones null)."""
+def _typed(rows: DataFrame, *keep: str) -> DataFrame:
+    """``rows`` with every fact column, in the fact schema's order and types (missing ones null), and ``keep``."""
     schema = StructType.fromDDL(FACT_DDL)  # parsed by the JVM, so not at import
     return rows.select(*[(F.col(f.name) if f.name in rows.columns else F.lit(None)).cast(f.dataType).alias(f.name)
-                         for f in schema.fields])
+                         for f in schema.fields], *keep)
 
 
 def _is_stale() -> Column:
@@ -63,9 +70,14 @@ def facts(events: DataFrame, stall_rows: DataFrame) -> DataFrame:
     fetches = (events.where("kind = 'first_fetch'")
                .select(*env, "first_fetch.topic", "first_fetch.partition", "first_fetch.offset",
                        "first_fetch.window_ms", "first_fetch.timestamp_ms"))
+    seconds = F.col("progress.interval_ms") / 1000.0
+    position, lag = F.col("p.position"), F.col("p.lag")
     progress = (events.where("kind = 'progress'")
-                .select(*env, F.explode("progress.partitions").alias("p"), F.col("progress.interval_ms").alias("interval_ms"))
-                .select("*", "p.topic", "p.partition", "p.position", "p.last_processed_offset", "p.lag", "p.processed"))
+                .select(*env, F.explode("progress.partitions").alias("p"), seconds.alias("seconds"))
+                .select("*", "p.topic", "p.partition", "p.position", "p.last_processed_offset", "p.lag", "p.processed",
+                        F.when(lag.isNotNull() & position.isNotNull() & ~position.isin(OFFSET_UNKNOWN, 0),
+                               position + lag).alias("log_end"),
+                        F.when(F.col("seconds") > 0, F.col("p.processed") / F.col("seconds")).alias("max_rate")))
     stalled = F.broadcast(stall_rows.alias("s"))
     progress = (progress.alias("e").join(stalled, (F.col("e.group_id") == F.col("s.group_id"))
                                          & (F.col("e.agent_id") == F.col("s.agent_id"))
@@ -77,6 +89,46 @@ def facts(events: DataFrame, stall_rows: DataFrame) -> DataFrame:
     commits = (events.where("kind = 'commit'")
                .select(*env, F.explode("commit.offsets").alias("o"), F.col("commit.error").alias("request_error"),
                        F.col("commit.in_revoke").alias("in_revoke"))
-               .select("*", "o.topic", "o.partition", "o.offset", F.col("o.error").alias("offset_error")))
+               .select("*", "o.topic", "o.partition", "o.offset", F.col("event_time_ms").alias("first_ms"),
+                       F.col("o.offset").alias("first_offset"), F.col("o.error").alias("offset_error")))
     return (_typed(changes).unionByName(_typed(fetches)).unionByName(_typed(progress.drop("p")))
             .unionByName(_typed(commits)))
+
+
+# Facts that open, close or start reading an interval: each ends the runs before it.
+RUN_ENDS = (*CHANGES, "first_fetch")
+
+
+def runs(rows: DataFrame) -> DataFrame:
+    """``rows`` (facts with their group's ``before_ms``) with each run of a member's progress or
+    commit facts summed into one fact, placed where its last one was.
+
+    A run is cut at every fact that changes the partition's intervals (``RUN_ENDS``: which
+    interval a member's fact updates, and whether the next owner has read, change only there)
+    and at ``before_ms``, where the fold keeps its state. What the fold takes from a run equals
+    what it takes from its facts one by one: the sum of records, the first log end, the last
+    offsets and lag, the highest rate; of commits the highest offset, and the highest at the
+    earliest millisecond (``PartitionFold.feed``). Stalled progress and failed commits, which
+    the fold ignores, are dropped here.
+    """
+    upto = (Window.partitionBy("group_id", "topic", "partition").orderBy("event_time_ms", "agent_id", "seq")
+            .rowsBetween(Window.unboundedPreceding, Window.currentRow))
+    ends = F.col("kind").isin(list(RUN_ENDS))
+    cut = (rows.withColumn("_run", F.sum(ends.cast("int")).over(upto))
+           .withColumn("_after", F.col("event_time_ms") >= F.col("before_ms")))
+    keys = ["group_id", "topic", "partition", "before_ms", "agent_id", "kind", "_run", "_after"]
+    progress = (cut.where((F.col("kind") == "progress") & ~F.col("stalled")).groupBy(*keys)
+                .agg(F.max(F.struct("event_time_ms", "seq", "last_processed_offset", "lag")).alias("last"),
+                     F.sum("processed").alias("processed"), F.max("max_rate").alias("max_rate"),
+                     F.min(F.when(F.col("log_end").isNotNull(), F.struct("event_time_ms", "seq", "log_end")))
+                     .alias("first"))
+                .select(*keys, "last.*", "processed", "max_rate", "first.log_end", F.lit(False).alias("stalled")))
+    ok = (F.col("request_error").isNull() & F.col("offset_error").isNull() & F.col("offset").isNotNull()
+          & (F.col("offset") != OFFSET_UNKNOWN))
+    commits = (cut.where((F.col("kind") == "commit") & ok).groupBy(*keys)
+               .agg(F.max(F.struct("event_time_ms", "seq")).alias("last"), F.max("offset").alias("offset"),
+                    F.min(F.struct("event_time_ms", (-F.col("offset")).alias("negated"))).alias("first"),
+                    F.bool_or("in_revoke").alias("in_revoke"))
+               .select(*keys, "last.*", "offset", F.col("first.event_time_ms").alias("first_ms"),
+                       (-F.col("first.negated")).alias("first_offset"), "in_revoke"))
+    return reduce(DataFrame.unionByName, [_typed(part, "before_ms") for part in (cut.where(ends), progress, commits)])

@@ -44,12 +44,18 @@ PARTITION_FACTS = ("first_fetch", "progress", "commit")
 INTERVAL_COLUMNS = OWNERSHIP.column_names()
 # One partition's share of an event: the envelope the intervals read, and the body fields
 # of its kind (the others null). What the Spark stage builds with the same names.
+#
+# A progress fact carries what the fold takes from it: records processed, the log end it saw
+# (position + lag), the last processed offset and lag, the rate; a commit fact its offset and
+# (``first_ms``, ``first_offset``) the earliest commit's time and offset. So a run of progress
+# or commit facts can be summed into one fact of the same shape (``pipelines.gold.facts.runs``,
+# in Spark) and the Python fold walks the runs, not every event.
 FACT_DDL = ("group_id string, topic string, partition bigint, kind string, event_id string, event_time_ms bigint, "
             "agent_id string, seq bigint, member_id string, group_instance_id string, host string, client_id string, "
             "generation bigint, position bigint, last_processed_offset bigint, committed_offset bigint, lag bigint, "
-            "processed bigint, interval_ms double, callback_ms double, revoke_committed boolean, offset bigint, "
-            "offset_error string, request_error string, in_revoke boolean, window_ms double, timestamp_ms bigint, "
-            "stalled boolean")
+            "processed bigint, log_end bigint, max_rate double, callback_ms double, revoke_committed boolean, "
+            "offset bigint, first_ms bigint, first_offset bigint, offset_error string, request_error string, "
+            "in_revoke boolean, window_ms double, timestamp_ms bigint, stalled boolean")
 FACT_COLUMNS = [c.split(" ")[0] for c in FACT_DDL.split(", ")]
 
 
@@ -68,6 +74,12 @@ def body_of(event: dict[str, Any]) -> dict[str, Any]:
 
 def _known(offset: int | None) -> int | None:
     return None if offset is None or offset == OFFSET_UNKNOWN else offset
+
+
+def log_end(position: int | None, lag: int | None) -> int | None:
+    """The log end a progress entry saw (position + lag), when both are known (a position of 0
+    counts as unknown, as the per-event reference has it)."""
+    return position + lag if lag is not None and _known(position) else None
 
 
 def facts_of(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -97,13 +109,16 @@ def facts_of(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
             out.append({**base, "topic": body["topic"], "partition": body["partition"], "offset": body["offset"],
                         "window_ms": body.get("window_ms"), "timestamp_ms": body.get("timestamp_ms")})
         elif kind == "progress":
+            seconds = body["interval_ms"] / 1000.0
             out.extend({**base, "topic": ps["topic"], "partition": ps["partition"], "position": ps["position"],
                         "last_processed_offset": ps["last_processed_offset"], "lag": ps["lag"],
-                        "processed": ps["processed"], "interval_ms": body["interval_ms"], "stalled": agent in stalled}
+                        "processed": ps["processed"], "log_end": log_end(ps["position"], ps["lag"]),
+                        "max_rate": ps["processed"] / seconds if seconds > 0 else None, "stalled": agent in stalled}
                        for ps in body["partitions"])
         else:
             out.extend({**base, "topic": o["topic"], "partition": o["partition"], "offset": o["offset"],
-                        "offset_error": o["error"], "request_error": body["error"], "in_revoke": body["in_revoke"]}
+                        "first_ms": e["event_time_ms"], "first_offset": o["offset"], "offset_error": o["error"],
+                        "request_error": body["error"], "in_revoke": body["in_revoke"]}
                        for o in body["offsets"])
     return out
 
@@ -155,19 +170,24 @@ class PartitionFold:
             if f["stalled"]:  # a stalled member's progress is not its owner's
                 return
             row["processed"] += f["processed"]
-            if row["first_progress_log_end"] is None and f["lag"] is not None and _known(f["position"]):
-                row["first_progress_log_end"] = f["position"] + f["lag"]
+            if row["first_progress_log_end"] is None:
+                row["first_progress_log_end"] = f["log_end"]
             row.update(last_progress_ms=t, last_progress_processed_offset=_known(f["last_processed_offset"]),
                        last_progress_lag=f["lag"])
-            if f["interval_ms"] > 0:
-                rate = f["processed"] / (f["interval_ms"] / 1000.0)
-                row["max_rate_per_s"] = max(row["max_rate_per_s"] or 0.0, rate)
-        elif kind == "commit" and f["request_error"] is None and f["offset_error"] is None and _known(f["offset"]):
-            # counts until the next owner's first fetch (facts come in order, so a later one has not happened)
+            if f["max_rate"] is not None:
+                row["max_rate_per_s"] = max(row["max_rate_per_s"] or 0.0, f["max_rate"])
+        elif (kind == "commit" and f["request_error"] is None and f["offset_error"] is None
+              and _known(f["offset"]) is not None):
+            # Counts until the next owner's first fetch. Facts come in order, so a later one has
+            # not happened; an earlier one came before every commit of a run (a first fetch ends
+            # a run), so of a run only the commits at that very millisecond count.
             nxt = self.intervals[i + 1] if i + 1 < len(self.intervals) else None
-            if nxt is None or nxt["first_fetch_ms"] is None or t <= nxt["first_fetch_ms"]:
+            deadline = None if nxt is None else nxt["first_fetch_ms"]
+            counted = (f["offset"] if deadline is None or t <= deadline
+                       else f["first_offset"] if f["first_ms"] <= deadline else None)
+            if counted is not None:
                 row["committed_max"] = max(row["committed_max"] if row["committed_max"] is not None
-                                           else OFFSET_UNKNOWN, f["offset"])
+                                           else OFFSET_UNKNOWN, counted)
             if f["in_revoke"]:
                 row["commit_in_revoke"] = True
 

@@ -26,7 +26,7 @@ from pyspark.sql import functions as F
 
 from pipelines import catalog, lake
 from pipelines.config import PipelineConfig, Progress
-from pipelines.gold.facts import NEVER, facts, stalled_at, stalls
+from pipelines.gold.facts import NEVER, facts, runs, stalled_at, stalls
 from pipelines.gold.group_apply import apply_per_group
 from pipelines.gold.group_pass import group_gold
 from pipelines.gold.handoffs import handoffs_of
@@ -124,15 +124,17 @@ def fold_partition(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _fold_input(spark: SparkSession, config: PipelineConfig, window: DataFrame, stall_rows: DataFrame,
                 before: DataFrame, marks: dict[str, tuple[int, list[str]]]) -> DataFrame:
-    """The facts of ``window`` and the stored states of the groups in ``marks``, each row with
-    its group's new ``before_ms``."""
-    rows = facts(window, stall_rows).withColumn("tail", F.lit(None).cast("string"))
+    """The facts of ``window`` (runs of progress and commits summed) and the stored states of the
+    groups in ``marks``, each row with its group's new ``before_ms``."""
+    rows = runs(facts(window, stall_rows).join(F.broadcast(before), "group_id")).withColumn(
+        "tail", F.lit(None).cast("string"))
     if marks:
         tails = (lake.rows_of(spark, config.lake_path, catalog.FOLD_STATE, "group_id", sorted(marks))
                  .where(F.col("topic").isNotNull())
-                 .select("group_id", "topic", "partition", F.lit(TAIL).alias("kind"), "tail"))
+                 .select("group_id", "topic", "partition", F.lit(TAIL).alias("kind"), "tail")
+                 .join(F.broadcast(before), "group_id"))
         rows = rows.unionByName(tails, allowMissingColumns=True)
-    return rows.join(F.broadcast(before), "group_id")
+    return rows
 
 
 def _rebalance_events(spark: SparkSession, config: PipelineConfig, groups: list[str], high: int) -> DataFrame:

@@ -21,7 +21,8 @@ from lens_scenarios.synthetic import P0, P1, Fleet
 from tests.support import fleets
 from tests.support.lakes import fresh_config
 from tests.support.reference_ownership import ownership_intervals as reference_intervals
-from tests.support.sliced_gold import assert_sliced_gold_equals, assert_spark_facts_equal_python
+from tests.support.sliced_gold import (assert_gold_intervals_equal_reference, assert_sliced_gold_equals,
+                                       assert_spark_facts_equal_python)
 
 
 
@@ -107,6 +108,11 @@ def fleets_lake(spark, kafka, tmp_path_factory):
 @slow
 def test_spark_cuts_the_same_facts_as_python(spark, fleets_lake):
     assert_spark_facts_equal_python(spark, fleets_lake, stalls_expected=True)
+
+
+@slow
+def test_gold_intervals_equal_the_per_event_reference(spark, fleets_lake):
+    assert_gold_intervals_equal_reference(spark, fleets_lake)
 
 
 @slow

@@ -1,8 +1,10 @@
 """Gold from many small incremental runs, to compare with gold from one run over the same events.
 
 The source lake's validated events are written to a new lake as ``slices`` validation batches
-by event time, a share of each slice held back one or two batches (out of order, and late),
-and the gold stage runs after each batch lands (its summary marks it passed, as validation would).
+by event time, a share of each slice of every other group held back one or two batches (out of
+order, and late: those groups are refolded), and the gold stage runs after each batch lands
+(its summary marks it passed, as validation would). The other groups get their events in
+order, so their runs continue from the fold state: both paths are checked in one lake.
 """
 from __future__ import annotations
 
@@ -20,17 +22,25 @@ from pipelines.gold.facts import facts, stalls
 from pipelines.gold.ownership import FACT_COLUMNS, facts_of
 from pipelines.stages import run_stage
 from pipelines.validate import SUMMARY_DDL
+from tests.support.reference_ownership import ownership_intervals as reference_intervals
 
 GOLD_TABLES = (catalog.OWNERSHIP, catalog.HANDOFFS, catalog.EPISODES, catalog.MEMBERS, catalog.PROCESSED,
                catalog.METRICS)
 
 
+ENVELOPE_WITH_BODY = ["event_id", "kind", "event_time_ms", "agent_id", "seq", "group_id", "member_id",
+                      "group_instance_id", "client_id", "host", "generation", "body"]
+
+
+def _text(row: tuple) -> tuple:
+    """A row as text (numbers to 9 digits: sums of the same terms in another order differ in the last bits)."""
+    return tuple(f"{v:.9g}" if isinstance(v, float) else str(v) for v in row)
+
+
 def gold_rows(spark: SparkSession, config: PipelineConfig, table: catalog.Table) -> list[tuple]:
-    """The table's rows, as sorted tuples of text (columns in name order; numbers to 9 digits:
-    sums of the same terms in another order differ in the last bits)."""
+    """The table's rows, as sorted tuples of text (columns in name order)."""
     df = lake.read(spark, config.lake_path, table)
-    return sorted(tuple(f"{v:.9g}" if isinstance(v, float) else str(v) for v in r)
-                  for r in df.select(*sorted(df.columns)).collect())
+    return sorted(_text(tuple(r)) for r in df.select(*sorted(df.columns)).collect())
 
 
 def sliced_gold(spark: SparkSession, source: PipelineConfig, target: PipelineConfig, slices: int, held_back: float,
@@ -38,11 +48,13 @@ def sliced_gold(spark: SparkSession, source: PipelineConfig, target: PipelineCon
     """Gold of ``target`` built slice by slice from ``source``'s events; how many groups the runs
     folded from their state and how many from all their events."""
     events = lake.read(spark, source.lake_path, catalog.EVENTS)
-    timed = sorted((r.event_time_ms, r.event_id) for r in events.select("event_time_ms", "event_id").collect())
+    timed = sorted((r.event_time_ms, r.event_id, r.group_id)
+                   for r in events.select("event_time_ms", "event_id", "group_id").collect())
     cuts = [timed[len(timed) * k // slices][0] for k in range(1, slices)]
+    late_groups = sorted({g for _, _, g in timed})[::2]
     batch_of = {}
-    for t, event_id in timed:
-        delay = rng.choice((1, 2)) if rng.random() < held_back else 0
+    for t, event_id, group in timed:
+        delay = rng.choice((1, 2)) if group in late_groups and rng.random() < held_back else 0
         batch_of[event_id] = min(slices - 1, bisect.bisect_right(cuts, t) + delay)
     batches = spark.createDataFrame(sorted(batch_of.items()), "event_id string, batch bigint")
     sliced = events.drop("validate_batch").join(F.broadcast(batches), "event_id").withColumnRenamed(
@@ -62,8 +74,8 @@ def sliced_gold(spark: SparkSession, source: PipelineConfig, target: PipelineCon
 
 
 def assert_sliced_gold_equals(spark: SparkSession, source: PipelineConfig, where: Path, slices: int) -> None:
-    """Gold of ``source``'s events fed in ``slices`` runs (5% of each slice held back one or two
-    slices: out of order, and later than the 2 s of lateness gold folds again) equals its gold
+    """Gold of ``source``'s events fed in ``slices`` runs (5% of each slice of every other group
+    held back one or two slices: out of order, and later than the 2 s of lateness gold folds again) equals its gold
     from one run, table by table; some runs continued from the fold state, some refolded."""
     config = dataclasses.replace(source, lake_path=str(where / "sliced-lake"), gold_lateness_s=2.0)
     runs = sliced_gold(spark, source, config, slices=slices, held_back=0.05, rng=random.Random(7))
@@ -72,14 +84,27 @@ def assert_sliced_gold_equals(spark: SparkSession, source: PipelineConfig, where
         assert gold_rows(spark, config, table) == gold_rows(spark, source, table), table.path
 
 
+def assert_gold_intervals_equal_reference(spark: SparkSession, config: PipelineConfig) -> None:
+    """Gold's ownership intervals (the fold over Spark's runs of facts) equal the per-event
+    reference's over the lake's events, column by column."""
+    events = lake.read(spark, config.lake_path, catalog.EVENTS).select(*ENVELOPE_WITH_BODY).collect()
+    by_group: dict[str, list[dict]] = {}
+    for r in events:
+        by_group.setdefault(r.group_id, []).append(r.asDict())
+    columns = catalog.OWNERSHIP.column_names()
+    want = sorted(_text(tuple(row[c] for c in columns))
+                  for group in by_group.values() for row in reference_intervals(group))
+    got = sorted(_text(tuple(r)) for r in lake.read(spark, config.lake_path, catalog.OWNERSHIP).select(*columns).collect())
+    assert got == want
+
+
 def assert_spark_facts_equal_python(spark: SparkSession, config: PipelineConfig, stalls_expected: bool) -> None:
     """The facts Spark cuts from the lake's events equal ``facts_of``'s, stalls included."""
     events = lake.read(spark, config.lake_path, catalog.EVENTS)
     no_stalls = spark.createDataFrame([], "group_id string, agent_id string")
     got = [r.asDict() for r in facts(events, stalls(events, no_stalls)).collect()]
-    envelope = ["event_id", "kind", "event_time_ms", "agent_id", "seq", "group_id", "member_id", "group_instance_id",
-                "client_id", "host", "generation", "body"]
-    want = [{c: f[c] for c in FACT_COLUMNS} for f in facts_of(r.asDict() for r in events.select(*envelope).collect())]
+    want = [{c: f[c] for c in FACT_COLUMNS}
+            for f in facts_of(r.asDict() for r in events.select(*ENVELOPE_WITH_BODY).collect())]
     if stalls_expected:
         assert any(f["stalled"] for f in want), "nothing stalls: the stall cut is not checked"
     assert sorted(got, key=repr) == sorted(want, key=repr)
