@@ -1,12 +1,17 @@
 """Throughput of a plain Consumer vs the InstrumentedConsumer, side by side in one run.
 
-    .venv/bin/python benchmarks/agent_throughput.py [--records 1000000] [--bootstrap HOST:PORT]
+    .venv/bin/python benchmarks/agent_throughput.py [--records 1000000] [--bootstrap HOST:PORT] [--telemetry-away]
 
 Seeds one topic with small records (embedded broker unless --bootstrap), then reads all
 of it with each consumer in each loop shape (poll per record; consume batches of 500),
 alternating plain and instrumented runs ``--rounds`` times and keeping each one's best.
 Separately it times every poll() call of a shorter run to report the extra time per poll
 (p50, p99). The target is an instrumented/plain ratio of at least 0.98.
+
+``--telemetry-away``: the instrumented consumer's telemetry cluster is a closed port for the
+whole run, its buffer holds 20 events and it reports progress every 50 ms, so the buffer is
+full and dropping the whole time while its producer retries the connection: the cost of an
+outage longer than the buffer lasts. The drops are printed.
 """
 from __future__ import annotations
 
@@ -45,11 +50,17 @@ def seed(bootstrap: str, topic: str, records: int) -> None:
     producer.flush(120)
 
 
+AWAY = {"lens.buffer.max.events": 20, "lens.progress.interval.ms": 50}  # with the cluster address, set in main
+DROPPED: list[int] = []  # per instrumented run with the telemetry away: events dropped
+
+
 def make(kind: str, bootstrap: str, topic: str, telemetry: str) -> Consumer:
     config = {"bootstrap.servers": bootstrap, "group.id": f"bench-{kind}-{uuid.uuid4().hex[:8]}",
               "auto.offset.reset": "earliest", "enable.auto.commit": True}
     if kind == "instrumented":
         config["lens.telemetry.topic"] = telemetry
+        if "lens.telemetry.bootstrap.servers" in AWAY:
+            config.update(AWAY)
         consumer: Consumer = InstrumentedConsumer(config)
     else:
         consumer = Consumer(config)
@@ -112,6 +123,8 @@ def measure(kind: str, loop: Callable[[Consumer, int], float], args: argparse.Na
     try:
         return args.records / loop(consumer, args.records)
     finally:
+        if isinstance(consumer, InstrumentedConsumer) and "lens.telemetry.bootstrap.servers" in AWAY:
+            DROPPED.append(consumer.telemetry_stats()["dropped"])
         consumer.close()
 
 
@@ -122,6 +135,11 @@ def percentile(values: list[int], q: float) -> float:
 
 def main(args: argparse.Namespace) -> None:
     topic, telemetry = f"bench-{uuid.uuid4().hex[:8]}", f"bench-telemetry-{uuid.uuid4().hex[:8]}"
+    if args.telemetry_away:
+        from lens_runtime.kafka_broker import free_port
+
+        AWAY["lens.telemetry.bootstrap.servers"] = f"127.0.0.1:{free_port()}"  # nothing listens there
+        print(f"telemetry cluster away: {AWAY}")
     t0 = time.perf_counter()
     seed(args.bootstrap, topic, args.records)
     print(f"seeded {args.records:,} records of 16 B into {PARTITIONS} partitions in {time.perf_counter() - t0:.1f} s")
@@ -132,6 +150,11 @@ def main(args: argparse.Namespace) -> None:
                 best[kind] = max(best[kind], measure(kind, loop, args, topic, telemetry))
         print(f"{name:>16}: plain {best['plain']:>10,.0f} rec/s   instrumented {best['instrumented']:>10,.0f} rec/s"
               f"   ratio {best['instrumented'] / best['plain']:.3f}")
+        if args.telemetry_away:
+            print(f"{'':>16}  telemetry dropped per instrumented run: {DROPPED}")
+            DROPPED.clear()
+    if args.no_latency:
+        return
     lat: dict[str, list[int]] = {}
     for round_no in range(args.rounds):  # interleaved; keep each kind's run with the lower median
         for kind in ("plain", "instrumented")[::1 if round_no % 2 == 0 else -1]:
@@ -156,6 +179,9 @@ if __name__ == "__main__":
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--bootstrap", help="an existing cluster; default: start the embedded broker")
+    parser.add_argument("--telemetry-away", action="store_true",
+                        help="the instrumented consumer's telemetry cluster is unreachable for the whole run")
+    parser.add_argument("--no-latency", action="store_true", help="skip the per-poll latency runs")
     arguments = parser.parse_args()
     if arguments.bootstrap:
         main(arguments)

@@ -118,6 +118,10 @@ class InstrumentedConsumer(Consumer):
         }
         self._app_callbacks: tuple[RebalanceCallback | None, ...] = (None, None, None)
         self._closed = False
+        # Inside Consumer.close() the agent asks librdkafka nothing (see _emit); events made then
+        # carry the generation and member id of the last event made before.
+        self._in_close = False
+        self._last_seen: tuple[int, str | None] = (-1, None)
         # The collaborators: all on the application thread, except Progress.arm_tick (emitter thread).
         self._processed = Processed(options.processing == "explicit")
         self._member = Membership(self, self._emit, self._processed, group_protocol=group_protocol,
@@ -244,9 +248,11 @@ class InstrumentedConsumer(Consumer):
         self._guard(self._member.start_leaving, "close")
         if self._revoke_committer is not None:
             self._guard(self._revoke_committer.commit_before_close)
+        self._in_close = True
         try:
             super().close(*args, **kwargs)
         finally:
+            self._in_close = False
             self._closed = True
             self._guard(self._member.left, "close")
             self._guard(self._emit_health)
@@ -265,8 +271,9 @@ class InstrumentedConsumer(Consumer):
             if self._app_callbacks[0] is not None:
                 self._app_callbacks[0](consumer, partitions)
         finally:
-            self._guard(self._member.record_assign, partitions, (_monotonic() - start) * 1000)
-            self._progress.rearm()  # the assignment changed: polls may now watch for first fetches
+            if not self._closed:  # the application may close the consumer inside its callback: then it left
+                self._guard(self._member.record_assign, partitions, (_monotonic() - start) * 1000)
+                self._progress.rearm()  # the assignment changed: polls may now watch for first fetches
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         self._enforcer.settled()
@@ -280,9 +287,10 @@ class InstrumentedConsumer(Consumer):
                 self._app_callbacks[1](consumer, partitions)
         finally:
             self._member.in_revoke = False
-            self._guard(self._member.record_release, "partitions_revoked", partitions,
-                        (_monotonic() - start) * 1000, hold)
-            self._progress.rearm()
+            if not self._closed:  # closed inside the callback: close() recorded the leave
+                self._guard(self._member.record_release, "partitions_revoked", partitions,
+                            (_monotonic() - start) * 1000, hold)
+                self._progress.rearm()
 
     def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         self._guard(self._member.enter_lost)
@@ -337,11 +345,22 @@ class InstrumentedConsumer(Consumer):
             log.warning("rebalance-lens: %s", message)
 
     def _emit(self, kind: str, body: contract.Body) -> None:
-        try:
-            generation = generation_from_metadata(self.consumer_group_metadata())
-            member_id = self.memberid()
-        except (RuntimeError, KafkaException):
-            generation, member_id = -1, None
+        """Hand one event to the emitter, with the member's generation and id as the client has them.
+
+        Not while ``Consumer.close()`` runs: close serves the commit and rebalance callbacks, and
+        asking the client for its group metadata from a callback served by a close() that the
+        application called inside its own rebalance callback deadlocks librdkafka (the host
+        blocked for good in 2 of 6 runs: tests/hardening/test_host_callbacks.py,
+        close_in_revoke). The last values seen stand in."""
+        if self._in_close:
+            generation, member_id = self._last_seen
+        else:
+            try:
+                generation = generation_from_metadata(self.consumer_group_metadata())
+                member_id = self.memberid()
+                self._last_seen = (generation, member_id)
+            except (RuntimeError, KafkaException):
+                generation, member_id = -1, None
         self._emitter.offer(contract.event(
             kind, contract.to_dict(body), event_id=uuid.uuid4().hex, event_time_ms=time.time_ns() // 1_000_000,
             seq=next(self._seq), member_id=member_id, generation=generation, identity=self._identity))

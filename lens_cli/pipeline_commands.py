@@ -33,19 +33,23 @@ def _cmd_pipeline_run(args: argparse.Namespace) -> int:
     from lens_cli.live_spark import run_stages, start_spark
     from pipelines.config import SETTINGS, PipelineConfig
     from pipelines.ingest import check_topic
+    from pipelines.lake_lock import locked
     from pipelines.stages import resolve_stages
 
     config = PipelineConfig.resolve(since_ms=parse_since(args.since),
                                     **{s.field: getattr(args, s.field) for s in SETTINGS})
     stages = resolve_stages([args.stage])
-    if "ingest" in stages:
-        check_topic(config)  # a missing broker or topic is said before Spark takes seconds to start
-    console = Console(highlight=False)
-    spark = start_spark(config.spark_settings("rebalance-lens-pipeline"), console)
-    try:
-        run_stages(spark, config, stages, console)
-    finally:
-        spark.stop()
+    # The lake's lock before Spark starts: a second run on the lake stops in a second, not after
+    # Spark's start-up (the stages take it again, re-entrantly).
+    with locked(config.lake_path, config.lock_wait_s):
+        if "ingest" in stages:
+            check_topic(config)  # a missing broker or topic is said before Spark takes seconds to start
+        console = Console(highlight=False)
+        spark = start_spark(config.spark_settings("rebalance-lens-pipeline"), console)
+        try:
+            run_stages(spark, config, stages, console)
+        finally:
+            spark.stop()
     return 0
 
 
@@ -54,18 +58,20 @@ def _cmd_pipeline_maintain(args: argparse.Namespace) -> int:
 
     from lens_cli.live_spark import start_spark
     from pipelines.config import PipelineConfig
+    from pipelines.lake_lock import locked
     from pipelines.maintenance import maintain
 
     config = PipelineConfig.resolve(lake_path=args.lake, spark_master=args.master)
     if args.retain_hours < 168:
         raise LensError(f"--retain-hours {args.retain_hours} is under Delta's 168 (7 days): a reader or rerun of an "
                         "older version would lose its files; use 168 or more")
-    console = Console(highlight=False)
-    spark = start_spark(config.spark_settings("rebalance-lens-maintain"), console)
-    try:
-        maintain(spark, config, args.retain_hours, progress=console.print)
-    finally:
-        spark.stop()
+    with locked(config.lake_path, config.lock_wait_s):  # before Spark starts, as for `pipeline run`
+        console = Console(highlight=False)
+        spark = start_spark(config.spark_settings("rebalance-lens-maintain"), console)
+        try:
+            maintain(spark, config, args.retain_hours, progress=console.print)
+        finally:
+            spark.stop()
     return 0
 
 

@@ -6,6 +6,7 @@ jars and settings), so the models see exactly the lake the pipeline wrote.
 from __future__ import annotations
 
 import argparse
+from contextlib import nullcontext
 
 
 def _cmd_sql(args: argparse.Namespace) -> int:
@@ -15,28 +16,31 @@ def _cmd_sql(args: argparse.Namespace) -> int:
     from lens_runtime.errors import LensError
     from pipelines import catalog, lake, sql_build
     from pipelines.config import PipelineConfig
+    from pipelines.lake_lock import locked
 
     config = PipelineConfig.resolve(lake_path=args.lake, spark_master=args.master)
     if lake.missing_locally(config.lake_path, catalog.STAGE_PROGRESS):
         raise LensError(f"no pipeline output in {config.lake_path}: run `rebalance-lens pipeline run` first, "
                         "or pass --lake")
     console = Console(highlight=False)
-    spark = start_spark(config.spark_settings("rebalance-lens-sql"), console)
-    try:
-        if args.sql_action == "build":
-            with live(spark, console, "dbt build: models and their tests") as say:
-                sql_build.build(spark, config.lake_path, select=args.select or (), full_refresh=args.full_refresh,
-                                progress=say)
-        elif args.sql_action == "freshness":
-            found = sql_build.freshness(spark, config.lake_path)
-            for source, status, age_s in found:
-                print(f"{source:>12}: {status:5}  newest record {age_s / 3600:.1f} h old")
-            return 1 if any(status == "error" for _, status, _ in found) else 0
-        else:
-            site = sql_build.docs(spark, config.lake_path)
-            print(f"docs: {site / 'index.html'} (or serve them: python -m http.server -d {site})")
-    finally:
-        spark.stop()
+    # A build writes the marts and the sql mark: it holds the lake's lock, taken before Spark starts.
+    with locked(config.lake_path, config.lock_wait_s) if args.sql_action == "build" else nullcontext():
+        spark = start_spark(config.spark_settings("rebalance-lens-sql"), console)
+        try:
+            if args.sql_action == "build":
+                with live(spark, console, "dbt build: models and their tests") as say:
+                    sql_build.build(spark, config.lake_path, select=args.select or (),
+                                    full_refresh=args.full_refresh, progress=say)
+            elif args.sql_action == "freshness":
+                found = sql_build.freshness(spark, config.lake_path)
+                for source, status, age_s in found:
+                    print(f"{source:>12}: {status:5}  newest record {age_s / 3600:.1f} h old")
+                return 1 if any(status == "error" for _, status, _ in found) else 0
+            else:
+                site = sql_build.docs(spark, config.lake_path)
+                print(f"docs: {site / 'index.html'} (or serve them: python -m http.server -d {site})")
+        finally:
+            spark.stop()
     return 0
 
 

@@ -10,6 +10,12 @@ The broker is tuned for fast, realistic tests, not for durability:
 - KIP-848 groups (``group.protocol=consumer``) get a 10 s session timeout and a 1 s
   heartbeat (production defaults: 45 s and 5 s) so that a crashed member is noticed
   in scenario time; both are broker-side settings under KIP-848.
+
+``sasl_users`` adds a second client listener, ``SASL_PLAINTEXT`` with the PLAIN mechanism and
+those users (``sasl_bootstrap_servers``): the secured telemetry cluster a production agent
+writes to, for the tests that plant a password and look for it everywhere. The PLAINTEXT
+listener stays (the broker talks to itself over it). ``restart()`` stops the broker and starts
+it again on the same ports and data: a broker that goes away in the middle of a read.
 """
 from __future__ import annotations
 
@@ -77,6 +83,8 @@ class EmbeddedKafka:
     overrides: dict[str, str] = field(default_factory=dict)
     host: str = "127.0.0.1"
     die_with_parent: bool = True
+    sasl_users: dict[str, str] | None = None  # user -> password of a SASL_PLAINTEXT (PLAIN) listener
+    sasl_port: int | None = None
     pid: int | None = None
     _owns_workdir: bool = field(default=False, repr=False)
     _proc: subprocess.Popen | None = field(default=None, repr=False)
@@ -84,6 +92,13 @@ class EmbeddedKafka:
     @property
     def bootstrap_servers(self) -> str:
         return f"{self.host}:{self.port}"
+
+    @property
+    def sasl_bootstrap_servers(self) -> str:
+        """The SASL_PLAINTEXT listener's address (only with ``sasl_users``)."""
+        if not self.sasl_users or not self.sasl_port:
+            raise LensError("this broker has no SASL listener: create it with sasl_users={user: password}")
+        return f"{self.host}:{self.sasl_port}"
 
     @property
     def log_path(self) -> Path:
@@ -109,8 +124,28 @@ class EmbeddedKafka:
             "share.coordinator.state.topic.min.isr": "1",
             **FAST_TEST_SETTINGS,
         }
+        if self.sasl_users:
+            props.update(self._sasl_properties())
         props.update(self.overrides)
         return props
+
+    def _sasl_properties(self) -> dict[str, str]:
+        """A SASL_PLAINTEXT listener with PLAIN users (the broker's own JAAS entry lists them)."""
+        assert self.sasl_users and self.sasl_port
+        for user, password in self.sasl_users.items():
+            if not (user.isidentifier() and password.isalnum()):
+                raise LensError("sasl_users: names must be identifiers and passwords letters and digits "
+                                "(they go into a JAAS line unquoted)")
+        users = " ".join(f'user_{u}="{p}"' for u, p in self.sasl_users.items())
+        return {
+            "listeners": f"PLAINTEXT://{self.host}:{self.port},SASL_PLAINTEXT://{self.host}:{self.sasl_port},"
+                         f"CONTROLLER://{self.host}:{self.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://{self.host}:{self.port},SASL_PLAINTEXT://{self.host}:{self.sasl_port}",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
+            "sasl.enabled.mechanisms": "PLAIN",
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config":
+                f"org.apache.kafka.common.security.plain.PlainLoginModule required {users};",
+        }
 
     def _java(self, main: str, *args: str, detach: bool) -> subprocess.Popen:
         cmd = [
@@ -129,23 +164,40 @@ class EmbeddedKafka:
 
     def start(self) -> "EmbeddedKafka":
         java_major_version()
-        for name, port in (("port", self.port), ("controller_port", self.controller_port)):
+        for name, port in (("port", self.port), ("controller_port", self.controller_port), ("sasl_port", self.sasl_port)):
             if port and port_in_use(port, self.host):
                 raise LensError(f"Port {port} ({name}) on {self.host} is already in use. Stop whatever holds it "
                                 f"(`ss -ltnp 'sport = :{port}'` shows it) or leave the port unset to pick a free one.")
         self.port = self.port or free_port(self.host)
         self.controller_port = self.controller_port or free_port(self.host)
+        if self.sasl_users:
+            self.sasl_port = self.sasl_port or free_port(self.host)
+        return self._launch()
+
+    def restart(self, down_s: float = 0.0) -> "EmbeddedKafka":
+        """Stop the broker (a controlled shutdown), stay down ``down_s`` seconds, start it again on
+        the same ports and data. The ports are not checked: the stopped broker's connections may
+        hold them in TIME_WAIT, which the JVM's listener (SO_REUSEADDR) binds through."""
+        if self.pid is None:
+            raise LensError("the broker is not running: start() it first")
+        self.stop(keep_workdir=True)
+        time.sleep(down_s)
+        return self._launch(format_storage=False)
+
+    def _launch(self, format_storage: bool = True) -> "EmbeddedKafka":
         if self.workdir is None:
             self.workdir = Path(tempfile.mkdtemp(prefix="lens-kafka-"))
             self._owns_workdir = True
         self.workdir.mkdir(parents=True, exist_ok=True)
         props_file = self.workdir / "server.properties"
+        props_file.touch(mode=0o600)  # it may hold the SASL users' passwords
         props_file.write_text("".join(f"{k}={v}\n" for k, v in self.server_properties().items()))
 
-        fmt = self._java("kafka.tools.StorageTool", "format", f"--cluster-id={_cluster_id()}", "-c", str(props_file),
-                         "--ignore-formatted", detach=False)
-        if fmt.wait(timeout=120) != 0:
-            raise LensError(f"Formatting the Kafka storage failed; see {self.log_path}")
+        if format_storage:  # a restart keeps the storage, formatted under its cluster id
+            fmt = self._java("kafka.tools.StorageTool", "format", f"--cluster-id={_cluster_id()}", "-c",
+                             str(props_file), "--ignore-formatted", detach=False)
+            if fmt.wait(timeout=120) != 0:
+                raise LensError(f"Formatting the Kafka storage failed; see {self.log_path}")
         self._proc = self._java("kafka.Kafka", str(props_file), detach=True)
         self.pid = self._proc.pid
         try:

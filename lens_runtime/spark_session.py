@@ -110,6 +110,12 @@ def build_spark(settings: SparkSettings):
         # Delta's parser drops spark.sql(query, args)'s parameters on Spark 4.1+ (delta-io/delta#7640,
         # SPARK-59672), so queries would need values spliced into their text; the legacy binding works.
         .config("spark.sql.legacy.parameterSubstitution.constantsOnly", "true")
+        # pipelines.lake.sql_literal escapes for Spark's default string literals (backslash escapes):
+        # pinned, so a cluster default cannot change what a quoted group id means; and no ${...}
+        # substitution in SQL text (on by default): it rewrote a group named "a${x}" to "a" inside
+        # a quoted literal before the parser saw the quotes (tests/hardening/test_sql_literal.py).
+        .config("spark.sql.parser.escapedStringLiterals", "false")
+        .config("spark.sql.variable.substitute", "false")
         .config("spark.sql.warehouse.dir", f"{lake}/_warehouse")
         .config("spark.sql.shuffle.partitions", str(settings.shuffle_partitions))
         .config("spark.sql.session.timeZone", "UTC")

@@ -68,6 +68,8 @@ SETTINGS: tuple[Setting, ...] = (
             "the brokers' group.consumer.heartbeat.interval.ms, to price KIP-848 groups (default 5000)"),
     Setting("kip848_session_timeout_ms", "LENS_KIP848_SESSION_TIMEOUT_MS", "--kip848-session-timeout-ms",
             "the brokers' group.consumer.session.timeout.ms, to price KIP-848 groups (default 45000)"),
+    Setting("lock_wait_s", "LENS_LOCK_WAIT_S", "--lock-wait",
+            "seconds to wait for another run on the same lake to end before giving up (default 0: give up at once)"),
 )
 
 
@@ -106,6 +108,10 @@ class PipelineConfig:
     ``ingest_until_ms``: ingest lands, per partition, the records before the first one whose
     Kafka timestamp is at or after this (epoch ms); None: up to the end of the log. A scheduler
     passes its run's data interval end, so consecutive runs land consecutive slices of the topic.
+    ``lock_wait_s``: a run holds the lake's lock (``pipelines.lake_lock``); a second run on the
+    same lake waits this long for it, then stops with one line naming the holder. 0 by default:
+    an overlap is a scheduling mistake to see, not to hide behind a queue (a scheduler's retry
+    waits better than a blocked process).
     ``since_ms``: recompute silver and gold for the groups with events from this time; a
     first ingest starts from it. ``kafka_options``: extra settings of the Kafka source
     (``kafka.`` prefix added), e.g. SASL for a secured telemetry cluster.
@@ -127,6 +133,7 @@ class PipelineConfig:
     ingest_until_ms: int | None = None
     kip848_heartbeat_ms: int = 5_000
     kip848_session_timeout_ms: int = 45_000
+    lock_wait_s: float = 0.0
     since_ms: int | None = None
     kafka_options: dict[str, str] = field(default_factory=dict)
 
@@ -145,6 +152,8 @@ class PipelineConfig:
         if self.kip848_heartbeat_ms <= 0 or self.kip848_session_timeout_ms <= 0:
             raise LensError("kip848_heartbeat_ms and kip848_session_timeout_ms must be > 0 (milliseconds, "
                             "the brokers' group.consumer.heartbeat.interval.ms and group.consumer.session.timeout.ms)")
+        if self.lock_wait_s < 0:
+            raise LensError(f"lock_wait_s={self.lock_wait_s} must be >= 0 (seconds to wait for another run on the lake)")
         if self.max_offsets_per_trigger is not None and self.max_offsets_per_trigger <= 0:
             raise LensError("max_offsets_per_trigger must be a positive number of records, or None for no limit")
         if self.ingest_until_ms is not None and self.ingest_until_ms <= 0:

@@ -17,6 +17,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, DataFrameWriter, SparkSession
 from pyspark.sql import functions as F
 
+from lens_runtime.errors import LensError
 from pipelines.catalog import STAGE_PROGRESS, VALIDATION_SUMMARY, Table
 
 def exists(spark: SparkSession, lake_path: str, table: Table) -> bool:
@@ -137,7 +138,19 @@ def insert_new(spark: SparkSession, lake_path: str, table: Table, rows: DataFram
 
 def sql_literal(value: Any) -> str:
     """``value`` as a Spark SQL literal (for the string predicates Delta's writer takes):
-    strings quoted with backslash escapes, as Spark's parser reads them by default."""
+    strings quoted with backslash escapes, as Spark's parser reads them by default.
+
+    Why a literal and not a parameter: Delta's ``replaceWhere`` (the one-commit replace every
+    incremental write uses) takes its predicate as SQL text only. Text from telemetry (group
+    ids) can still not change the predicate's structure: Spark's lexer ends a string literal
+    only at an unescaped quote, and every quote and backslash of the value is escaped, so the
+    value is one literal whatever it holds (quotes, backslashes, ``\u0027``, newlines, NUL,
+    SQL). Two session settings would change the text before the lexer reads it, and
+    ``build_spark`` pins both (``replace_where`` refuses a session without them):
+    ``spark.sql.parser.escapedStringLiterals=false``, the reading this escaping is for, and
+    ``spark.sql.variable.substitute=false`` (on by default, it replaces ``${name}`` anywhere
+    in the text, inside quotes too: a group named ``a${x}`` became ``a``). Tested on
+    arbitrary text (tests/hardening/test_sql_literal.py) and with hostile group ids end to end."""
     if isinstance(value, str):
         return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
     if isinstance(value, bool) or not isinstance(value, int):
@@ -145,7 +158,19 @@ def sql_literal(value: Any) -> str:
     return str(value)
 
 
-def replace_where(spark: SparkSession, lake_path: str, table: Table, rows: DataFrame, predicate: str) -> None:
+# The settings under which sql_literal's text reads back as the value (see sql_literal).
+LITERAL_SETTINGS = {"spark.sql.parser.escapedStringLiterals": "false", "spark.sql.variable.substitute": "false"}
+
+
+def _check_literal_settings(spark: SparkSession) -> None:
+    wrong = {k: spark.conf.get(k, None) for k, v in LITERAL_SETTINGS.items() if spark.conf.get(k, None) != v}
+    if wrong:
+        raise LensError(f"this Spark session has {wrong}: the lake's predicates need {LITERAL_SETTINGS} "
+                        "(lens_runtime.spark_session.build_spark sets them); set them on the session")
+
+
+def replace_where(spark: SparkSession, lake_path: str, table: Table, rows: DataFrame, predicate: str,
+                  new_columns: bool = False) -> None:
     """Make the table's rows matching ``predicate`` (SQL) equal to ``rows``, in one commit.
 
     Delta's ``replaceWhere``: the rows the predicate matches are deleted (deletion
@@ -154,12 +179,18 @@ def replace_where(spark: SparkSession, lake_path: str, table: Table, rows: DataF
     one transaction, so a reader sees the old rows or the new ones, never neither, and
     a run killed before the commit left nothing. Delta also checks that every row
     written matches the predicate. Creates the table (see ``_create``) when it does not
-    exist yet.
+    exist yet. ``new_columns``: columns of ``rows`` the table lacks are added to it (Delta's
+    mergeSchema: a lake written before a column joined the catalog gets it; a changed type
+    still fails).
     """
     if not exists(spark, lake_path, table):
         _create(rows, lake_path, table)
         return
-    _layout(rows, table).mode("overwrite").option("replaceWhere", predicate).save(table.location(lake_path))
+    _check_literal_settings(spark)
+    writer = _layout(rows, table).mode("overwrite").option("replaceWhere", predicate)
+    if new_columns:
+        writer = writer.option("mergeSchema", "true")
+    writer.save(table.location(lake_path))
 
 
 def replace_scope(spark: SparkSession, lake_path: str, table: Table, rows: DataFrame,

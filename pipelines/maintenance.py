@@ -25,7 +25,7 @@ from collections.abc import Sequence
 
 from pyspark.sql import SparkSession
 
-from pipelines import catalog, lake, sequences
+from pipelines import catalog, lake, lake_lock, sequences
 from pipelines.config import PipelineConfig, Progress
 
 RETAIN_HOURS = 168
@@ -36,7 +36,14 @@ LISTING_TASKS = "8"
 
 def maintain(spark: SparkSession, config: PipelineConfig, retain_hours: int = RETAIN_HOURS,
              progress: Progress = print, tables: Sequence[catalog.Table] = ()) -> dict[str, int]:
-    """Compact then vacuum the lake's ``tables`` (default: every one); per table its files after."""
+    """Compact then vacuum the lake's ``tables`` (default: every one); per table its files after.
+    Holds the lake's lock (``pipelines.lake_lock``): no stage writes while files are rewritten."""
+    with lake_lock.locked(config.lake_path, config.lock_wait_s):
+        return _maintain(spark, config, retain_hours, progress, tables)
+
+
+def _maintain(spark: SparkSession, config: PipelineConfig, retain_hours: int, progress: Progress,
+              tables: Sequence[catalog.Table]) -> dict[str, int]:
     from delta.tables import DeltaTable
 
     out = {}

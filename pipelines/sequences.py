@@ -112,3 +112,35 @@ def prune(spark: SparkSession, lake_path: str) -> int:
         (DeltaTable.forPath(spark, table.location(lake_path)).alias("t")
          .merge(stale.alias("s"), lake.same_keys(table.keys, "t", "s")).whenMatchedDelete().execute())
     return count
+
+
+def group_conflicts(batch: DataFrame, known: DataFrame | None) -> DataFrame | None:
+    """The bronze keys and ``agent_group`` of the rows of ``batch`` (agent_id, group_id, bronze
+    keys) that name another group than their agent's; None when there are none.
+
+    An agent is one consumer object, whose ``group.id`` is fixed when it is made: its events all
+    carry one group. Telemetry that moves an agent between groups is broken or forged, and every
+    later stage keys a member by its agent (its sequence numbers here, gold/members, the marts).
+    The agent's group is the one validation knew it by (``known``, the runs of earlier batches),
+    else the group of its first record in the batch (by bronze position, so a replay agrees).
+    A first pass compares the batch's distinct (agent, group) pairs only: the rows are read again
+    only when some agent has two groups."""
+    rows = batch.where(F.col("agent_id").isNotNull() & F.col("group_id").isNotNull())
+    pairs = rows.select("agent_id", "group_id").distinct()
+    suspects = pairs.groupBy("agent_id").count().where("count > 1").select("agent_id")
+    known_groups = None
+    if known is not None:
+        known_groups = known.select("agent_id", F.col("group_id").alias("known_group")).distinct()
+        moved = (pairs.join(known_groups, "agent_id").where(F.col("group_id") != F.col("known_group"))
+                 .select("agent_id"))
+        suspects = suspects.unionByName(moved)
+    suspects = suspects.distinct()
+    if suspects.limit(1).isEmpty():
+        return None
+    first = Window.partitionBy("agent_id").orderBy(*BRONZE_KEYS)
+    owned = (rows.join(F.broadcast(suspects), "agent_id", "left_semi")
+             .withColumn("agent_group", F.first("group_id").over(first)))
+    if known_groups is not None:
+        owned = (owned.join(F.broadcast(known_groups), "agent_id", "left")
+                 .withColumn("agent_group", F.coalesce("known_group", "agent_group")))
+    return owned.where(F.col("group_id") != F.col("agent_group")).select(*BRONZE_KEYS, "agent_group")

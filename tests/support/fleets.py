@@ -1,7 +1,19 @@
 """Small fleets whose costs are known by hand, shared by the pipeline tests."""
 from __future__ import annotations
 
+import random
+import uuid
+
 from lens_scenarios.synthetic import P0, P1, P2, P3, Fleet
+
+
+def with_own_ids(fleet: Fleet, seed: int) -> Fleet:
+    """The fleet with event ids drawn from ``seed``: every builder here starts from the same
+    seed, so two fleets' events share ids (validation would take the second for duplicates)."""
+    rng = random.Random(seed)
+    for event in fleet.events:
+        event["event_id"] = uuid.UUID(int=rng.getrandbits(128)).hex
+    return fleet
 
 
 def scale_out_then_crash(group: str = "orders-app") -> Fleet:

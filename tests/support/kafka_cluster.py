@@ -10,10 +10,26 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from confluent_kafka.admin import AdminClient, NewTopic
 
 
+@dataclass(frozen=True)
+class SaslListener:
+    """A SASL_PLAINTEXT (PLAIN) listener of the cluster and one user allowed on it."""
+
+    bootstrap_servers: str
+    user: str
+    password: str
+
+    def client_config(self, password: str | None = None) -> dict[str, str]:
+        """librdkafka settings that authenticate as the user (with ``password`` instead, to fail)."""
+        return {"bootstrap.servers": self.bootstrap_servers, "security.protocol": "SASL_PLAINTEXT",
+                "sasl.mechanisms": "PLAIN", "sasl.username": self.user,
+                "sasl.password": self.password if password is None else password}
+
+
 @dataclass
 class KafkaCluster:
     bootstrap_servers: str
     broker: Any = None  # the EmbeddedKafka when the tests started one
+    sasl: SaslListener | None = None  # the embedded broker's SASL listener (None on LENS_TEST_BOOTSTRAP)
 
     def admin(self) -> AdminClient:
         return AdminClient({"bootstrap.servers": self.bootstrap_servers})
@@ -66,6 +82,32 @@ class KafkaCluster:
             self.seed(topic, values, partition=p)
             ids.update(values)
         return ids
+
+    def deliver(self, topic: str, records: Iterable[tuple[str | bytes | None, str | bytes | None, int]]
+                ) -> list[tuple[int, int] | str]:
+        """Produce (key, value, timestamp ms) records one by one; per record its (partition, offset)
+        in the topic, or the error that kept it out (a record the broker refuses)."""
+        producer = self.producer()
+        places: list[tuple[int, int] | str] = []
+
+        def on_delivery(index: int):
+            def done(err, msg) -> None:
+                places[index] = str(err) if err is not None else (msg.partition(), msg.offset())
+            return done
+
+        ahead = (time.time() + 3600) * 1000
+        for key, value, timestamp in records:
+            places.append("not delivered")
+            # a record the broker refuses fails the whole batch it is in (the others come back
+            # _INVALID_DIFFERENT_RECORD): one stamped an hour ahead goes in a batch of its own
+            if timestamp > ahead:
+                producer.flush(60)
+            producer.produce(topic, key=key, value=value, timestamp=timestamp, on_delivery=on_delivery(len(places) - 1))
+            producer.poll(0)
+            if timestamp > ahead:
+                producer.flush(60)
+        producer.flush(60)
+        return places
 
     def feed(self, topic: str, records: Iterable[tuple[str | None, str | bytes | None, int]]) -> int:
         """Produce (key, value, timestamp ms) records as the agent does (key = agent_id, sent at event time)."""

@@ -14,7 +14,9 @@ select
     max(host) as host,
     max(client_id) as client_id,
     count(*) as events,
-    max(seq) - min(seq) + 1 - count(distinct seq) as sequence_gaps,
+    -- an agent numbers its events from 0: numbers before its first one received are missing too
+    -- (a telemetry outage from the agent's start drops its oldest events)
+    max(seq) + 1 - count(distinct seq) as sequence_gaps,
     coalesce(max(telemetry_dropped_total), 0) as telemetry_dropped,
     coalesce(max(emitter_errors_total), 0) as emitter_errors,
     max(event_at) as last_event_at,
