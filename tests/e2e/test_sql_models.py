@@ -75,6 +75,7 @@ def test_open_recommendations_show_what_recommend_shows(landed):
     assert found == expected and found
 
 
+@pytest.mark.slow  # a whole SQL build (~40 s) to find it changed nothing
 def test_a_build_with_no_new_events_changes_no_mart_row(spark, landed):
     marts = Path(sql_build.marts_path(landed["config"].lake_path))
     before = {name: _history(spark, marts / name)[-1].version for name in MARTS}

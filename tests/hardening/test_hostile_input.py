@@ -4,9 +4,11 @@ sent (a later schema version with its unknown fields kept), and bronze = silver 
 duplicates, per validation batch and record by record.
 
 The default suite plays 5 cases of each of the 14 kinds (tests/support/hostile_records.py),
-drawn with a fixed seed, inside the shared hostile lake (tests/hardening/conftest.py);
-``-m slow`` plays 30 of each kind more, drawn with a new seed each run (printed), on a lake of
-their own.
+drawn with hypothesis's fixed seed, through the data stages on a lake of their own. ``-m slow``
+plays 30 of each kind more, drawn with a new seed each run (printed), and the same 5 of each
+kind inside the shared hostile lake (tests/hardening/conftest.py: with hostile names, resent
+events, SASL agents and an outage, through every stage, the SQL models and the report; about
+5 min): ``./lens test -m slow tests/hardening``.
 """
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ from pipelines.validate import rules
 from tests.support import hostile_records
 from tests.support.accounting import Fate, assert_bronze_adds_up, fates
 from tests.support.hostile_records import EITHER, REFUSED, VALID, Case
+from tests.support.hostile_world import CASES_PER_KIND
 from tests.support.lakes import fresh_config
 
 RULES = {r.name for r in rules(PipelineConfig(lake_path="/unused"))}
@@ -72,6 +75,7 @@ def check_cases(spark, config: PipelineConfig, cases: list[tuple[Case, tuple[int
     return tally
 
 
+@pytest.mark.slow
 def test_every_record_has_one_fate_and_bronze_adds_up(spark, world):
     totals = assert_bronze_adds_up(spark, world.config.lake_path)
     print(f"\nhostile lake: {totals}; took {', '.join(f'{k} {v:.0f} s' for k, v in world.took.items())}")
@@ -79,12 +83,14 @@ def test_every_record_has_one_fate_and_bronze_adds_up(spark, world):
     assert totals["quarantined"] > 0 and totals["events"] > 0
 
 
+@pytest.mark.slow
 def test_each_hostile_case_ends_where_it_must(spark, world):
     tally = check_cases(spark, world.config, world.cases)
     print(f"\n{len(world.cases)} hypothesis cases: {tally}")
     assert tally["valid"] and tally["quarantined"] and tally["refused"]
 
 
+@pytest.mark.slow
 def test_the_stages_after_validation_took_the_valid_hostile_events(spark, world):
     """Nothing crashed (the fixture ran every stage), and the later stages read the hostile
     events: every group with a valid event is in gold/members and the SQL marts were built."""
@@ -101,6 +107,7 @@ def test_the_stages_after_validation_took_the_valid_hostile_events(spark, world)
     assert groups >= set(world.fleets)
 
 
+@pytest.mark.slow
 def test_every_table_and_mart_reads_without_a_jvm(world):
     """polars (delta-rs) reads every table and mart of the hostile lake: no invalid UTF-8 was
     written, not even in the rows validation deleted (a Parquet page is decoded whole)."""
@@ -114,12 +121,15 @@ def test_every_table_and_mart_reads_without_a_jvm(world):
     assert read["silver/events"] > 0 and len(read) > 25, read
 
 
-@pytest.mark.slow
-def test_many_more_hostile_cases(spark, kafka, tmp_path):
-    """30 cases of each kind drawn with a new seed (LENS_HYPOTHESIS_SEED repeats one), through
-    the data stages."""
-    seed = int(os.environ.get("LENS_HYPOTHESIS_SEED") or random.randrange(2**32))
-    cases = hostile_records.draw(30, seed=seed)
+@pytest.mark.parametrize("per_kind", [pytest.param(CASES_PER_KIND, id="fixed-seed"),
+                                      pytest.param(30, id="new-seed", marks=pytest.mark.slow)])
+def test_hostile_cases_through_the_data_stages(spark, kafka, tmp_path, per_kind):
+    """The cases on a lake of their own, through the data stages in two validation batches: in
+    the default suite 5 of each kind drawn with hypothesis's fixed seed; slow, 30 of each kind
+    drawn with a new seed (LENS_HYPOTHESIS_SEED repeats one)."""
+    seed = None if per_kind == CASES_PER_KIND else int(os.environ.get("LENS_HYPOTHESIS_SEED")
+                                                        or random.randrange(2**32))
+    cases = hostile_records.draw(per_kind, seed=seed)
     ids = [hostile_records.fresh_id() for _ in cases]
     config = fresh_config(kafka, tmp_path, max_bad_row_fraction=1.0, **embedded_broker_groups())
     places = []
@@ -131,3 +141,4 @@ def test_many_more_hostile_cases(spark, kafka, tmp_path):
     totals = assert_bronze_adds_up(spark, config.lake_path)
     tally = check_cases(spark, config, list(zip(cases, places, ids)))
     print(f"\nseed {seed}: {len(cases)} cases: {tally}; {totals}")
+    assert tally["valid"] and tally["quarantined"] and totals["batches"] >= 2

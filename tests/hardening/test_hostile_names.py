@@ -18,6 +18,9 @@ from tests.support.hostile_world import NASTY_GROUPS, PLAIN_GROUP, REAL_GROUP
 from tests.support.browser import headless_chromium
 from tuning_report.marts import read_fleet
 
+# The shared hostile lake takes about 5 min to build: slow (./lens test -m slow tests/hardening).
+pytestmark = pytest.mark.slow
+
 GOLD = (catalog.OWNERSHIP, catalog.HANDOFFS, catalog.EPISODES, catalog.MEMBERS, catalog.METRICS, catalog.PROCESSED,
         catalog.WHAT_IF)
 

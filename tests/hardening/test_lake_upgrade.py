@@ -22,7 +22,8 @@ def test_an_older_events_table_gets_the_new_column(spark, kafka, tmp_path):
     events = lake.read(spark, config.lake_path, catalog.EVENTS)
     # the table as the previous version wrote it: every column but the new one
     older = events.drop(LATER_VERSION_COLUMN)
-    older.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(
+    older.write.format("delta").mode("overwrite").option("overwriteSchema", "true") \
+        .partitionBy(*catalog.EVENTS.partition_by).save(
         catalog.EVENTS.location(config.lake_path))
     assert LATER_VERSION_COLUMN not in lake.read(spark, config.lake_path, catalog.EVENTS).columns
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from pipelines import catalog
 from pipelines.config import embedded_broker_groups
 from pipelines.stages import DATA_STAGES, run_pipeline
@@ -29,6 +31,7 @@ COMPARED = (catalog.MEMBER_STATES, catalog.OWNERSHIP, catalog.HANDOFFS, catalog.
 ARRIVAL = ("topic", "kafka_partition", "kafka_offset", "kafka_timestamp", "validate_batch")
 
 
+@pytest.mark.slow
 def test_late_out_of_order_and_resent_events_give_the_lake_of_one_ordered_run(spark, kafka, tmp_path):
     rng = random.Random(27)
     fleets = (scale_out_then_crash(), busy_fleet(), static_cooperative_restarts(2))

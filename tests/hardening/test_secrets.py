@@ -12,11 +12,15 @@ import uuid
 from pathlib import Path
 
 from confluent_kafka import Producer
+import pytest
 
 from consumer_agent import InstrumentedConsumer
 from lens_runtime.spark_session import spark_log
 from pipelines import catalog, lake
 from tests.support.secret_search import files_containing, tables_containing, topic_containing
+
+# The shared hostile lake takes about 5 min to build: slow (./lens test -m slow tests/hardening).
+pytestmark = pytest.mark.slow
 
 
 def test_the_agents_sent_their_telemetry_through_the_sasl_listener(spark, world, kafka):

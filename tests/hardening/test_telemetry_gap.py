@@ -8,9 +8,13 @@ agent_telemetry_quality mart), and gold invents no handoff the members did not m
 from __future__ import annotations
 
 import polars as pl
+import pytest
 from pyspark.sql import functions as F
 
 from pipelines import catalog, lake
+
+# The shared hostile lake takes about 5 min to build: slow (./lens test -m slow tests/hardening).
+pytestmark = pytest.mark.slow
 
 
 def test_the_agent_reported_every_drop_and_the_pipeline_counts_the_same_gap(spark, world):

@@ -4,11 +4,14 @@ The killed run is a real `rebalance-lens pipeline run` process (its own JVM), ki
 SIGKILL once it is inside the silver stage; the rerun and the clean run use the test
 session on the same topic, the clean one on its own lake. Gold is compared row by row.
 (Killed inside every stage, the SQL build included, and every table and mart compared:
-tests/hardening/test_kill_every_stage.py, slow.)
+tests/hardening/test_kill_every_stage.py.) Slow (its own JVM, about 2 min):
+``./lens test -m slow tests/pipelines/test_crash_recovery.py``.
 """
 from __future__ import annotations
 
 import dataclasses
+
+import pytest
 
 from pipelines import catalog, lake
 from pipelines.config import PipelineConfig
@@ -28,6 +31,7 @@ def _gold(spark, config: PipelineConfig) -> dict[str, list]:
     return out
 
 
+@pytest.mark.slow
 def test_killed_mid_stage_then_rerun_equals_clean_run(spark, kafka, tmp_path):
     config = fresh_config(kafka, tmp_path / "killed")
     records = scale_out_then_crash().keyed() + list(fleet_telemetry(groups=3, members=3, partitions=6, rounds=3))

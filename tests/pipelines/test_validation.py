@@ -76,6 +76,7 @@ def test_rerun_without_new_data_changes_nothing(spark, messy):
     assert results["ingest"]["rows"] == 0 and results["gold"]["groups"] == 0
 
 
+@pytest.mark.slow  # about 1 min; late events in the default suite: tests/e2e/test_gold_slices.py
 def test_late_event_updates_its_episode(spark, kafka, messy):
     config, fleet, *_ = messy
     crash = lake.read(spark, config.lake_path, catalog.EPISODES).where("cause = 'crash'").first()

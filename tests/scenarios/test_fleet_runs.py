@@ -65,6 +65,7 @@ def test_eager_range_rolling_restart_revokes_every_partition_at_each_step_and_du
     assert summary.unique_records >= 0.9 * result.manifest["produced"]
 
 
+@pytest.mark.slow  # a scenario run of its own (~30 s); cooperative-sticky runs in the e2e lake too
 def test_cooperative_sticky_moves_far_fewer_partitions_than_eager(run):
     eager = run("rolling-restart", "range", "batch").truth
     coop = run("rolling-restart", "cooperative-sticky", "batch").truth
@@ -75,6 +76,7 @@ def test_cooperative_sticky_moves_far_fewer_partitions_than_eager(run):
     assert len(coop.timeline_handoffs()) * 1.5 <= len(eager.timeline_handoffs())
 
 
+@pytest.mark.slow  # a scenario run of its own (~30 s); static-rolling-restart runs in the e2e lake too
 def test_static_membership_turns_quick_restarts_into_no_rebalance(run):
     result = run("static-rolling-restart", "range", "batch")
     truth, summary = result.truth, result.truth.summary()
