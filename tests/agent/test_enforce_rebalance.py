@@ -63,8 +63,8 @@ def wait_two_each(log: TelemetryLog, a: Member, b: Member) -> None:
     time.sleep(1.5)
 
 
-# range (eager) and consumer (KIP-848) in the default suite; the other two classic assignors slow
-@pytest.mark.parametrize("protocol", [p if p in ("range", "consumer") else pytest.param(p, marks=pytest.mark.slow)
+# consumer (KIP-848) in the default suite; the three classic assignors slow (~20 s each)
+@pytest.mark.parametrize("protocol", [p if p == "consumer" else pytest.param(p, marks=pytest.mark.slow)
                                       for p in PROTOCOLS])
 def test_enforce_rebalance_measured(kafka, unique, protocol):
     log, a, b, topic = start_group(kafka, unique, protocol)

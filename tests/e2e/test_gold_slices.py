@@ -4,6 +4,8 @@ gold's ownership intervals (the fold over runs of facts summed in Spark) equal t
 reference's."""
 from __future__ import annotations
 
+import pytest
+
 from tests.support.sliced_gold import (assert_gold_intervals_equal_reference, assert_sliced_gold_equals,
                                        assert_spark_facts_equal_python)
 
@@ -16,5 +18,6 @@ def test_spark_cuts_the_scenarios_facts_as_python_does(spark, landed):
     assert_spark_facts_equal_python(spark, landed["config"], stalls_expected=False)
 
 
+@pytest.mark.slow  # four runs of validate, silver and gold (~2-3 min): ./lens test -m slow tests/e2e/test_gold_slices.py
 def test_the_scenarios_in_four_incremental_runs_give_one_runs_gold(spark, landed, tmp_path):
     assert_sliced_gold_equals(spark, landed["config"], tmp_path, slices=4)

@@ -176,6 +176,8 @@ def test_every_run_gets_ranked_recommendations_whose_evidence_queries_run(spark,
 # most likely the fleet's shutdown racing: members that had not closed yet read partitions
 # others gave up, a few hundred duplicates in one run and none in the next; the fleet now
 # stops reading before any member closes, ``Fleet.stop_all``.)
+# Each a scenario rerun (~30 s): one in the default suite (test_report.py shows its check), the
+# other slow (./lens test -m slow tests/e2e/test_gold_vs_truth.py)
 CLOSED_LOOP = (("subscription-change", "assignor"),
                pytest.param("static-rolling-restart", "commit_on_revoke", marks=pytest.mark.slow))
 

@@ -7,6 +7,7 @@ gold's confirmed duplicates, summed over the handoffs, must equal that count exa
 """
 from __future__ import annotations
 
+import pytest
 from pyspark.sql import functions as F
 
 from pipelines import catalog, lake
@@ -15,6 +16,7 @@ from tests.support.members import PROTOCOLS, Member, duplicates, settle
 from tests.support.lakes import fresh_config
 
 
+@pytest.mark.slow  # about 1 min of real members; gold's duplicates against truth: tests/e2e/test_gold_vs_truth.py
 def test_gold_duplicates_equal_redelivered_records(spark, kafka, unique, tmp_path):
     config = fresh_config(kafka, tmp_path, episode_gap_s=2.0)  # the phases below are >= 4 s apart
     topic = kafka.create_topic(f"work-{unique}", partitions=4)

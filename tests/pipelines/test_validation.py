@@ -110,6 +110,7 @@ def test_too_many_bad_rows_fail_loudly(spark, kafka, tmp_path):
     assert lake.validated_through(spark, config.lake_path) == -1
 
 
+@pytest.mark.slow  # about 1 min; killed runs replayed: tests/hardening/test_kill_every_stage.py (slow)
 def test_a_replayed_batch_deletes_what_its_crashed_attempt_landed(spark, kafka, tmp_path, monkeypatch):
     """Validation appends a batch's parsable rows to events, then deletes the bad and
     repeated ones. A crash in between leaves them in flight: silver does not read them,

@@ -114,6 +114,7 @@ def _unexplained_duplicates(kafka, result: RunResult) -> list[str]:
             for h in graceful if h.prev_process not in failed]
 
 
+@pytest.mark.slow  # a scenario run of its own (~30 s); commit-on-revoke runs in the e2e closed loops too
 def test_commit_on_revoke_takes_graceful_handoff_duplicates_to_zero(run, kafka):
     without = run("rolling-restart", "range", "batch").truth.summary()
     with_revoke = run("rolling-restart", "range", "revoke")

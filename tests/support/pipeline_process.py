@@ -16,8 +16,13 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def command(config: PipelineConfig, stage: str = "all", *extra: str) -> list[str]:
+    """The command line of ``config``'s run: its broker, topic and lake, and the brokers' KIP-848
+    settings the recommend stage prices with (left out, a child priced with the defaults and its
+    recommendations differed from an in-process run's over the same events)."""
     return [sys.executable, "-m", "lens_cli.main", "pipeline", "run", stage, "--bootstrap", config.bootstrap_servers,
-            "--topic", config.topic, "--lake", config.lake_path, *extra]
+            "--topic", config.topic, "--lake", config.lake_path,
+            "--kip848-heartbeat-ms", str(config.kip848_heartbeat_ms),
+            "--kip848-session-timeout-ms", str(config.kip848_session_timeout_ms), *extra]
 
 
 def start(config: PipelineConfig, stage: str = "all", *extra: str, env: dict[str, str] | None = None
