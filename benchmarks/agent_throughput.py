@@ -9,9 +9,10 @@ Separately it times every poll() call of a shorter run to report the extra time 
 (p50, p99). The target is an instrumented/plain ratio of at least 0.98.
 
 ``--telemetry-away``: the instrumented consumer's telemetry cluster is a closed port for the
-whole run, its buffer holds 20 events and it reports progress every 50 ms, so the buffer is
-full and dropping the whole time while its producer retries the connection: the cost of an
-outage longer than the buffer lasts. The drops are printed.
+whole run and its buffer holds 2 events, so the buffer is full after the first events of the
+assignment and drops the rest while its producer retries the connection: the cost of an
+outage longer than the buffer lasts. Progress keeps its default interval: a 50 ms one measured
+the progress ticks' own cost (0.68 at 300,000 records), not the outage's. The drops are printed.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable
+from typing import Any
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -50,7 +52,7 @@ def seed(bootstrap: str, topic: str, records: int) -> None:
     producer.flush(120)
 
 
-AWAY = {"lens.buffer.max.events": 20, "lens.progress.interval.ms": 50}  # with the cluster address, set in main
+AWAY: dict[str, Any] = {"lens.buffer.max.events": 2}  # with the cluster address, set in main
 DROPPED: list[int] = []  # per instrumented run with the telemetry away: events dropped
 
 

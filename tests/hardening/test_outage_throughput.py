@@ -1,7 +1,8 @@
 """The telemetry cluster away for the whole run, the agent's buffer full and dropping all along:
 the host consumer reads within 2% of an uninstrumented one, side by side.
 
-``benchmarks/agent_throughput.py --telemetry-away`` on the session's broker: 300,000 records,
+``benchmarks/agent_throughput.py --telemetry-away`` on the session's broker: 1,000,000 records
+(300,000 made runs of 0.35 s, timed mostly in the assignment's first moments),
 each loop shape (a poll per record; consume(500)) three times per consumer, alternated, best of
 each kept (the machine is shared: the best run is the one least disturbed).
 
@@ -22,7 +23,7 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.mark.slow
 def test_an_outage_longer_than_the_buffer_costs_the_host_under_2_percent(kafka):
     done = subprocess.run([sys.executable, "benchmarks/agent_throughput.py", "--bootstrap", kafka.bootstrap_servers,
-                           "--records", "300000", "--rounds", "3", "--telemetry-away", "--no-latency"],
+                           "--records", "1000000", "--rounds", "3", "--telemetry-away", "--no-latency"],
                           cwd=REPO, capture_output=True, text=True, timeout=1800)
     assert done.returncode == 0, done.stderr[-3000:]
     print("\n" + done.stdout)
