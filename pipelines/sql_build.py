@@ -11,8 +11,10 @@ there. dbt-spark turns ANSI mode off on the session; the build puts it back.
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
+from urllib.parse import urlparse
 
 from pyspark.sql import SparkSession
 
@@ -61,7 +63,19 @@ def register_sources(spark: SparkSession, lake_path: str) -> None:
         if lake.exists(spark, lake_path, table):
             spark.catalog.createTable(f"{SOURCE_SCHEMA}.{name}", path=table.location(lake_path), source="delta")
         else:
+            _clear_placeholder(spark, name)
             spark.catalog.createTable(f"{SOURCE_SCHEMA}.{name}", source="delta", schema=table.schema())
+
+
+def _clear_placeholder(spark: SparkSession, name: str) -> None:
+    """Delete the folder an earlier process's empty placeholder of ``name`` left in the
+    warehouse: Spark's in-memory catalog forgets the table with its process, not its folder, and
+    the next build's createTable over it failed (DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION:
+    a second `pipeline run` on a lake without closed-loop checks). The folder holds no rows, and
+    one build at a time writes a lake (pipelines/lake_lock.py). Local warehouses only."""
+    location = urlparse(f"{spark.catalog.getDatabase(SOURCE_SCHEMA).locationUri}/{name}")
+    if location.scheme in ("", "file"):
+        shutil.rmtree(location.path, ignore_errors=True)
 
 
 def register_marts(spark: SparkSession, lake_path: str) -> None:
