@@ -202,8 +202,8 @@ def huge_strings(draw: st.DrawFn) -> Case:
     piece = draw(st.text(min_size=1, max_size=8))
     size = draw(st.integers(min_value=50_000, max_value=200_000))
     text = (piece * (size // len(piece) + 1))[:size]
-    if len(text.encode()) > 900_000:
-        text = text[: 900_000 // 4]
+    if len(json.dumps(text, ensure_ascii=False).encode()) > 900_000:  # as sent: a control character
+        text = text[: 900_000 // 6]                                       # is 6 bytes (\u0000) there
     name = draw(st.sampled_from(("group_id", "client_id", "host", "assignor_body")))
     if name == "assignor_body":
         event["body"]["zz_note"] = text  # an unknown body field: ignored by v1's reader, kept in body
