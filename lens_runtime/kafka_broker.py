@@ -27,6 +27,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -154,11 +155,16 @@ class EmbeddedKafka:
             f"-Dkafka.logs.dir={self.workdir}", f"-Dlens.broker.log={self.log_path}",
             "-cp", kafka_classpath(), main, *args,
         ]
+        # PR_SET_PDEATHSIG fires when the *thread* that forked the child ends, not the process: a
+        # broker (re)started from a short-lived thread was stopped as soon as that thread returned
+        # (tests/hardening/test_broker_restart.py, before it restarted from the main thread).
+        # Off the main thread, stop() and the context manager remain the only clean-up.
+        tie = self.die_with_parent and threading.current_thread() is threading.main_thread()
         log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child
         try:
             return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                     start_new_session=detach, cwd=self.workdir,
-                                    preexec_fn=_die_with_parent if self.die_with_parent else None)
+                                    preexec_fn=_die_with_parent if tie else None)
         finally:
             log.close()
 

@@ -26,7 +26,7 @@ import pytest
 from lens_cli.closed_loop import record, rerun
 from pipelines.simulator.assignors import assign
 from pipelines.simulator.handoff import classic_cooperative_rounds
-from pipelines.simulator.observed import consumer_rounds, partition_counts, rounds_of
+from pipelines.simulator.observed import consumer_rounds, partition_counts, rounds_of, shows_whole_round
 from lens_scenarios.ground_truth import GroundTruth, Handoff
 from lens_scenarios.spec import builtin_names, load
 from tests.support.gold_matching import TOLERANCE_S, check, gold_for_run, matched
@@ -106,13 +106,16 @@ def test_assignor_models_give_the_assignments_the_groups_made(landed):
     in use (its members, their subscriptions, what they held): range and roundrobin give the
     observed assignment exactly, and cooperative-sticky the assignment its members held after
     the follow-up round that hands the withheld partitions over."""
-    checked, mismatches = Counter(), []
+    checked, mismatches, partial = Counter(), [], []
     for name, run in landed["runs"].items():
         events = landed["events"][run.manifest["group_id"]]
         counts = partition_counts(events)
         for r in rounds_of(events):
             topics = set().union(*(m.subscription for m in r.members))
             partitions = {t: n for t, n in counts.items() if t in topics}
+            if not shows_whole_round(r, partitions):
+                partial.append(f"{name} generation {r.generation}: {len(r.members)} members, target {r.target}")
+                continue
             model = (classic_cooperative_rounds(f"classic:{r.assignor}", list(r.members), partitions, r.before)[-1]
                      if r.cooperative else assign(f"classic:{r.assignor}", list(r.members), partitions, r.before))
             checked[r.assignor] += 1
@@ -120,6 +123,9 @@ def test_assignor_models_give_the_assignments_the_groups_made(landed):
                 mismatches.append(f"{name} generation {r.generation} ({r.assignor}): model {model} != {r.target}")
     assert {"range", "roundrobin", "cooperative-sticky"} <= set(checked), checked
     assert not mismatches, "\n".join(mismatches)
+    # A round some of whose members reported a later generation cannot be replayed; rare (see
+    # shows_whole_round), so more than one in ten means the telemetry or rounds_of is wrong.
+    assert len(partial) * 10 <= sum(checked.values()), "\n".join(partial)
 
 
 def test_kip848_models_give_the_settled_assignments(landed):
