@@ -157,7 +157,7 @@ class EmbeddedKafka:
         ]
         # PR_SET_PDEATHSIG fires when the *thread* that forked the child ends, not the process: a
         # broker (re)started from a short-lived thread was stopped as soon as that thread returned
-        # (tests/hardening/test_broker_restart.py, before it restarted from the main thread).
+        # (seen in tests/hardening/test_broker_restart.py's first version).
         # Off the main thread, stop() and the context manager remain the only clean-up.
         tie = self.die_with_parent and threading.current_thread() is threading.main_thread()
         log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child

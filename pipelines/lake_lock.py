@@ -58,7 +58,9 @@ def lock_file(lake_path: str) -> Path:
 
 def _holder() -> str:
     """Who holds the lock, as the loser's message names it."""
-    command = " ".join(Path(a).name if i == 0 else a for i, a in enumerate(sys.argv))[:200]
+    command = " ".join(Path(a).name if i == 0 else a for i, a in enumerate(sys.argv))
+    if len(command) > 200:  # a long command line is cut, visibly
+        command = command[:199] + "…"
     since = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
     return f"pid {os.getpid()} on {socket.gethostname()}, `{command}`, since {since}"
 

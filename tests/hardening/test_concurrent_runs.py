@@ -28,6 +28,7 @@ def _race(config, *extra: str) -> list[tuple[int, str]]:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # four child runs and two in-process ones: about 10 min on 2 cores, over the default 600 s
 def test_two_runs_at_once_one_refused_and_the_lake_is_one_runs(spark, kafka, tmp_path):
     config = fresh_config(kafka, tmp_path / "raced", **embedded_broker_groups())
     kafka.feed(config.topic, scale_out_then_crash().keyed() + list(fleet_telemetry(groups=3, members=3, partitions=6,
