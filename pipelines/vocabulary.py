@@ -63,7 +63,8 @@ RECOMMENDATION_KINDS: tuple[RecommendationKind, ...] = (
     RecommendationKind("commit_on_revoke", "commit processed offsets on revoke", True),
     RecommendationKind("max_poll_interval", "max.poll.interval.ms", True),
     RecommendationKind("session_timeout", "session.timeout.ms", True),
-    # changes the application's calls, which a scenario's timeline fixes: no rerun checks it
+    # no config change a rerun can apply: the enforce policy changes the application's calls (which
+    # a scenario's timeline fixes), the warnings and the verdict change nothing
     RecommendationKind("enforce_policy", "when to call enforce_rebalance", False),
     RecommendationKind("storm", "a warning: a rebalance storm", False),
     RecommendationKind("mixed_protocols", "a warning: eager and cooperative members in one group", False),
