@@ -28,6 +28,9 @@ def schema() -> dict[str, Any]:
 
 SCHEMA_VERSION: int = int(schema()["properties"]["schema_version"]["const"])
 KINDS: tuple[str, ...] = tuple(schema()["properties"]["kind"]["enum"])
+# The envelope's protocols: the one declaration the pipelines, the simulator and the CLI use.
+GROUP_PROTOCOLS: tuple[str, ...] = tuple(schema()["properties"]["group_protocol"]["enum"])
+REBALANCE_PROTOCOLS: tuple[str, ...] = tuple(schema()["properties"]["rebalance_protocol"]["enum"])
 # kind -> the $defs entry its body follows, from the schema's if/then rules.
 BODY_DEFINITIONS: dict[str, str] = {
     rule["if"]["properties"]["kind"]["const"]: rule["then"]["properties"]["body"]["$ref"].rsplit("/", 1)[-1]

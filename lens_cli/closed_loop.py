@@ -24,6 +24,7 @@ from lens_scenarios.runner import RunOptions, RunResult, run_scenario
 from lens_scenarios.spec import Scenario
 from pipelines import catalog, lake
 from pipelines.recommend.rules import MIN_DUPLICATES, MIN_PAUSE_S
+from pipelines.vocabulary import VERIFIABLE_KINDS
 
 TOLERANCE = 0.25
 
@@ -70,9 +71,8 @@ def truth_costs(truth: GroundTruth) -> Costs:
     return Costs(float(sum(h.duplicates for h in churn)), sum(h.pause_s for h in churn))
 
 
-# The kinds a rerun can check: a config change. (The enforce policy changes the application's
-# calls, which a scenario's timeline fixes.)
-VERIFIABLE = ("assignor", "static_membership", "commit_on_revoke", "max_poll_interval", "session_timeout")
+# The kinds a rerun can check: a config change (declared with the kinds).
+VERIFIABLE = VERIFIABLE_KINDS
 
 
 def recommendations_of(spark: SparkSession, lake_path: str, group_id: str) -> list[dict[str, Any]]:

@@ -13,7 +13,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from consumer_agent.contract import GROUP_PROTOCOLS
 from lens_scenarios.consumer_config import ASSIGNORS, COMMIT_STYLES
+from pipelines.vocabulary import RECOMMENDATION_KINDS, VERIFIABLE_KINDS
 
 
 def saving_words(saved: float | None, pct: float | None, unit: str, spec: str) -> str:
@@ -171,10 +173,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     rec.add_argument("--lake", default=None, help="Delta lake path (default: $LENS_LAKE or <home>/lake)")
     rec.add_argument("--verify", default=None, metavar="SCENARIO",
                      help="run this scenario, recommend, apply the top change, rerun, compare with ground truth")
-    rec.add_argument("--kind", default=None, help="with --verify: verify the best change of this kind "
-                     "(assignor, static_membership, commit_on_revoke, max_poll_interval, session_timeout)")
+    rec.add_argument("--kind", choices=VERIFIABLE_KINDS, default=None,
+                     help="with --verify: verify the best change of this kind ("
+                     + "; ".join(f"{k.name}: {k.about}" for k in RECOMMENDATION_KINDS if k.rerun_checks) + ")")
     rec.add_argument("--assignor", choices=ASSIGNORS, default=None, help="with --verify: the run's assignor")
-    rec.add_argument("--protocol", choices=("classic", "consumer"), default=None, help="with --verify: group protocol")
+    rec.add_argument("--protocol", choices=GROUP_PROTOCOLS, default=None, help="with --verify: group protocol")
     rec.add_argument("--commit", choices=COMMIT_STYLES, default="batch", help="with --verify: commit style")
     rec.add_argument("--out", default=None, help="with --verify: folder for the runs and the lake")
     rec.set_defaults(func=_cmd_recommend)

@@ -5,6 +5,7 @@ import argparse
 import signal
 from pathlib import Path
 
+from consumer_agent.contract import GROUP_PROTOCOLS
 from lens_scenarios.consumer_config import ASSIGNORS, COMMIT_STYLES
 
 
@@ -115,7 +116,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("scenario", metavar="NAME|FILE")
     run.add_argument("--assignor", choices=ASSIGNORS, default=None,
                      help="classic assignor, or 'consumer' for the KIP-848 protocol (default: range)")
-    run.add_argument("--protocol", choices=("classic", "consumer"), default=None,
+    run.add_argument("--protocol", choices=GROUP_PROTOCOLS, default=None,
                      help="group protocol: classic (client-side assignor) or consumer (KIP-848, broker assigns)")
     run.add_argument("--commit", choices=COMMIT_STYLES, default="batch",
                      help="auto: enable.auto.commit; batch: commit every commit_batch_records records; "

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from lens_runtime.errors import LensError
-from lens_scenarios.consumer_config import protocol_of
+from lens_scenarios.consumer_config import RUNS, protocol_of
 from lens_scenarios.runner import RunOptions
 from lens_scenarios.spec import Action, MemberSpec, Scenario
 
@@ -39,11 +39,11 @@ def _static_action(action: Action) -> Action:
 
 def apply(scenario: Scenario, options: RunOptions, target: Target) -> tuple[Scenario, RunOptions]:
     """The scenario and run options that run ``target``."""
-    protocol, name = target.assignor.split(":")
-    if protocol == "consumer" and name != "uniform":
-        raise LensError(f"a scenario run cannot choose the broker's {name!r} assignor (the embedded broker's "
+    word = {name: word for word, name in RUNS.items()}.get(target.assignor)
+    if word is None:
+        raise LensError(f"a scenario run cannot choose the {target.assignor!r} assignor (the embedded broker's "
                         "default, uniform, is what --protocol consumer runs); verify a classic or uniform change")
-    assignor = "consumer" if protocol == "consumer" else name
+    assignor, protocol = word, protocol_of(word)
     session = options.session_timeout_ms
     if protocol == "classic":
         if target.session_timeout_ms < MIN_SESSION_TIMEOUT_MS:
@@ -55,7 +55,7 @@ def apply(scenario: Scenario, options: RunOptions, target: Target) -> tuple[Scen
         if commit != "batch":
             raise LensError(f"commit-on-revoke runs on batch commits; the run used --commit {commit}")
         commit = "revoke"
-    if protocol_of(assignor) == "classic" and not 7_000 <= target.max_poll_interval_ms <= 600_000:
+    if protocol == "classic" and not 7_000 <= target.max_poll_interval_ms <= 600_000:
         raise LensError(f"max.poll.interval.ms={target.max_poll_interval_ms} is outside a scenario's [7000, 600000]")
     if target.static:
         scenario = replace(scenario, members=tuple(_static(m) for m in scenario.members),

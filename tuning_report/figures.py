@@ -10,17 +10,11 @@ from datetime import timedelta
 import plotly.graph_objects as go
 import polars as pl
 
-# One colour per cause, the same in every chart of the page.
-CAUSE_COLOURS = {
-    "start": "#9aa5b1", "restart": "#4c78a8", "scale_out": "#54a24b", "scale_in": "#88d27a",
-    "crash": "#e45756", "poll_interval_exceeded": "#f58518", "session_lost": "#b279a2",
-    "subscription_change": "#72b7b2", "enforced": "#eeca3b", "unknown": "#bab0ac",
-}
-CAUSE_LABELS = {
-    "start": "group forming", "restart": "restart", "scale_out": "member added", "scale_in": "member removed",
-    "crash": "crash", "poll_interval_exceeded": "poll timeout (stall)", "session_lost": "session lost",
-    "subscription_change": "subscription change", "enforced": "enforced rebalance", "unknown": "unknown",
-}
+from pipelines.vocabulary import CAUSES
+
+# One colour and label per cause (declared with the causes), the same in every chart of the page.
+CAUSE_COLOURS = {c.name: c.colour for c in CAUSES}
+CAUSE_LABELS = {c.name: c.label for c in CAUSES}
 LAYOUT = dict(template="plotly_white", height=360, margin=dict(l=60, r=20, t=40, b=40),
               font=dict(family="system-ui, sans-serif", size=12),
               legend=dict(orientation="h", yanchor="top", y=-0.22, x=0))

@@ -38,9 +38,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from consumer_agent.contract import LEAVE_REASONS, LEAVING_STATES, STALE_STATE
+from pipelines.vocabulary import CAUSE_NAMES
 
-PRECEDENCE = ("enforced", "subscription_change", "poll_interval_exceeded", "crash", "session_lost", "restart",
-              "scale_in", "scale_out", "start", "unknown")
+PRECEDENCE = CAUSE_NAMES  # the vocabulary declares the causes in precedence order
 RANK = {cause: i for i, cause in enumerate(PRECEDENCE)}
 # A member with the same identity joining this soon after a leave is its restart: a
 # deployment or an orchestrator restarts a process within seconds to a minute; later, the

@@ -28,6 +28,7 @@ from pipelines.simulator.cost_model import Priced, price
 from pipelines.simulator.group import Assignment, Member, TopicPartition
 from pipelines.simulator.handoff import owners
 from pipelines.simulator.replay import SimHandoff, SimRebalance, replay
+from pipelines.vocabulary import CONFIDENCE_LEVELS, RECOMMENDATION_KIND_NAMES
 
 MIN_SAVING = 0.10
 MAX_WORSE = 0.10
@@ -65,6 +66,12 @@ class Recommendation:
     confidence_reason: str
     priced: Priced | None = None
     tradeoff: str | None = None
+
+    def __post_init__(self) -> None:
+        # a rule with a new kind or confidence declares it first (the SQL tests and the CLI follow the declaration)
+        if self.kind not in RECOMMENDATION_KIND_NAMES or self.confidence not in CONFIDENCE_LEVELS:
+            raise ValueError(f"undeclared recommendation kind {self.kind!r} or confidence {self.confidence!r}: "
+                             "declare it in pipelines/vocabulary.py")
 
 
 @dataclass(frozen=True)

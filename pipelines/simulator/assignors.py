@@ -3,7 +3,8 @@
 Names are ``<group.protocol>:<assignor>``, so classic ``range`` (librdkafka, client side)
 and KIP-848 ``range`` (broker side) cannot be confused: the prefix is the consumer's
 ``group.protocol`` and the rest its ``partition.assignment.strategy`` (classic) or
-``group.remote.assignor`` (consumer).
+``group.remote.assignor`` (consumer). ``pipelines.vocabulary.ASSIGNORS`` declares the names and
+each one's hand-over protocol; this module gives each its model.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
+from pipelines import vocabulary
 from pipelines.simulator.broker_assignors import broker_range_assign, uniform_assign
 from pipelines.simulator.classic_assignors import range_assign, roundrobin_assign
 from pipelines.simulator.group import Assignment, Member
@@ -32,14 +34,19 @@ def _classic(run: Callable[[list[Member], dict[str, int], Assignment | None], As
     return lambda members, partitions, previous, topic_ids: run(members, partitions, previous)
 
 
-ASSIGNORS: dict[str, AssignorModel] = {
-    "classic:range": AssignorModel(_classic(range_assign), "eager", sticky=False),
-    "classic:roundrobin": AssignorModel(_classic(roundrobin_assign), "eager", sticky=False),
-    "classic:cooperative-sticky": AssignorModel(_classic(cooperative_sticky_assign), "cooperative", sticky=True),
+def _model(name: str, run: Callable[..., Assignment], sticky: bool) -> tuple[str, AssignorModel]:
+    """The model of a declared assignor (``pipelines.vocabulary``: its name and hand-over protocol)."""
+    return name, AssignorModel(run, vocabulary.assignor(name).rebalance_protocol, sticky)
+
+
+ASSIGNORS: dict[str, AssignorModel] = dict((
+    _model("classic:range", _classic(range_assign), sticky=False),
+    _model("classic:roundrobin", _classic(roundrobin_assign), sticky=False),
+    _model("classic:cooperative-sticky", _classic(cooperative_sticky_assign), sticky=True),
     # KIP-848: the broker assigns and the client always reconciles incrementally.
-    "consumer:uniform": AssignorModel(uniform_assign, "cooperative", sticky=True),
-    "consumer:range": AssignorModel(broker_range_assign, "cooperative", sticky=False),
-}
+    _model("consumer:uniform", uniform_assign, sticky=True),
+    _model("consumer:range", broker_range_assign, sticky=False),
+))
 
 
 def assign(assignor: str, members: list[Member], partitions: dict[str, int],

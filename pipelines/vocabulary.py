@@ -1,0 +1,133 @@
+"""The lens's enumerations, each declared once: causes, release kinds, recommendation kinds,
+assignors, grains and confidence levels.
+
+Everything else is generated from these declarations or checked against them (``tests/vocabulary``):
+the dbt YAML's ``accepted_values`` lists (``python -m pipelines.vocabulary_yaml --write``), the
+report's colours and labels (``tuning_report.figures``), the CLI's ``--kind`` choices, the
+simulator's models, and the scenario runner's assignor words (``lens_scenarios.consumer_config.RUNS``
+maps each to a name declared here; the scenarios never import the pipelines). The protocols are
+the telemetry contract's: ``telemetry-v1.schema.json`` declares the envelope's enums. Pure: Spark's
+Python workers import it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from consumer_agent.contract import GROUP_PROTOCOLS, REBALANCE_PROTOCOLS
+
+
+@dataclass(frozen=True)
+class Cause:
+    """Why a handoff's previous owner let its partition go (gold/handoffs, episodes, metrics)."""
+
+    name: str
+    label: str  # the report's words for it
+    colour: str  # the report's colour for it, the same in every chart
+
+
+# In precedence order: when several triggers meet in one rebalance, the first listed is its cause
+# (pipelines.gold.causes explains each).
+CAUSES: tuple[Cause, ...] = (
+    Cause("enforced", "enforced rebalance", "#eeca3b"),
+    Cause("subscription_change", "subscription change", "#72b7b2"),
+    Cause("poll_interval_exceeded", "poll timeout (stall)", "#f58518"),
+    Cause("crash", "crash", "#e45756"),
+    Cause("session_lost", "session lost", "#b279a2"),
+    Cause("restart", "restart", "#4c78a8"),
+    Cause("scale_in", "member removed", "#88d27a"),
+    Cause("scale_out", "member added", "#54a24b"),
+    Cause("start", "group forming", "#9aa5b1"),
+    Cause("unknown", "unknown", "#bab0ac"),
+)
+CAUSE_NAMES: tuple[str, ...] = tuple(c.name for c in CAUSES)
+
+# How an ownership interval ended (gold/partition_ownership; null: still owned). ``unreleased``:
+# its owner never released it (killed or gone silent), found when someone else was assigned it.
+INTERVAL_RELEASE_KINDS: tuple[str, ...] = ("revoked", "lost", "unreleased")
+# How a handoff's previous owner let go (gold/handoffs): an unreleased interval is a ``crash``.
+RELEASE_KINDS: tuple[str, ...] = ("revoked", "lost", "crash")
+
+
+@dataclass(frozen=True)
+class RecommendationKind:
+    """What a recommendation is about (gold/recommendations.kind; ``recommend --kind``)."""
+
+    name: str
+    about: str  # a few words for the CLI's help
+    rerun_checks: bool  # a config change a scenario rerun can apply and check (the closed loop)
+
+
+RECOMMENDATION_KINDS: tuple[RecommendationKind, ...] = (
+    RecommendationKind("assignor", "the assignor and group protocol", True),
+    RecommendationKind("static_membership", "group.instance.id", True),
+    RecommendationKind("commit_on_revoke", "commit processed offsets on revoke", True),
+    RecommendationKind("max_poll_interval", "max.poll.interval.ms", True),
+    RecommendationKind("session_timeout", "session.timeout.ms", True),
+    # no config change a rerun can apply: the enforce policy changes the application's calls (which
+    # a scenario's timeline fixes), the warnings and the verdict change nothing
+    RecommendationKind("enforce_policy", "when to call enforce_rebalance", False),
+    RecommendationKind("storm", "a warning: a rebalance storm", False),
+    RecommendationKind("mixed_protocols", "a warning: eager and cooperative members in one group", False),
+    RecommendationKind("healthy", "the verdict when no change pays", False),
+)
+RECOMMENDATION_KIND_NAMES: tuple[str, ...] = tuple(k.name for k in RECOMMENDATION_KINDS)
+VERIFIABLE_KINDS: tuple[str, ...] = tuple(k.name for k in RECOMMENDATION_KINDS if k.rerun_checks)
+CONFIDENCE_LEVELS: tuple[str, ...] = ("high", "medium", "low")
+
+
+@dataclass(frozen=True)
+class Assignor:
+    """One partition assignor the lens models.
+
+    ``name`` is ``<group.protocol>:<strategy>`` (the simulator's, the what-if's and the
+    recommendations' word), so classic ``range`` (client side) and KIP-848 ``range``
+    (broker side) cannot be confused.
+    """
+
+    name: str
+    rebalance_protocol: str  # how the client hands partitions over (every KIP-848 assignor: cooperative)
+
+    def __post_init__(self) -> None:
+        if self.group_protocol not in GROUP_PROTOCOLS or self.rebalance_protocol not in REBALANCE_PROTOCOLS:
+            raise ValueError(f"assignor {self.name!r}: protocols outside the telemetry contract's")
+
+    @property
+    def group_protocol(self) -> str:
+        return self.name.split(":", 1)[0]
+
+    @property
+    def strategy(self) -> str:
+        """partition.assignment.strategy (classic) or group.remote.assignor (consumer)."""
+        return self.name.split(":", 1)[1]
+
+
+ASSIGNORS: tuple[Assignor, ...] = (
+    Assignor("classic:range", "eager"),
+    Assignor("classic:roundrobin", "eager"),
+    Assignor("classic:cooperative-sticky", "cooperative"),
+    Assignor("consumer:uniform", "cooperative"),  # the brokers' default group.remote.assignor
+    Assignor("consumer:range", "cooperative"),
+)
+ASSIGNOR_NAMES: tuple[str, ...] = tuple(a.name for a in ASSIGNORS)
+# gold/what_if.assignor: the strategy part of the name (its group_protocol column says which protocol)
+ASSIGNOR_STRATEGIES: tuple[str, ...] = tuple(dict.fromkeys(a.strategy for a in ASSIGNORS))
+
+
+def assignor(name: str) -> Assignor:
+    """The declared assignor named ``name`` (``classic:range``); KeyError for any other."""
+    return {a.name: a for a in ASSIGNORS}[name]
+
+
+# gold/metrics.grain: the periods metrics are summed over.
+GRAINS: tuple[str, ...] = ("hour", "day")
+
+# Every enumeration a dbt YAML list can follow, by the name its ``# vocabulary:`` marker gives.
+ENUMERATIONS: dict[str, tuple[str, ...]] = {
+    "causes": CAUSE_NAMES,
+    "release_kinds": RELEASE_KINDS,
+    "recommendation_kinds": RECOMMENDATION_KIND_NAMES,
+    "confidence_levels": CONFIDENCE_LEVELS,
+    "group_protocols": GROUP_PROTOCOLS,
+    "assignor_strategies": ASSIGNOR_STRATEGIES,
+    "grains": GRAINS,
+}
