@@ -1,7 +1,7 @@
-"""The README's telemetry table, generated from the schema so the two never drift apart.
+"""The telemetry contract's reference table, generated from the schema so the two never drift apart.
 
     python -m consumer_agent.schema_docs            # print the table
-    python -m consumer_agent.schema_docs --write    # replace it in README.md between the markers
+    python -m consumer_agent.schema_docs --write    # replace it in docs/telemetry-contract.md between the markers
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from consumer_agent.contract import BODY_DEFINITIONS, KIND_BODIES, schema as con
 
 BEGIN = "<!-- telemetry-table:begin -->"
 END = "<!-- telemetry-table:end -->"
-README = Path(__file__).resolve().parents[1] / "README.md"
+CONTRACT_DOC = Path(__file__).resolve().parents[1] / "docs" / "telemetry-contract.md"
 
 
 def _type(spec: dict[str, Any], defs: dict[str, Any]) -> str:
@@ -78,19 +78,19 @@ def render_table() -> str:
     return "\n".join(out)
 
 
-def replace_table(readme: str, table: str) -> str:
-    """``readme`` with the text between the markers replaced by ``table``."""
-    start, end = readme.index(BEGIN) + len(BEGIN), readme.index(END)
-    return readme[:start] + "\n" + table + "\n" + readme[end:]
+def replace_table(document: str, table: str) -> str:
+    """``document`` with the text between the markers replaced by ``table``."""
+    start, end = document.index(BEGIN) + len(BEGIN), document.index(END)
+    return document[:start] + "\n" + table + "\n" + document[end:]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--write", action="store_true", help=f"update {README.name} in place")
+    parser.add_argument("--write", action="store_true", help=f"update {CONTRACT_DOC.name} in place")
     args = parser.parse_args()
     table = render_table()
     if args.write:
-        README.write_text(replace_table(README.read_text(), table))
+        CONTRACT_DOC.write_text(replace_table(CONTRACT_DOC.read_text(), table))
     else:
         print(table)
 

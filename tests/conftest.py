@@ -1,4 +1,5 @@
-"""Session-wide fixtures: one Kafka broker and one Spark session for the whole run.
+"""Session-wide fixtures: one Kafka broker and one Spark session for the whole run; the fast
+tier's marker and its guard (tests/support/fast_tier.py).
 
 Set LENS_TEST_BOOTSTRAP to point the integration tests at an existing cluster
 instead of starting the embedded broker (the tests that need its SASL listener then skip).
@@ -7,13 +8,53 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.support.fast_tier import MARKER, JvmGuard, is_fast
 from tests.support.kafka_cluster import KafkaCluster, SaslListener
+
+_GUARD = pytest.StashKey[JvmGuard]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[_GUARD] = JvmGuard(Path(tempfile.mkdtemp(prefix="lens-fast-tier-")))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _GUARD in config.stash:
+        shutil.rmtree(config.stash[_GUARD].folder, ignore_errors=True)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if is_fast(item, config.rootpath.resolve()):
+            item.add_marker(MARKER)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Arm the guard before the fast test's fixtures are set up."""
+    if item.get_closest_marker(MARKER) is not None:
+        item.config.stash[_GUARD].arm()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):
+    """Disarm it once the test's fixtures are torn down; fail the test if it started a JVM."""
+    try:
+        return (yield)
+    finally:
+        if item.get_closest_marker(MARKER) is not None:
+            calls = item.config.stash[_GUARD].disarm()
+            if calls:
+                pytest.fail(f"marked {MARKER!r} but started a JVM: {calls[0]} (see tests/support/fast_tier.py)",
+                            pytrace=False)
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,7 @@ same tables); a run that failed for good leaves its records to the next one.
 
 **Settings** (Airflow Variables, read when a task runs): `lens_spark_master` (default
 `local[2]`), `lens_lake`, `lens_kafka_bootstrap`, `lens_telemetry_topic`, and any other pipeline
-setting by its environment variable in lower case (README, "Running on Airflow").
+setting by its environment variable in lower case (docs/running.md, "Running on Airflow").
 
 **Outlet:** `rebalance_lens_marts`, partitioned by hour; `rebalance_lens_daily` runs once a
 day's 24 hours are built.

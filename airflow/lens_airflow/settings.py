@@ -2,7 +2,7 @@
 pipeline's defaults.
 
 Every pipeline setting (``pipelines.config.SETTINGS``) is an Airflow Variable named like its
-environment variable in lower case, so the README's table of settings is also the table of
+environment variable in lower case, so docs/running.md's table of settings is also the table of
 Variables. The four a deployment sets:
 
 ============================  =========================================================

@@ -214,7 +214,7 @@ def replay(members: list[dict[str, Any]], partitions: dict[str, int], setup: Set
 
 
 def _enforce(g: _Group, c: Change) -> None:
-    """The agent's ``enforce_rebalance`` (measured: README, tests/agent/test_enforce_rebalance.py):
+    """The agent's ``enforce_rebalance`` (measured: docs/measured.md, tests/agent/test_enforce_rebalance.py):
     under eager protocols the caller revokes its own partitions and rejoins, getting them back
     (the group rebalances only when the caller leads it, which telemetry does not say);
     cooperative and KIP-848 members revoke nothing."""

@@ -1,4 +1,4 @@
-"""The telemetry contract: typed classes match the schema, the README table is current, redaction."""
+"""The telemetry contract: typed classes match the schema, its reference table (docs/) is current, redaction."""
 from __future__ import annotations
 
 import dataclasses
@@ -13,7 +13,7 @@ from consumer_agent.group_metadata import generation_from_metadata
 from consumer_agent.inflight import InFlight
 from consumer_agent.options import DEFAULT_TELEMETRY_TOPIC, merged_config, split_config
 from consumer_agent.redaction import REDACTED, redacted_config
-from consumer_agent.schema_docs import BEGIN, END, README, render_table
+from consumer_agent.schema_docs import BEGIN, CONTRACT_DOC, END, render_table
 from tests.support.telemetry_log import VALIDATOR
 
 SCHEMA = ev.schema()
@@ -56,9 +56,9 @@ def test_optional_fields_are_nullable_in_both():
             assert nullable_py == nullable_schema, f"{cls.__name__}.{name}"
 
 
-def test_readme_table_is_generated_from_the_current_schema():
-    readme = README.read_text()
-    section = readme[readme.index(BEGIN) + len(BEGIN):readme.index(END)].strip()
+def test_contract_table_is_generated_from_the_current_schema():
+    document = CONTRACT_DOC.read_text()
+    section = document[document.index(BEGIN) + len(BEGIN):document.index(END)].strip()
     assert section == render_table().strip(), "run: python -m consumer_agent.schema_docs --write"
 
 

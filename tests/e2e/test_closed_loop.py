@@ -1,6 +1,6 @@
 """The closed loop over every built-in scenario (slow): run each under eager range, recommend,
 apply the best change a scenario run can apply, rerun, and hold the prediction against both
-runs' ground truth. Prints the table the README's "Measured" section quotes."""
+runs' ground truth. Prints the table docs/measured.md quotes."""
 from __future__ import annotations
 
 import uuid

@@ -1,21 +1,30 @@
-"""The layout: the README's map of the tree, its table list and its settings table follow the code;
-tests share helpers through tests/support only."""
+"""The layout: CONTRIBUTING's map of the tree, the documents' lists of tables, marts and settings
+follow the code; tests share helpers through tests/support only."""
 from __future__ import annotations
 
 import re
+from itertools import takewhile
 from pathlib import Path
 
 from pipelines.catalog import CLOSED_LOOP_TABLES, TABLES
 from pipelines.config import SETTINGS
 
 ROOT = Path(__file__).resolve().parents[2]
-README = (ROOT / "README.md").read_text()
+CONTRIBUTING = (ROOT / "CONTRIBUTING.md").read_text()
+TABLES_DOC = (ROOT / "docs" / "tables.md").read_text()
+RUNNING_DOC = (ROOT / "docs" / "running.md").read_text()
 
 
 def _tree_block() -> str:
-    section = README[README.index("## How it fits together"):]
+    section = CONTRIBUTING[CONTRIBUTING.index("## Layout"):]
     start = section.index("```\n") + 4
     return section[start:section.index("\n```", start)]
+
+
+def _table_rows(document: str, header: str) -> str:
+    """The rows of the markdown table that starts with ``header``."""
+    lines = document[document.index(header):].splitlines()[2:]  # past the header and its |---| line
+    return "\n".join(takewhile(lambda line: line.startswith("|"), lines))
 
 
 def test_every_file_and_folder_in_the_map_exists():
@@ -36,11 +45,13 @@ def test_every_package_is_in_the_map():
     assert all(f"{name}/" in tree for name in packages), packages
 
 
-def test_every_table_and_setting_is_documented():
+def test_every_table_mart_and_setting_is_documented():
     for table in (*TABLES, *CLOSED_LOOP_TABLES):
-        assert f"`{table.path}` | {table.written_by} |" in README, table.path
+        assert f"`{table.path}` | {table.written_by} |" in TABLES_DOC, table.path
+    marts = {p.stem for p in (ROOT / "dbt_like_sql" / "models" / "marts").glob("*.sql")}
+    assert marts == set(re.findall(r"`(\w+)` \(", _table_rows(TABLES_DOC, "| mart (grain) |")))
     for setting in SETTINGS:
-        assert f"| `{setting.flag}` | `{setting.env}` |" in README, setting.flag
+        assert f"| `{setting.flag}` | `{setting.env}` |" in RUNNING_DOC, setting.flag
 
 
 def test_no_test_imports_another_test_module():
