@@ -33,7 +33,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
 
 from consumer_agent.agent import Agent, RebalanceCallback
-from consumer_agent.options import PREFIX, merged_config, split_config
+from consumer_agent.options import is_agent_option, merged_config, split_config
 
 _monotonic = time.monotonic
 _base_poll = Consumer.poll
@@ -98,7 +98,7 @@ class InstrumentedConsumer(Consumer):
     def _client_judges_first(self, config: dict[str, Any]) -> None:
         """The agent refuses its options: when the client refuses the rest of the config too, its
         error is the one a drop-in raises. A client it accepted is closed at once, never used."""
-        super().__init__({k: v for k, v in config.items() if not (isinstance(k, str) and k.startswith(PREFIX))})
+        super().__init__({k: v for k, v in config.items() if not is_agent_option(k)})
         super().close()
 
     # ------------------------------------------------------------------ public API

@@ -53,6 +53,11 @@ def _as_positive_int(key: str, value: Any) -> int:
     return number
 
 
+def is_agent_option(key: Any) -> bool:
+    """A ``lens.*`` key (a key that is no string is librdkafka's to refuse, in its own words)."""
+    return isinstance(key, str) and key.startswith(PREFIX)
+
+
 def merged_config(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any] | None:
     """The one config dict ``Consumer(*args, **kwargs)`` builds: a dict argument updated with the
     keyword arguments (they win). None when the client refuses those arguments: the caller then
@@ -74,9 +79,8 @@ def split_config(config: Mapping[str, Any]) -> tuple[AgentOptions, dict[str, Any
     """
     if not isinstance(config, Mapping):
         raise TypeError(f"InstrumentedConsumer takes a config dict, got {type(config).__name__}")
-    # a key that is no string is librdkafka's to refuse, in its own words
-    lens = {k: v for k, v in config.items() if isinstance(k, str) and k.startswith(PREFIX)}
-    consumer = {k: v for k, v in config.items() if k not in lens}
+    lens = {k: v for k, v in config.items() if is_agent_option(k)}
+    consumer = {k: v for k, v in config.items() if not is_agent_option(k)}
     topic = lens.pop("lens.telemetry.topic", None)
     if not topic or not isinstance(topic, str):
         raise ValueError('Set "lens.telemetry.topic" (e.g. "rebalance-lens-telemetry") in the consumer config: '

@@ -9,9 +9,14 @@ for line, threads left behind and how fast the group sees a member go included; 
 differences are checked against docs/agent-compatibility.md's table instead."""
 from __future__ import annotations
 
+import os
 import re
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
+from confluent_kafka import KafkaException
+
+from consumer_agent import InstrumentedConsumer
 from consumer_agent.member_states import ClassicState
 from tests.support import child_play
 from tests.support.drop_in_programs import ASYNC_OWN, NOT_ASYNC, PER_PARTITION, PROGRAMS
@@ -119,3 +124,18 @@ def test_every_program_behaves_as_with_the_plain_client(kafka, unique):
 def left_on_close(log: TelemetryLog, agent_id: str) -> bool:
     return any(e["body"]["to_state"] == ClassicState.UNSUBSCRIBED.value and e["body"]["reason"] == "close"
                for e in log.of(agent_id, "state_transition"))
+
+
+def test_the_clients_error_comes_before_the_agents():
+    """A config both refuse raises the client's error; the agent's own (naming the key) only when
+    the client takes the rest, and the client it built to ask is gone (no thread left)."""
+    before = set(os.listdir("/proc/self/task"))
+    with pytest.raises(ValueError, match="^Failed to create consumer: group.id must be set$"):
+        InstrumentedConsumer({"bootstrap.servers": "127.0.0.1:1"})  # no lens.telemetry.topic either
+    with pytest.raises(KafkaException, match="No such configuration property"):
+        InstrumentedConsumer({"group.id": "g", "no.such.property": 1, "lens.processing": "later"})
+    with pytest.raises(ValueError, match='"lens.telemetry.topic"'):
+        InstrumentedConsumer({"group.id": "g"})
+    with pytest.raises(ValueError, match="lens.processing"):
+        InstrumentedConsumer(**{"group.id": "g", "lens.telemetry.topic": "t", "lens.processing": "later"})
+    assert set(os.listdir("/proc/self/task")) - before == set()

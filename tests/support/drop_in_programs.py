@@ -223,6 +223,8 @@ def context_manager(kind: Kind, bootstrap: str, topic: str) -> None:
         say("enter returned the consumer", type(consumer).__name__ == kind.cls.__name__)
         consumer.subscribe([topic])
         survivor.share_with(consumer)
+        leaving = time.monotonic()
+    say("measure", "with block's exit s", round(time.monotonic() - leaving, 3))
     threads_left(before, "after the with block")
     say("poll after the with block", *outcome(lambda: consumer.poll(0)))
     survivor.takeover()
