@@ -4,8 +4,10 @@ The consumer owns its agent; the agent sees the consumer only through a weak pro
 the agent keeps (its collaborators, the callbacks librdkafka holds, the emitter thread and its
 progress timer) keeps a consumer alive, so a consumer dropped without ``close()`` is freed
 the moment its last reference goes, as a plain ``Consumer`` is, and librdkafka destroys it the
-same way: the group sees the member go when its session times out. ``dropped`` (the
-consumer's finalizer) then stops the emitter without waiting for it.
+same way: the group sees the member go when its session times out. The consumer's finalizer
+then stops the emitter without waiting for it. Neither the finalizer nor the emitter's thread
+holds the agent (whose application callbacks may well hold the consumer): a consumer in a
+reference cycle with the host's objects is freed by the garbage collector, as a plain one is.
 
 - The rebalance callbacks are wrapped: record, (commit-on-revoke), call the application's
   callback with the same arguments, record its duration. They run on the application
@@ -34,7 +36,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from consumer_agent import contract
 from consumer_agent.commit_on_revoke import RevokeCommitter
-from consumer_agent.emitter import UNCLOSED_FLUSH_TIMEOUT_S, TelemetryEmitter
+from consumer_agent.emitter import TelemetryEmitter
 from consumer_agent.enforce_rebalance import RebalanceEnforcer
 from consumer_agent.group_metadata import generation_from_metadata
 from consumer_agent.membership import Membership
@@ -65,6 +67,19 @@ def _take_callback(config: dict[str, Any], key: str) -> Callable[..., Any] | Non
     if callable(config.get(key)):
         return config.pop(key)
     return None
+
+
+def _weakly(method: Callable[[], None]) -> Callable[[], None]:
+    """``method``, called through a weak reference while its object lives. The emitter's thread is
+    a GC root while it runs: through a strong reference it would keep the agent alive, hence the
+    application's callbacks, hence whatever they hold (often the consumer itself)."""
+    ref = weakref.WeakMethod(method)
+
+    def call() -> None:
+        bound = ref()
+        if bound is not None:
+            bound()
+    return call
 
 
 def requested_offsets(args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[TopicPartition]:
@@ -140,7 +155,7 @@ class Agent:
                         "(set lens.telemetry.bootstrap.servers to send it to a cluster)")
         self.emitter = TelemetryEmitter(options.telemetry_topic, options.producer_config,
                                         options.buffer_max_events, key=self.agent_id,
-                                        heartbeat=(options.progress_interval_ms / 1000, self.progress.arm_tick))
+                                        heartbeat=(options.progress_interval_ms / 1000, _weakly(self.progress.arm_tick)))
 
     # ------------------------------------------------------------------ the consumer's calls
     def subscribed(self, topics: list[str], callbacks: tuple[RebalanceCallback | None, ...]) -> None:
@@ -195,12 +210,6 @@ class Agent:
         self.guard(self.member.left, "close")
         self.guard(self._emit_health)
         self.emitter.close(CLOSE_FLUSH_TIMEOUT_S)
-
-    def dropped(self) -> None:
-        """The consumer was freed without ``close()``: what is buffered gets a short drain; no wait."""
-        if not self.closed:
-            self.closed = True
-            self.emitter.stop(UNCLOSED_FLUSH_TIMEOUT_S)
 
     # ------------------------------------------------------------------ rebalance callbacks
     def on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:

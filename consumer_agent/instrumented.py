@@ -33,6 +33,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
 
 from consumer_agent.agent import Agent, RebalanceCallback
+from consumer_agent.emitter import UNCLOSED_FLUSH_TIMEOUT_S
 from consumer_agent.options import is_agent_option, merged_config, split_config
 
 _monotonic = time.monotonic
@@ -93,7 +94,9 @@ class InstrumentedConsumer(Consumer):
         super().__init__(agent.client_config)  # raises as the client does (already initialised, ...)
         agent.attach(self)
         self._agent = agent
-        weakref.finalize(self, agent.dropped).atexit = False  # at exit the emitter module stops it
+        # Dropped without close(): what is buffered gets a short drain, no wait. Only the emitter:
+        # a finalizer's callable must not lead back to the consumer. (At exit the emitter module stops it.)
+        weakref.finalize(self, agent.emitter.stop, UNCLOSED_FLUSH_TIMEOUT_S).atexit = False
 
     def _client_judges_first(self, config: dict[str, Any]) -> None:
         """The agent refuses its options: when the client refuses the rest of the config too, its

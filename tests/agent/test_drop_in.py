@@ -1,8 +1,9 @@
 """The agent is a drop-in for ``confluent_kafka.Consumer``: every program of
-tests/support/drop_in_programs.py (context manager, drop without close, broker-less config,
-``Consumer(**conf)``, callbacks as keyword arguments, every public method before and after
-close, constructor errors, ``__init__`` again, a subclass that skips ``__init__``, pickling and
-the rest of Python's protocols, Ctrl-C, fork, exit with the consumer open) is played by a plain
+tests/support/drop_in_programs.py (context manager, drop without close, a consumer in a
+reference cycle with the host's objects, broker-less config, ``Consumer(**conf)``, callbacks as
+keyword arguments, every public method before and after close, constructor errors,
+``__init__`` again, a subclass that skips ``__init__``, pickling and the rest of Python's
+protocols, Ctrl-C, fork, exit with the consumer open) is played by a plain
 ``Consumer``, an ``InstrumentedConsumer`` and an ``AsyncInstrumentedConsumer``, each in its own
 process, all at once. The plain client's transcript is the oracle: the others must equal it line
 for line, threads left behind and how fast the group sees a member go included; the few known
@@ -92,6 +93,7 @@ def test_every_program_behaves_as_with_the_plain_client(kafka, unique):
     assert ["survivor took the partition over", "left the group"] in plain["context_manager"]
     assert ["survivor took the partition over", "session timed out"] in plain["drop_without_close"]
     for program, what in [("context_manager", "after the with block"), ("drop_without_close", "after del"),
+                          ("drop_in_a_cycle", "after del and a collection"),
                           ("broker_less", "after close"), ("kwargs_config", "after close"), ("fork", "after close"),
                           ("init_errors", "after refused constructions"), ("init_again", "after close")]:
         assert ["threads left", what, 0] in plain[program], program  # equal for the agents: none outlives

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import gc
 import inspect
 import json
 import logging
@@ -246,6 +247,30 @@ def drop_without_close(kind: Kind, bootstrap: str, topic: str) -> None:
         say("agent", "freed by del", freed() is None)
     threads_left(before, "after del")
     survivor.takeover()
+
+
+class Host:
+    """An application object that keeps its consumer and hands it its own bound methods as
+    callbacks: host and consumer refer to each other."""
+
+    def __init__(self, kind: Kind, conf: dict[str, Any], topic: str) -> None:
+        self.assigned = 0
+        self.consumer = kind.make(conf)
+        self.consumer.subscribe([topic], on_assign=self.on_assign)
+
+    def on_assign(self, _consumer: Any, partitions: list[TopicPartition]) -> None:
+        self.assigned += len(partitions)
+
+
+def drop_in_a_cycle(kind: Kind, bootstrap: str, topic: str) -> None:
+    """An application object and its consumer, dropped without ``close()``: a reference cycle,
+    which only the garbage collector frees, for either kind."""
+    before = tids()
+    host = Host(kind, config(bootstrap), topic)
+    say("records", read(host.consumer, 2 * PER_PARTITION), host.assigned)
+    del host
+    gc.collect()
+    threads_left(before, "after del and a collection")
 
 
 def broker_less(kind: Kind, bootstrap: str, topic: str) -> None:
@@ -544,7 +569,7 @@ _KEPT: list[Any] = []
 
 
 PROGRAMS: dict[str, Callable[[Kind, str, str], None]] = {
-    f.__name__: f for f in (context_manager, drop_without_close, broker_less, kwargs_config, kwargs_callbacks,
+    f.__name__: f for f in (context_manager, drop_without_close, drop_in_a_cycle, broker_less, kwargs_config, kwargs_callbacks,
                             every_method, arity, subclass_skips_init, init_errors, init_again, python_protocols,
                             signal_interrupt, fork, exit_without_close)}
 # What an AsyncInstrumentedConsumer is not: a Consumer subclass (protocols, subclassing, calling
