@@ -39,9 +39,10 @@ KNOWN = {
 }
 TELEMETRY_OFF = "telemetry is off"
 # The agent's log lines at WARNING, per program: one line per consumer with nowhere to send
-# telemetry; the first error of a telemetry producer whose cluster is unreachable. Nothing else.
-AGENT_WARNINGS = {"broker_less": [TELEMETRY_OFF], "signal_interrupt": [TELEMETRY_OFF], "init_errors": [TELEMETRY_OFF],
-                  "kwargs_callbacks": ["telemetry: producer"]}
+# telemetry (required); kwargs_callbacks' consumer whose cluster is a closed port may log its
+# telemetry producer's first error, if it came before the close (allowed). Nothing else.
+AGENT_WARNINGS = {"broker_less": [TELEMETRY_OFF], "signal_interrupt": [TELEMETRY_OFF], "init_errors": [TELEMETRY_OFF]}
+ALLOWED_WARNINGS = {"kwargs_callbacks": "rebalance-lens telemetry: producer"}
 PYTHON_ERROR = re.compile(r"Traceback|Exception ignored|Fatal Python error")
 
 
@@ -83,7 +84,8 @@ def test_every_program_behaves_as_with_the_plain_client(kafka, unique):
             for what, value in tagged(run, "differs").items():
                 assert KNOWN[(program, what)][kind] == value, (program, what, kind, value)
             if kind != "plain":
-                warnings = [line for line in tagged(run, "agent")["log"] if line.startswith("WARNING")]
+                warnings = [line for line in tagged(run, "agent")["log"] if line.startswith("WARNING")
+                            and not (program in ALLOWED_WARNINGS and ALLOWED_WARNINGS[program] in line)]
                 expected = AGENT_WARNINGS.get(program, [])
                 assert len(warnings) == len(expected) and all(e in w for e, w in zip(expected, warnings)), \
                     (program, kind, warnings)
