@@ -6,6 +6,12 @@ rebalance callbacks therefore run on that worker thread, inside ``poll()``/``con
 That is what makes commit-on-revoke work with tasks: while the revoke callback holds the
 worker thread waiting for in-flight records, the loop keeps running the tasks that finish
 them and call ``mark_processed``. Processing is always explicit here.
+
+Its lifecycle is the ``InstrumentedConsumer``'s (docs/agent-compatibility.md): it takes its
+config as ``Consumer`` does and raises what the client raises; ``async with`` closes it;
+``close()`` returns with the worker thread, the telemetry thread and the producer gone, and
+calls after it raise the client's own error for a closed consumer; dropped without
+``close()``, the consumer is freed and the worker thread ends with its executor.
 """
 from __future__ import annotations
 
@@ -18,6 +24,7 @@ from typing import Any, TypeVar
 from confluent_kafka import Message
 
 from consumer_agent.instrumented import InstrumentedConsumer
+from consumer_agent.options import merged_config
 
 T = TypeVar("T")
 
@@ -26,17 +33,31 @@ class AsyncInstrumentedConsumer:
     """Awaitable ``poll``/``consume``/``commit``/``close`` over an ``InstrumentedConsumer`` in explicit mode.
 
     Args:
-        config: as for ``InstrumentedConsumer``; ``lens.processing`` is forced to "explicit"
-            (a record is processed when ``mark_processed`` is called or its ``process`` task ends).
+        config: as for ``InstrumentedConsumer`` (a dict, keyword arguments or both);
+            ``lens.processing`` is forced to "explicit" (a record is processed when
+            ``mark_processed`` is called or its ``process`` task ends).
     """
 
-    def __init__(self, config: dict[str, Any]) -> None:
-        if config.get("lens.processing", "explicit") != "explicit":
-            raise ValueError('AsyncInstrumentedConsumer needs "lens.processing": "explicit" (or leave it unset): '
-                             "records finish in tasks, not on the next poll.")
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rebalance-lens-consumer")
-        self._consumer: InstrumentedConsumer = self._executor.submit(
-            InstrumentedConsumer, {**config, "lens.processing": "explicit"}).result()
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        config = merged_config(args, kwargs)
+        if config is not None:  # else the arguments go as they are, for the client to refuse
+            if config.get("lens.processing", "explicit") != "explicit":
+                raise ValueError('AsyncInstrumentedConsumer needs "lens.processing": "explicit" (or leave it '
+                                 'unset): records finish in tasks, not on the next poll.')
+            args, kwargs = ({**config, "lens.processing": "explicit"},), {}
+        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rebalance-lens-consumer")
+        try:
+            self._consumer: InstrumentedConsumer = executor.submit(InstrumentedConsumer, *args, **kwargs).result()
+        except BaseException:
+            executor.shutdown(wait=True)  # a refused config leaves no thread behind
+            raise
+        self._executor: ThreadPoolExecutor | None = executor
+
+    async def __aenter__(self) -> AsyncInstrumentedConsumer:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
 
     @property
     def consumer(self) -> InstrumentedConsumer:
@@ -51,8 +72,11 @@ class AsyncInstrumentedConsumer:
         return self._consumer.telemetry_stats()
 
     async def run(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        """Run any consumer method on the consumer's worker thread."""
+        """Run any consumer method on the consumer's worker thread. Once closed there is no worker:
+        a closed consumer answers at once (the client raises its "Consumer closed")."""
         call = functools.partial(getattr(self._consumer, method), *args, **kwargs)
+        if self._executor is None:
+            return call()
         return await asyncio.get_running_loop().run_in_executor(self._executor, call)
 
     async def subscribe(self, topics: list[str], **callbacks: Any) -> None:
@@ -84,7 +108,17 @@ class AsyncInstrumentedConsumer:
         return await self.run("enforce_rebalance", reason)
 
     async def close(self) -> None:
+        """Close the consumer on its worker thread, then end that thread (idle by then, or
+        finishing calls queued behind the close, which a closed consumer answers at once). A
+        second close does nothing, as the client's does."""
+        executor = self._executor
+        if executor is None:
+            return self._consumer.close()
+        closing = executor.submit(self._consumer.close)
         try:
-            await self.run("close")
+            await asyncio.wrap_future(closing)
         finally:
-            self._executor.shutdown(wait=False)
+            if closing.done() and self._executor is executor:  # not when the awaiting task was cancelled
+                self._executor = None
+                executor.shutdown(wait=True)
+        return None

@@ -4,13 +4,25 @@ The application thread only appends to a ``deque``; a daemon thread creates the 
 missing, serialises and produces. When the telemetry cluster is away nothing blocks: the
 buffer keeps the newest ``capacity`` events, the oldest are dropped and counted, and the
 count is re-reported in ``agent_health`` events until one of them is delivered.
+
+Nothing of the emitter outlives it: when it stops, its thread drains what it can within the
+deadline, then destroys the producer (and the topic-creating admin client) before it
+exits, so ``close`` returns with librdkafka's threads of the telemetry clients gone. Only
+``close`` waits for that; ``stop`` (a consumer dropped without ``close()``) returns at once.
+An emitter still running at interpreter exit gets ``UNCLOSED_FLUSH_TIMEOUT_S`` to drain
+before the interpreter tears down. In a forked child the parent's emitter is inert: its
+thread does not exist there and destroying its producer would act on the parent's
+librdkafka state, so the child keeps it, untouched, until it exits.
 """
 from __future__ import annotations
 
+import atexit
 import json
 import logging
+import os
 import threading
 import time
+import weakref
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -40,18 +52,30 @@ PRODUCER_DEFAULTS: dict[str, Any] = {
     "reconnect.backoff.max.ms": 2_000,
 }
 TOPIC_RETRY_S = 2.0
+# What a consumer dropped without close(), or still open at interpreter exit, gets to drain.
+UNCLOSED_FLUSH_TIMEOUT_S = 1.0
+# How long close() waits, past the drain, for librdkafka to destroy the telemetry clients.
+DESTROY_TIMEOUT_S = 2.0
 ADMIN_TIMEOUT_S = 5.0
 # Producer-only settings an AdminClient must not receive.
 _PRODUCER_ONLY = ("linger.ms", "message.timeout.ms", "acks", "compression.type", "batch.size", "enable.idempotence",
                   "queue.buffering.max.messages", "queue.buffering.max.kbytes", "retries", "delivery.timeout.ms")
 
 
+_RUNNING: weakref.WeakSet[TelemetryEmitter] = weakref.WeakSet()
+_FORKED_AWAY: list[Any] = []  # a forked child's inherited producers: never destroyed there
+
+
 class TelemetryEmitter:
     """Owns the buffer, the emitter thread, the producer and the drop/error counters."""
 
-    def __init__(self, topic: str, producer_config: dict[str, Any], capacity: int, key: str,
+    def __init__(self, topic: str, producer_config: dict[str, Any] | None, capacity: int, key: str,
                  heartbeat: tuple[float, Callable[[], None]] | None = None) -> None:
-        """``heartbeat``: (interval_s, fn) called on the emitter thread every interval (the progress timer)."""
+        """``heartbeat``: (interval_s, fn) called on the emitter thread every interval (the progress timer).
+
+        ``producer_config`` None: telemetry is off (nowhere to send it): no producer, no
+        thread; offered events are discarded.
+        """
         self.topic = topic
         self._heartbeat = heartbeat
         self._next_beat = time.monotonic() + heartbeat[0] if heartbeat else float("inf")
@@ -65,24 +89,37 @@ class TelemetryEmitter:
         self.acknowledged_dropped = 0   # dropped_total carried by the last delivered agent_health event
         self.acknowledged_errors = 0
         self._logged = False
+        self._pid = os.getpid()
+        self._stop_deadline = 0.0
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._producer: Producer | None = None
+        self._admin: AdminClient | None = None
+        self._topic_future: Any = None
+        if producer_config is None:
+            return
         config = {**PRODUCER_DEFAULTS, **producer_config, "logger": _DebugLog()}
         config["queue.buffering.max.messages"] = min(int(config.get("queue.buffering.max.messages", capacity)),
                                                      capacity)
         self._producer = Producer({**config, "error_cb": self._on_client_error})
         self._admin_config = {k: v for k, v in config.items() if k not in _PRODUCER_ONLY}
         self._topic_ready = False
-        self._admin: AdminClient | None = None
-        self._topic_future: Any = None
         self._next_topic_attempt = 0.0
-        self._stop_deadline = 0.0
-        self._wake = threading.Event()
-        self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="rebalance-lens-emitter", daemon=True)
         self._thread.start()
+        _RUNNING.add(self)
 
     # -- application side ---------------------------------------------------------------------
+    @property
+    def enabled(self) -> bool:
+        """False when telemetry is off: there is no cluster to send it to."""
+        return self._thread is not None
+
     def offer(self, event: dict[str, Any]) -> None:
-        """Queue one event; never blocks, drops the oldest when full."""
+        """Queue one event; never blocks, drops the oldest when full. Discarded once stopped or when off."""
+        if self._thread is None or self._stopping.is_set():
+            return
         with self._counters:
             if len(self._buffer) >= self.capacity:
                 self.dropped_total += 1
@@ -97,12 +134,27 @@ class TelemetryEmitter:
         """True while drops or errors exist that no delivered agent_health event has reported."""
         return self.dropped_total > self.acknowledged_dropped or self.errors_total > self.acknowledged_errors
 
-    def close(self, timeout_s: float) -> None:
-        """Drain what can be delivered within ``timeout_s``, then stop the thread."""
-        self._stop_deadline = time.monotonic() + timeout_s
+    def stop(self, timeout_s: float) -> None:
+        """Ask the thread to drain what it can within ``timeout_s``, destroy the producer and end;
+        returns at once. Later calls keep the earliest deadline."""
+        if self._thread is None:
+            return
+        if os.getpid() != self._pid:  # a forked child: the thread and the clients are the parent's
+            _FORKED_AWAY.append((self._producer, self._admin))
+            return
+        deadline = time.monotonic() + timeout_s
+        if not self._stopping.is_set() or deadline < self._stop_deadline:
+            self._stop_deadline = deadline
         self._stopping.set()
         self._wake.set()
-        self._thread.join(timeout_s + 1.0)
+
+    def close(self, timeout_s: float) -> None:
+        """``stop``, and wait until the thread and the producer's threads are gone (at most
+        ``timeout_s`` plus the producer's destruction)."""
+        self.stop(timeout_s)
+        thread = self._thread
+        if thread is not None and os.getpid() == self._pid and thread is not threading.current_thread():
+            thread.join(timeout_s + DESTROY_TIMEOUT_S)
 
     # -- emitter thread -----------------------------------------------------------------------
     def _note_error(self, message: str) -> None:
@@ -184,7 +236,7 @@ class TelemetryEmitter:
                 if self._topic_ready:
                     self._drain()
                 self._producer.poll(0)
-                if self._heartbeat and time.monotonic() >= self._next_beat:
+                if self._heartbeat and not self._stopping.is_set() and time.monotonic() >= self._next_beat:
                     self._next_beat = time.monotonic() + self._heartbeat[0]
                     self._heartbeat[1]()
             except Exception as exc:  # the emitter must survive anything
@@ -192,4 +244,25 @@ class TelemetryEmitter:
             if self._stopping.is_set() and (not self._buffer or not self._topic_ready
                                             or time.monotonic() >= self._stop_deadline):
                 break
-        self._producer.flush(max(0.0, self._stop_deadline - time.monotonic()))
+        try:
+            self._producer.flush(max(0.0, self._stop_deadline - time.monotonic()))
+            self._producer.purge()   # what the deadline left undelivered: reported as drops
+            self._producer.poll(0)
+        except Exception as exc:
+            self._note_error(f"emitter: {exc!r}")
+        finally:
+            # The last references: librdkafka destroys the clients here and joins their threads.
+            self._producer = self._admin = self._topic_future = None
+            _RUNNING.discard(self)
+
+
+@atexit.register
+def _stop_at_exit() -> None:
+    """Emitters of consumers still open at exit drain briefly and end before the interpreter
+    tears down (a daemon thread inside librdkafka then would be cut off mid-call). All drain at
+    once: the exit waits one drain, not one per consumer."""
+    emitters = list(_RUNNING)
+    for emitter in emitters:
+        emitter.stop(UNCLOSED_FLUSH_TIMEOUT_S)
+    for emitter in emitters:
+        emitter.close(UNCLOSED_FLUSH_TIMEOUT_S)

@@ -67,7 +67,10 @@ class Progress:
         if keys:
             self._guard(self._look_up_starts, keys)
         self._tick_due = True
-        self._consumer._hook = True
+        try:
+            self._consumer._hook = True
+        except ReferenceError:  # the consumer was freed meanwhile; its emitter is stopping
+            pass
 
     def _look_up_starts(self, keys: list[tuple[str, int]]) -> None:
         """The group's committed offsets of ``keys``: nothing was handed out, so nothing of theirs

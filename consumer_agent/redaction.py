@@ -20,6 +20,7 @@ def redacted_config(config: Mapping[str, Any]) -> dict[str, str]:
     """A string-valued copy of ``config`` with secret values replaced; callables shown by name."""
     snapshot: dict[str, str] = {}
     for key, value in config.items():
+        key = str(key)
         if is_secret(key):
             snapshot[key] = REDACTED
         elif callable(value):

@@ -11,7 +11,7 @@ from consumer_agent import contract as ev
 from consumer_agent.member_states import ClassicState, ConsumerProtocolState
 from consumer_agent.group_metadata import generation_from_metadata
 from consumer_agent.inflight import InFlight
-from consumer_agent.options import DEFAULT_TELEMETRY_TOPIC, split_config
+from consumer_agent.options import DEFAULT_TELEMETRY_TOPIC, merged_config, split_config
 from consumer_agent.redaction import REDACTED, redacted_config
 from consumer_agent.schema_docs import BEGIN, CONTRACT_DOC, END, render_table
 from tests.support.telemetry_log import VALIDATOR
@@ -111,6 +111,25 @@ def test_agent_options_are_split_validated_and_inherit_the_cluster_settings():
         split_config({"bootstrap.servers": "b", "lens.telemetry.topic": "t", "lens.processing": "later"})
     with pytest.raises(ValueError, match="lens.buffer.max.events"):
         split_config({"bootstrap.servers": "b", "lens.telemetry.topic": "t", "lens.buffer.max.events": 0})
+
+
+def test_the_config_is_read_as_the_client_reads_it_and_no_cluster_means_telemetry_off():
+    """Consumer(conf, **kwargs): the keywords win; arguments the client refuses are left to it
+    (None). No cluster address anywhere: accepted, telemetry off; librdkafka's other name for the
+    address counts, and a telemetry cluster of its own replaces the consumer's under either name."""
+    assert merged_config(({"a": 1, "b": 2},), {"b": 3}) == {"a": 1, "b": 3}
+    assert merged_config((), {"group.id": "g"}) == {"group.id": "g"}
+    assert merged_config((None,), {}) is None and merged_config(({}, {}), {}) is None
+    options, consumer = split_config({"group.id": "g", "lens.telemetry.topic": "t", 1: 2})
+    assert options.producer_config is None and consumer == {"group.id": "g", 1: 2}
+    options, _ = split_config({"metadata.broker.list": "b:9092", "lens.telemetry.topic": "t"})
+    assert options.producer_config == {"metadata.broker.list": "b:9092"}
+    options, _ = split_config({"metadata.broker.list": "b:9092", "lens.telemetry.topic": "t",
+                               "lens.telemetry.bootstrap.servers": "other:9092"})
+    assert options.producer_config == {"bootstrap.servers": "other:9092"}
+    options, _ = split_config({"group.id": "g", "lens.telemetry.topic": "t",
+                               "lens.telemetry.bootstrap.servers": "other:9092"})
+    assert options.producer_config == {"bootstrap.servers": "other:9092"}
 
 
 def test_generation_is_parsed_from_group_metadata_defensively():

@@ -19,14 +19,13 @@ Run as ``python -m tests.support.host_transcript plain|instrumented BOOTSTRAP TO
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 import threading
 import time
 import uuid
-from pathlib import Path
 from typing import Any
+
+from tests.support import child_play
 
 SCENARIOS = ("raise_in_assign", "raise_in_revoke", "block_in_assign", "block_in_revoke", "stall_between_polls",
              "close_in_assign", "close_in_revoke")
@@ -34,7 +33,6 @@ TWO_MEMBERS = ("block_in_revoke", "close_in_revoke")  # who gets which partition
 RECORDS = 200
 BLOCK_S = 9.0
 SETTINGS = {"session.timeout.ms": 6000, "max.poll.interval.ms": 6000, "auto.offset.reset": "earliest"}
-REPO = Path(__file__).resolve().parents[2]
 
 
 def _say(*line: Any) -> None:
@@ -119,19 +117,11 @@ def _consume(consumer: Any, got: set[tuple[int, int]], records: int, until_s: fl
 def transcripts(bootstrap: str, topic: str, scenario: str, limit_s: float = 60) -> dict[str, list]:
     """The scenario's transcript with each consumer, played at once in two processes; partition
     numbers of a two-member scenario become counts (the range assignor orders by member id)."""
-    procs = {kind: subprocess.Popen([sys.executable, "-m", "tests.support.host_transcript", kind, bootstrap, topic,
-                                     scenario], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                                    env={**os.environ, "PYTHONPATH": str(REPO)})
-             for kind in ("plain", "instrumented")}
     out = {}
-    for kind, proc in procs.items():
-        try:
-            text, _ = proc.communicate(timeout=limit_s)
-            lines = [json.loads(line) for line in text.splitlines()]
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            text, _ = proc.communicate()
-            lines = [json.loads(line) for line in text.splitlines()] + [["blocked", f"still running after {limit_s} s"]]
+    played = child_play.play("tests.support.host_transcript", ("plain", "instrumented"), [bootstrap, topic, scenario],
+                             limit_s)
+    for kind, run in played.items():
+        lines = run.lines
         if scenario in TWO_MEMBERS:
             lines = [[line[0], len(line[1])] if line[0] in ("assign", "revoke", "lost", "assignment") else line
                      for line in lines]
