@@ -23,7 +23,7 @@ ASSIGNORS = ("range", "cooperative-sticky", "consumer", "roundrobin")
 
 def _plan() -> list[tuple[str, str]]:
     """Each built-in scenario with an assignor, cycling so every protocol is exercised."""
-    return [(name, ASSIGNORS[i % len(ASSIGNORS)]) for i, name in enumerate(builtin_names())]
+    return [(name, ASSIGNORS[i % len(ASSIGNORS)]) for i, name in enumerate(builtin_names(fully_instrumented=True))]
 
 
 @pytest.fixture(scope="session")

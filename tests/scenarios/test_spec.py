@@ -78,3 +78,53 @@ def test_protocol_flag_picks_the_run_choice():
         _assignor_for("range", "consumer")
     with pytest.raises(LensError, match="--assignor consumer means the KIP-848 protocol"):
         _assignor_for("consumer", "classic")
+
+
+def test_a_member_can_run_the_plain_client_and_keeps_it_across_restarts():
+    data = _base()
+    data["members"] = ["a", {"name": "b", "agent": False}]
+    data["timeline"] = [{"at": 2, "action": "rolling_restart", "members": ["b"]},
+                        {"at": 4, "action": "crash", "members": ["b"], "restart_after_s": 1},
+                        {"at": 6, "action": "scale_out", "members": [{"name": "c", "agent": False}, "d"]}]
+    scenario = parse(data, source="mine.yaml")
+    assert [(m.name, m.agent) for m in scenario.members] == [("a", True), ("b", False)]
+    # a restart of b (named only) restarts the plain client; a scale-out declares its own
+    assert [[(m.name, m.agent) for m in a.members] for a in scenario.timeline] == \
+        [[("b", False)], [("b", False)], [("c", False), ("d", True)]]
+    assert not scenario.fully_instrumented
+    assert parse(_base(), source="mine.yaml").fully_instrumented
+
+
+@pytest.mark.parametrize("change, key, fix", [
+    (lambda d: d.update(members=["a", {"name": "b", "agent": "no"}]), "`members[1].agent`",
+     "Set it to true (the rebalance-lens agent) or false (the plain confluent_kafka client)"),
+    (lambda d: d["timeline"].append({"at": 3, "action": "scale_out", "members": [{"name": "c", "agent": 0}]}),
+     "`timeline[1].members[0].agent`", "Set it to true"),
+    (lambda d: d["timeline"][0].update(members=[{"name": "a", "agent": False}]), "`timeline[0].members[0].agent`",
+     "a restart keeps what the member runs"),
+])
+def test_a_bad_agent_value_names_the_key_and_the_fix(change, key, fix):
+    data = _base()
+    change(data)
+    with pytest.raises(LensError) as err:
+        parse(data, source="mine.yaml")
+    message = str(err.value)
+    assert message.startswith("mine.yaml: ") and key in message and fix in message and "\n" not in message
+
+
+def test_the_partial_adoption_builtin_is_listed_and_mixes_both_clients():
+    scenario = load("partial-adoption")
+    assert "partial-adoption" in builtin_names() and "partial-adoption" not in builtin_names(fully_instrumented=True)
+    assert [m.agent for m in scenario.members].count(False) == 1 and len(scenario.members) == 4
+    assert [a.kind for a in scenario.timeline] == ["rolling_restart", "scale_in", "scale_out"]
+    assert all(not m.agent for a in scenario.timeline for m in a.members)
+
+
+def test_a_plain_member_gets_no_agent_settings():
+    from lens_scenarios.consumer_config import member_config
+
+    common = dict(bootstrap="b:9092", group_id="g", assignor="range", commit="revoke", client_id="c",
+                  group_instance_id=None, max_poll_interval_ms=10_000, telemetry_topic="t")
+    instrumented, plain = member_config(**common), member_config(**common, agent=False)
+    assert {k for k in instrumented if k.startswith("lens.")} and not {k for k in plain if k.startswith("lens.")}
+    assert plain == {k: v for k, v in instrumented.items() if not k.startswith("lens.")}
