@@ -53,8 +53,9 @@ class MemberProcess:
 
     def describe(self) -> dict[str, Any]:
         return {"member": self.member.name, "process": self.process, "pid": self.popen.pid,
-                "group_instance_id": self.member.group_instance_id, "started": self.started_wall,
-                "ended": self.ended_wall, "ended_by": self.ended_by, "exit_code": self.popen.returncode}
+                "group_instance_id": self.member.group_instance_id, "agent": self.member.agent,
+                "started": self.started_wall, "ended": self.ended_wall, "ended_by": self.ended_by,
+                "exit_code": self.popen.returncode}
 
 
 class Fleet:

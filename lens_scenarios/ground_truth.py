@@ -25,6 +25,11 @@ pipelines can compare their gold tables with:
   (a quiet gap of ``REBALANCE_GAP_S`` separates two), leaving out each process's own
   first assignment and the revoke it gets while closing: a static member that restarts
   and gets its partitions back causes no rebalance.
+
+Members that run the plain client (``agent: false``) keep the same truth log, so all of the
+above covers them exactly as the instrumented ones; each handoff says whether its owners were
+instrumented, and ``coverage`` (lens_scenarios.coverage) the share of partition-time the
+instrumented members held.
 """
 from __future__ import annotations
 
@@ -36,7 +41,8 @@ from itertools import groupby
 from pathlib import Path
 from typing import Any
 
-from lens_scenarios.truth_log import CallbackEvent, Delivery, read_deliveries, read_events, read_meta
+from lens_scenarios.coverage import HeldInterval, coverage, coverage_by_hour, held_intervals
+from lens_scenarios.truth_log import CallbackEvent, Delivery, ProcessMeta, read_deliveries, read_events, read_meta
 
 REBALANCE_GAP_S = 1.0
 NS = 1_000_000_000
@@ -84,6 +90,8 @@ class Handoff:
     released_by: str
     at_wall_ns: int  # the previous owner's last record
     cause: str
+    prev_instrumented: bool = True  # False: the plain client, which gold cannot see
+    next_instrumented: bool = True
 
     @property
     def moved(self) -> bool:
@@ -191,7 +199,10 @@ def pause_s(prev: OwnershipInterval, nxt: OwnershipInterval, assigned_ns: list[i
     return max(0.0, (nxt.first_mono_ns - max(prev.let_go_mono_ns, produced)) / NS)
 
 
-def handoffs(intervals: list[OwnershipInterval], events: list[CallbackEvent], steps: list[Played]) -> list[Handoff]:
+def handoffs(intervals: list[OwnershipInterval], events: list[CallbackEvent], steps: list[Played],
+             instrumented: dict[str, bool] | None = None) -> list[Handoff]:
+    """Consecutive ownership intervals of each partition; ``instrumented``: per process (default: all)."""
+    seen = instrumented or {}
     by_partition: dict[tuple[str, int], list[OwnershipInterval]] = defaultdict(list)
     for iv in intervals:
         by_partition[(iv.topic, iv.partition)].append(iv)
@@ -209,7 +220,7 @@ def handoffs(intervals: list[OwnershipInterval], events: list[CallbackEvent], st
                 topic, partition, prev.member, prev.process, nxt.member, nxt.process,
                 prev.last_offset, nxt.first_offset, max(0, prev.last_offset - nxt.first_offset + 1),
                 pause_s(prev, nxt, assigned[(nxt.process, topic, partition)]), prev.ended_by, prev.last_wall_ns,
-                cause_of(prev, closing_ns, steps)))
+                cause_of(prev, closing_ns, steps), seen.get(prev.process, True), seen.get(nxt.process, True)))
     return result
 
 
@@ -259,6 +270,8 @@ class GroundTruth:
     intervals: list[OwnershipInterval]
     handoffs: list[Handoff]
     rebalances: list[Rebalance]
+    processes: list[ProcessMeta]
+    held: list[HeldInterval]
 
     @classmethod
     def load(cls, run_dir: Path | str) -> "GroundTruth":
@@ -269,9 +282,11 @@ class GroundTruth:
         member_of = {m.process: m.member for m in metas}
         deliveries = [d for m in metas for d in read_deliveries(run_dir, m)]
         events = [e for m in metas for e in read_events(run_dir, m)]
+        instrumented = {m.process: m.agent for m in metas}
         intervals = ownership_intervals(deliveries, events, member_of)
-        return cls(run_dir, manifest, deliveries, events, intervals, handoffs(intervals, events, played(manifest)),
-                   rebalances(events))
+        return cls(run_dir, manifest, deliveries, events, intervals,
+                   handoffs(intervals, events, played(manifest), instrumented), rebalances(events), metas,
+                   held_intervals(events, deliveries, member_of, instrumented))
 
     @property
     def timeline_start_mono_ns(self) -> int:
@@ -296,8 +311,31 @@ class GroundTruth:
             max_pause_s=round(max((h.pause_s for h in hs), default=0.0), 3),
             total_pause_s=round(sum(h.pause_s for h in hs), 3))
 
+    def member_ids(self) -> dict[str, list[str]]:
+        """Per process, the group member ids its client had at its callbacks (in order)."""
+        ids: dict[str, list[str]] = {m.process: [] for m in self.processes}
+        for e in sorted(self.events, key=lambda e: e.mono_ns):
+            if e.member_id and e.member_id not in ids[e.process]:
+                ids[e.process].append(e.member_id)
+        return ids
+
+    def coverage_json(self) -> dict[str, Any]:
+        """The group's coverage over the run and per UTC hour (gold's is checked against these)."""
+        def row(c) -> dict[str, Any]:
+            return {"instrumented_s": round(c.instrumented_s, 3), "owned_s": round(c.owned_s, 3),
+                    "coverage": None if c.share is None else round(c.share, 6)}
+
+        return {"group_id": self.manifest.get("group_id"), **row(coverage(self.held)),
+                "by_hour": [{"hour_start_wall_ns": hour, **row(c)} for hour, c in coverage_by_hour(self.held).items()]}
+
     def to_json(self) -> dict[str, Any]:
-        """The summary, handoffs and rebalances as plain JSON (written as truth.json beside the run)."""
+        """The summary, handoffs, rebalances, processes (instrumented or not), who held what when and the
+        coverage, as plain JSON (written as truth.json beside the run)."""
+        ids = self.member_ids()
         return {"summary": asdict(self.summary()),
                 "handoffs": [{**asdict(h), "moved": h.moved} for h in self.handoffs],
-                "rebalances": [asdict(r) for r in self.rebalances]}
+                "rebalances": [asdict(r) for r in self.rebalances],
+                "processes": [{"process": m.process, "member": m.member, "instrumented": m.agent,
+                               "member_ids": ids[m.process]} for m in self.processes],
+                "ownership": [{**asdict(h), "seconds": round(h.seconds, 6)} for h in self.held],
+                "coverage": self.coverage_json()}

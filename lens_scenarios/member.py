@@ -1,4 +1,7 @@
-"""One fleet member: a real instrumented consumer in its own OS process, writing ground truth.
+"""One fleet member: a real consumer in its own OS process, writing ground truth.
+
+The consumer is the rebalance-lens agent, or for a member declared ``agent: false`` the plain
+``confluent_kafka.Consumer`` with the same loop, commits and truth log but no telemetry.
 
 Started by the fleet as ``python -m lens_scenarios.member '<json spec>'``. It reads
 commands as JSON lines on stdin (quiesce, stop, stall, subscribe, enforce) and reports what it
@@ -29,8 +32,13 @@ POLL_TIMEOUT_S = 0.1
 REPORT_EVERY_S = 0.5
 
 
-def make_consumer(config: dict[str, Any]):
-    """The one place the member builds its consumer: the rebalance-lens agent, which emits the telemetry."""
+def make_consumer(config: dict[str, Any], agent: bool = True):
+    """The one place the member builds its consumer: the rebalance-lens agent, which emits the
+    telemetry, or the plain client (a member that has not adopted the agent)."""
+    if not agent:
+        from confluent_kafka import Consumer
+
+        return Consumer(config)
     from consumer_agent import InstrumentedConsumer
 
     return InstrumentedConsumer(config)
@@ -54,8 +62,10 @@ class Member:
 
     def __init__(self, spec: dict[str, Any]) -> None:
         self.spec = spec
-        self.truth = TruthWriter(Path(spec["run_dir"]), spec["member"], spec["process"], spec["topics"])
-        self.consumer = make_consumer(spec["config"])
+        self.agent = bool(spec.get("agent", True))
+        self.truth = TruthWriter(Path(spec["run_dir"]), spec["member"], spec["process"], spec["topics"],
+                                 agent=self.agent)
+        self.consumer = make_consumer(spec["config"], self.agent)
         self.assigned: set[tuple[str, int]] = set()
         self.inbox: queue.Queue[dict] = queue.Queue()
         self.delivered = 0
@@ -63,16 +73,29 @@ class Member:
         self.stopping = False
         self.quiesced = False  # reads nothing more: the fleet is about to stop (``Fleet.stop_all``)
 
-    # The callbacks only record; the wrapper performs the (incremental) assign itself.
+    # The callbacks only record; the agent (or, for the plain client, confluent_kafka once the
+    # callback returns) performs the (incremental) assign itself.
     def _on_assign(self, _consumer, partitions) -> None:
         tps = [(tp.topic, tp.partition) for tp in partitions]
         self.assigned.update(tps)
         self._callback("assign", tps)
 
-    def _on_revoke(self, _consumer, partitions) -> None:
+    def _on_revoke(self, consumer, partitions) -> None:
         tps = [(tp.topic, tp.partition) for tp in partitions]
+        if not self.agent and self.spec["commit"] == "revoke":
+            self._commit_revoked(consumer, partitions)
         self.assigned.difference_update(tps)
         self._callback("revoke", tps)
+
+    def _commit_revoked(self, consumer, partitions) -> None:
+        """The plain client's commit-on-revoke (the agent's ``lens.commit.on.revoke``): the loop
+        processes a batch before it polls again, so the positions are the processed frontier."""
+        try:
+            frontier = [tp for tp in consumer.position(partitions) if tp.offset >= 0]
+            if frontier:
+                consumer.commit(offsets=frontier, asynchronous=False)
+        except KafkaException as err:
+            _say(ev="commit_failed", error=str(err.args[0]))
 
     def _on_lost(self, _consumer, partitions) -> None:
         tps = [(tp.topic, tp.partition) for tp in partitions]
@@ -80,7 +103,7 @@ class Member:
         self._callback("lost", tps)
 
     def _callback(self, kind: str, tps: list[tuple[str, int]]) -> None:
-        self.truth.event(kind, tps)
+        self.truth.event(kind, tps, member_id=self.consumer.memberid() or None)
         _say(ev=kind, partitions=len(tps), assigned=len(self.assigned), delivered=self.delivered)
 
     def subscribe(self, topics: list[str]) -> None:

@@ -137,9 +137,11 @@ def run_scenario(scenario: Scenario, options: RunOptions,
             config = member_config(bootstrap=bootstrap, group_id=group_id, assignor=options.assignor,
                                    commit=options.commit, client_id=f"{run_id}-{process}",
                                    group_instance_id=instance, max_poll_interval_ms=scenario.max_poll_interval_ms,
-                                   telemetry_topic=options.telemetry_topic, session_timeout_ms=options.session_timeout_ms)
-            manifest.setdefault("consumer_config", {k: v for k, v in config.items() if k != "client.id"})
-            return {"run_dir": str(run_dir.resolve()), "member": member.name, "process": process,
+                                   telemetry_topic=options.telemetry_topic,
+                                   session_timeout_ms=options.session_timeout_ms, agent=member.agent)
+            if member.agent:
+                manifest.setdefault("consumer_config", {k: v for k, v in config.items() if k != "client.id"})
+            return {"run_dir": str(run_dir.resolve()), "member": member.name, "process": process, "agent": member.agent,
                     "topics": [t.name for t in scenario.topics],
                     "subscribe": list(member.topics or scenario.subscribe), "config": config,
                     "processing_ms": scenario.processing_ms, "commit": options.commit,

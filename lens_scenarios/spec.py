@@ -42,6 +42,7 @@ class MemberSpec:
     name: str
     group_instance_id: str | None = None
     topics: tuple[str, ...] | None = None  # None: the scenario's initial subscription
+    agent: bool = True  # False: the plain confluent_kafka client, no telemetry (a fleet mid-adoption)
 
 
 @dataclass(frozen=True)
@@ -72,9 +73,18 @@ class Scenario:
         """Partitions of the topics the fleet subscribes to at the start."""
         return sum(t.partitions for t in self.topics if t.name in self.subscribe)
 
+    @property
+    def fully_instrumented(self) -> bool:
+        """Every member it ever starts runs the agent (gold sees the whole fleet)."""
+        started = [*self.members, *(m for a in self.timeline if a.kind == "scale_out" for m in a.members or ())]
+        return all(m.agent for m in started)
 
-def builtin_names() -> list[str]:
-    return sorted(p.stem for p in BUILTIN_DIR.glob("*.yaml"))
+
+def builtin_names(*, fully_instrumented: bool = False) -> list[str]:
+    """The built-in scenarios; ``fully_instrumented``: only those whose every member runs the agent
+    (what a gold-against-truth check can hold to exact figures until gold prices unseen owners)."""
+    names = sorted(p.stem for p in BUILTIN_DIR.glob("*.yaml"))
+    return [n for n in names if load(n).fully_instrumented] if fully_instrumented else names
 
 
 def resolve(name_or_file: str) -> Path:
@@ -164,16 +174,28 @@ def _topic_list(value: Any, key: str, source: str, known: set[str]) -> tuple[str
     return tuple(value)
 
 
+def _agent(item: dict, key: str, source: str) -> bool | None:
+    value = item.get("agent")
+    if value is not None and not isinstance(value, bool):
+        raise _fail(source, f"{key}.agent", f"is {value!r}",
+                    "Set it to true (the rebalance-lens agent) or false (the plain confluent_kafka client).")
+    return value
+
+
 def _member(item: Any, key: str, source: str, known: set[str]) -> MemberSpec:
+    """A member as declared; ``agent`` left out means instrumented (``_resolve_members`` then
+    lets a restart inherit what the running member runs)."""
     if isinstance(item, str):
         item = {"name": item}
-    _check_keys(item, key, source, {"name", "group_instance_id", "topics"})
+    _check_keys(item, key, source, {"name", "group_instance_id", "topics", "agent"})
     gid = item.get("group_instance_id")
     if gid is not None:
         gid = _name(gid, f"{key}.group_instance_id", source)
     topics = item.get("topics")
+    agent = _agent(item, key, source)
     return MemberSpec(_name(item.get("name"), f"{key}.name", source), gid,
-                      None if topics is None else _topic_list(topics, f"{key}.topics", source, known))
+                      None if topics is None else _topic_list(topics, f"{key}.topics", source, known),
+                      True if agent is None else agent)
 
 
 def _action(item: Any, index: int, source: str, topics: set[str]) -> Action:
@@ -195,6 +217,12 @@ def _action(item: Any, index: int, source: str, topics: set[str]) -> Action:
         if not isinstance(members, list) or not members:
             raise _fail(source, f"{key}.members", f"is {members!r}", "List member names, e.g. `members: [m1]`.")
         parsed = tuple(_member(m, f"{key}.members[{i}]", source, topics) for i, m in enumerate(members))
+        if kind != "scale_out":
+            for i, m in enumerate(members):
+                if isinstance(m, dict) and "agent" in m:
+                    raise _fail(source, f"{key}.members[{i}].agent", f"is set on a {kind} action",
+                                "Remove it: a restart keeps what the member runs; declare `agent` under "
+                                "`members` or on the scale_out that adds the member.")
     params = {name: item.get(name, default) for name, default in optional.items() if name != "members"}
     if kind == "subscription_change":
         params["topics"] = _topic_list(item["topics"], f"{key}.topics", source, topics)
@@ -234,7 +262,7 @@ def parse(data: Any, source: str) -> Scenario:
         processing_ms=_number(data, "processing_ms", source, 1.0, 0, 1000),
         commit_batch_records=int(_number(data, "commit_batch_records", source, 200, 1, 1_000_000, integer=True)),
         max_poll_interval_ms=max_poll, duration_s=duration, timeline=timeline, source=source)
-    _check_members(scenario)
+    scenario = replace(scenario, timeline=_check_members(scenario))
     late = [a for a in timeline if a.at_s >= duration]
     if late:
         raise _fail(source, "duration_s", f"is {duration} but an action is at {late[0].at_s} s",
@@ -242,13 +270,19 @@ def parse(data: Any, source: str) -> Scenario:
     return scenario
 
 
-def _check_members(scenario: Scenario) -> None:
-    """Member names must be unique in the fleet, and actions may only touch members that exist then."""
+def _check_members(scenario: Scenario) -> tuple[Action, ...]:
+    """Member names must be unique in the fleet, and actions may only touch members that exist then.
+
+    Returns the timeline with every member an action names (other than a scale_out's new ones)
+    running what that member was declared with (``agent``), so a restart of a plain member
+    restarts a plain member."""
     source = scenario.source
-    alive = {m.name for m in scenario.members}
+    agent_of = {m.name: m.agent for m in scenario.members}
+    alive = set(agent_of)
     if len(alive) != len(scenario.members):
         raise _fail(source, "members", "names a member twice", "Give every member a distinct name.")
     ever = set(alive)
+    timeline = []
     for i, action in enumerate(scenario.timeline):
         names = [m.name for m in action.members or ()]
         if action.kind == "scale_out":
@@ -258,6 +292,8 @@ def _check_members(scenario: Scenario) -> None:
                             "Give scaled-out members new names.")
             alive.update(names)
             ever.update(names)
+            agent_of.update((m.name, m.agent) for m in action.members or ())
+            timeline.append(action)
             continue
         missing = [n for n in names if n not in alive]
         if missing:
@@ -265,6 +301,9 @@ def _check_members(scenario: Scenario) -> None:
                         f"Use one of: {', '.join(sorted(alive))}.")
         if action.kind == "scale_in" or (action.kind == "crash" and action.params.get("restart_after_s") is None):
             alive.difference_update(names)
+        timeline.append(action if action.members is None else replace(
+            action, members=tuple(replace(m, agent=agent_of[m.name]) for m in action.members)))
+    return tuple(timeline)
 
 
 def with_topic_prefix(scenario: Scenario, prefix: str) -> Scenario:

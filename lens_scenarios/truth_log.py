@@ -2,11 +2,11 @@
 
 One member process (one incarnation of a member) writes three files in ``<run>/truth/``:
 
-- ``<process>.meta.json``: member, process name, pid, the topic table;
+- ``<process>.meta.json``: member, process name, pid, the topic table, whether it ran the agent;
 - ``<process>.records``: fixed 38-byte rows ``<HIqqqq``: topic index, partition, offset,
   record id, CLOCK_MONOTONIC ns, wall-clock ns, one per record that ``consume()`` handed over;
-- ``<process>.events.jsonl``: assign / revoke / lost callbacks and the process's own
-  start, closing and exit, each with both clocks.
+- ``<process>.events.jsonl``: assign / revoke / lost callbacks (with the group member id the
+  client had then) and the process's own start, closing and exit, each with both clocks.
 
 Durability bound: the member writes a consumed batch with one ``write()`` straight to
 the kernel (no user-space buffer) before it processes the batch, so a SIGKILL loses at
@@ -51,6 +51,7 @@ class CallbackEvent:
     partitions: tuple[tuple[str, int], ...]
     mono_ns: int
     wall_ns: int
+    member_id: str | None = None  # the client's group member id at a callback (None: not known yet)
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,7 @@ class ProcessMeta:
     process: str
     pid: int
     topics: tuple[str, ...]
+    agent: bool = True  # False: the plain client, which emitted no telemetry
 
 
 def truth_dir(run_dir: Path) -> Path:
@@ -68,12 +70,13 @@ def truth_dir(run_dir: Path) -> Path:
 class TruthWriter:
     """The member-side writer; unbuffered so that a SIGKILL cannot take more than the batch in hand."""
 
-    def __init__(self, run_dir: Path, member: str, process: str, topics: Iterable[str]) -> None:
+    def __init__(self, run_dir: Path, member: str, process: str, topics: Iterable[str], agent: bool = True) -> None:
         folder = truth_dir(run_dir)
         folder.mkdir(parents=True, exist_ok=True)
         self.topics = tuple(topics)
         self._index = {name: i for i, name in enumerate(self.topics)}
-        meta = {"member": member, "process": process, "pid": os.getpid(), "topics": list(self.topics)}
+        meta = {"member": member, "process": process, "pid": os.getpid(), "topics": list(self.topics),
+                "agent": agent}
         (folder / f"{process}.meta.json").write_text(json.dumps(meta))
         self._records = open(folder / f"{process}.records", "ab", buffering=0)  # noqa: SIM115 - lives with the writer
         self._events = open(folder / f"{process}.events.jsonl", "a", buffering=1)  # noqa: SIM115 - line-buffered
@@ -86,9 +89,12 @@ class TruthWriter:
             self._records.write(data)
         return len(data) // ROW.size
 
-    def event(self, kind: str, partitions: Iterable[tuple[str, int]] = ()) -> None:
-        self._events.write(json.dumps({"kind": kind, "partitions": [list(tp) for tp in partitions],
-                                       "mono_ns": time.monotonic_ns(), "wall_ns": time.time_ns()}) + "\n")
+    def event(self, kind: str, partitions: Iterable[tuple[str, int]] = (), member_id: str | None = None) -> None:
+        row = {"kind": kind, "partitions": [list(tp) for tp in partitions], "mono_ns": time.monotonic_ns(),
+               "wall_ns": time.time_ns()}
+        if member_id is not None:
+            row["member_id"] = member_id
+        self._events.write(json.dumps(row) + "\n")
 
     def close(self) -> None:
         self._records.close()
@@ -99,7 +105,8 @@ def read_meta(run_dir: Path) -> list[ProcessMeta]:
     metas = []
     for path in sorted(truth_dir(run_dir).glob("*.meta.json")):
         raw = json.loads(path.read_text())
-        metas.append(ProcessMeta(raw["member"], raw["process"], raw["pid"], tuple(raw["topics"])))
+        metas.append(ProcessMeta(raw["member"], raw["process"], raw["pid"], tuple(raw["topics"]),
+                                 bool(raw.get("agent", True))))
     return metas
 
 
@@ -119,5 +126,5 @@ def read_events(run_dir: Path, meta: ProcessMeta) -> list[CallbackEvent]:
         except json.JSONDecodeError:
             continue  # the last line of a SIGKILLed process may be cut short
         events.append(CallbackEvent(meta.process, raw["kind"], tuple((t, p) for t, p in raw["partitions"]),
-                                    raw["mono_ns"], raw["wall_ns"]))
+                                    raw["mono_ns"], raw["wall_ns"], raw.get("member_id")))
     return events

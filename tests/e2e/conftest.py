@@ -22,8 +22,10 @@ ASSIGNORS = ("range", "cooperative-sticky", "consumer", "roundrobin")
 
 
 def _plan() -> list[tuple[str, str]]:
-    """Each built-in scenario with an assignor, cycling so every protocol is exercised."""
-    return [(name, ASSIGNORS[i % len(ASSIGNORS)]) for i, name in enumerate(builtin_names())]
+    """Each built-in scenario with an assignor, cycling so every protocol is exercised; only the fully
+    instrumented ones until gold prices handoffs around members it cannot see (issue 37)."""
+    names = builtin_names(fully_instrumented=True)
+    return [(name, ASSIGNORS[i % len(ASSIGNORS)]) for i, name in enumerate(names)]
 
 
 @pytest.fixture(scope="session")

@@ -31,7 +31,7 @@ from lens_scenarios.ground_truth import GroundTruth, Handoff
 from lens_scenarios.spec import builtin_names, load
 from tests.support.gold_matching import TOLERANCE_S, check, gold_for_run, matched
 
-@pytest.mark.parametrize("scenario", builtin_names())
+@pytest.mark.parametrize("scenario", builtin_names(fully_instrumented=True))
 def test_gold_handoffs_match_ground_truth(landed, scenario):
     run = landed["runs"][scenario]
     truth = GroundTruth.load(run.run_dir)
@@ -46,7 +46,7 @@ def test_gold_handoffs_match_ground_truth(landed, scenario):
     assert not problems, "\n".join(problems)
 
 
-@pytest.mark.parametrize("scenario", builtin_names())
+@pytest.mark.parametrize("scenario", builtin_names(fully_instrumented=True))
 def test_per_run_totals_match_ground_truth(landed, scenario):
     """The demo's per-run totals: duplicates exact (or bracketed after a crash), partition-seconds close.
 

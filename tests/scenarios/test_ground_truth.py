@@ -90,3 +90,42 @@ def test_only_time_with_a_record_waiting_counts_as_a_pause():
         deliveries = [_d("a.1", 0, 10), Delivery("b.1", "t", 0, 1, 1, 500 * MS, 500 * MS, produced_ms)]
         [h] = handoffs(ownership_intervals(deliveries, events, {"a.1": "a", "b.1": "b"}), events, [])
         assert abs(h.pause_s - pause) < 1e-9, produced_ms
+
+
+def test_held_intervals_run_from_assign_to_release_and_coverage_weighs_them():
+    from lens_scenarios.coverage import coverage, held_intervals
+
+    # a.1 (agent) holds t/0 0-1000 ms (eager revoke), again 1500-4000 ms (exit);
+    # p.1 (plain) holds t/1 from 0 ms and is killed: its last sign of life is a record at 2500 ms.
+    events = [_e("a.1", "assign", 0), _e("a.1", "revoke", 1000), _e("a.1", "assign", 1500),
+              _e("a.1", "exit", 4000, ()), _e("p.1", "assign", 0, (("t", 1),))]
+    deliveries = [Delivery("p.1", "t", 1, 0, 100, 2500 * MS, 2500 * MS, 0)]
+    held = held_intervals(events, deliveries, {"a.1": "a", "p.1": "p"}, {"a.1": True, "p.1": False})
+    assert [(h.process, h.partition, h.start_mono_ns // MS, h.end_mono_ns // MS, h.ended_by, h.instrumented)
+            for h in held] == [("a.1", 0, 0, 1000, "revoke", True), ("a.1", 0, 1500, 4000, "exit", True),
+                               ("p.1", 1, 0, 2500, "killed", False)]
+    cov = coverage(held)
+    assert (cov.instrumented_s, cov.owned_s) == (3.5, 6.0) and abs(cov.share - 3.5 / 6.0) < 1e-12
+    assert coverage([]).share is None
+
+
+def test_coverage_by_hour_cuts_a_span_at_the_hour():
+    from lens_scenarios.coverage import HOUR_NS, HeldInterval, coverage_by_hour
+
+    hour = 500_000 * HOUR_NS
+    agent = HeldInterval("t", 0, "a", "a.1", True, 0, 0, hour - 30 * 10**9, hour + 90 * 10**9, "exit")
+    plain = HeldInterval("t", 1, "p", "p.1", False, 0, 0, hour + 30 * 10**9, hour + 60 * 10**9, "exit")
+    by_hour = coverage_by_hour([agent, plain])
+    assert list(by_hour) == [hour - HOUR_NS, hour]
+    assert (by_hour[hour - HOUR_NS].instrumented_s, by_hour[hour - HOUR_NS].owned_s) == (30.0, 30.0)
+    assert (by_hour[hour].instrumented_s, by_hour[hour].owned_s) == (90.0, 120.0)
+
+
+def test_a_handoff_says_which_of_its_owners_ran_the_agent():
+    deliveries = [_d("a.1", 0, 0), _d("a.1", 1, 20), _d("p.1", 2, 400)]
+    events = [_e("a.1", "assign", 0), _e("a.1", "revoke", 100), _e("p.1", "assign", 300)]
+    intervals = ownership_intervals(deliveries, events, {"a.1": "a", "p.1": "p"})
+    [h] = handoffs(intervals, events, [], {"a.1": True, "p.1": False})
+    assert (h.prev_instrumented, h.next_instrumented) == (True, False)
+    [h] = handoffs(intervals, events, [])
+    assert (h.prev_instrumented, h.next_instrumented) == (True, True)

@@ -45,6 +45,12 @@ def test_a_user_file_is_loaded_by_path(tmp_path):
     (lambda d: d.update(subscribe=["payments"]), "`subscribe`", "declare it under `topics`"),
     (lambda d: d.update(members=["a", "a"]), "`members`", "distinct name"),
     (lambda d: d.update(max_poll_interval_ms=1000), "`max_poll_interval_ms`", "between 7000"),
+    (lambda d: d.update(members=["a", {"name": "b", "agent": "no"}]), "`members[1].agent`",
+     "Set it to true (the rebalance-lens agent) or false (the plain confluent_kafka client)"),
+    (lambda d: d["timeline"].append({"at": 3, "action": "scale_out", "members": [{"name": "c", "agent": 0}]}),
+     "`timeline[1].members[0].agent`", "Set it to true"),
+    (lambda d: d["timeline"][0].update(members=[{"name": "a", "agent": False}]), "`timeline[0].members[0].agent`",
+     "a restart keeps what the member runs"),
 ])
 def test_mistakes_name_the_key_and_the_fix(change, key, fix):
     data = _base()
@@ -52,7 +58,7 @@ def test_mistakes_name_the_key_and_the_fix(change, key, fix):
     with pytest.raises(LensError) as err:
         parse(data, source="mine.yaml")
     message = str(err.value)
-    assert message.startswith("mine.yaml: ") and key in message and fix in message
+    assert message.startswith("mine.yaml: ") and key in message and fix in message and "\n" not in message
 
 
 def test_unknown_scenario_name_lists_the_builtins():
@@ -78,3 +84,36 @@ def test_protocol_flag_picks_the_run_choice():
         _assignor_for("range", "consumer")
     with pytest.raises(LensError, match="--assignor consumer means the KIP-848 protocol"):
         _assignor_for("consumer", "classic")
+
+
+def test_a_member_can_run_the_plain_client_and_keeps_it_across_restarts():
+    data = _base()
+    data["members"] = ["a", {"name": "b", "agent": False}]
+    data["timeline"] = [{"at": 2, "action": "rolling_restart", "members": ["b"]},
+                        {"at": 4, "action": "crash", "members": ["b"], "restart_after_s": 1},
+                        {"at": 6, "action": "scale_out", "members": [{"name": "c", "agent": False}, "d"]}]
+    scenario = parse(data, source="mine.yaml")
+    assert [(m.name, m.agent) for m in scenario.members] == [("a", True), ("b", False)]
+    # a restart of b (named only) restarts the plain client; a scale-out declares its own
+    assert [[(m.name, m.agent) for m in a.members] for a in scenario.timeline] == \
+        [[("b", False)], [("b", False)], [("c", False), ("d", True)]]
+    assert not scenario.fully_instrumented
+    assert parse(_base(), source="mine.yaml").fully_instrumented
+
+
+def test_the_partial_adoption_builtin_is_listed_and_mixes_both_clients():
+    scenario = load("partial-adoption")
+    assert "partial-adoption" in builtin_names() and "partial-adoption" not in builtin_names(fully_instrumented=True)
+    assert [m.agent for m in scenario.members].count(False) == 1 and len(scenario.members) == 4
+    assert [a.kind for a in scenario.timeline] == ["rolling_restart", "scale_in", "scale_out"]
+    assert all(not m.agent for a in scenario.timeline for m in a.members)
+
+
+def test_a_plain_member_gets_no_agent_settings():
+    from lens_scenarios.consumer_config import member_config
+
+    common = dict(bootstrap="b:9092", group_id="g", assignor="range", commit="revoke", client_id="c",
+                  group_instance_id=None, max_poll_interval_ms=10_000, telemetry_topic="t")
+    instrumented, plain = member_config(**common), member_config(**common, agent=False)
+    assert {k for k in instrumented if k.startswith("lens.")} and not {k for k in plain if k.startswith("lens.")}
+    assert plain == {k: v for k, v in instrumented.items() if not k.startswith("lens.")}
