@@ -18,33 +18,31 @@ A handoff belongs to the episode in which its next owner was assigned.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable
 from typing import Any
 
-from pipelines.gold.causes import (POLL_EXCEEDED_ERROR, RANK, Bodies, Trigger, first_cause, handoff_causes, is_leave,
-                                   triggers_of)
-from pipelines.gold.ownership import body_of
+from pipelines.gold.causes import POLL_EXCEEDED_ERROR, RANK, Bodies, Trigger, first_cause, handoff_causes, is_leave
 
 CLUSTER_KINDS = {"partitions_assigned", "partitions_revoked", "partitions_lost", "state_transition",
                  "member_config", "rebalance_requested", "client_error"}
 
 
-def is_rebalance_event(event: dict[str, Any]) -> bool:
+def is_rebalance_event(event: dict[str, Any], body: dict[str, Any]) -> bool:
     if event["kind"] == "client_error":
-        return body_of(event)["name"] == POLL_EXCEEDED_ERROR
+        return body["name"] == POLL_EXCEEDED_ERROR
     return event["kind"] in CLUSTER_KINDS
 
 
-def clusters(events: Iterable[dict[str, Any]], gap_s: float) -> list[list[dict[str, Any]]]:
-    """Rebalance events split where two consecutive ones are more than ``gap_s`` apart."""
-    ordered = sorted((e for e in events if is_rebalance_event(e)),
-                     key=lambda e: (e["event_time_ms"], e["agent_id"], e["seq"]))
-    out: list[list[dict[str, Any]]] = []
-    for e in ordered:
-        if out and e["event_time_ms"] - out[-1][-1]["event_time_ms"] <= gap_s * 1000:
-            out[-1].append(e)
+def clusters(bodies: Bodies, gap_s: float) -> list[Bodies]:
+    """The rebalance events among ``bodies`` (events with their parsed bodies, in time order),
+    split where two consecutive ones are more than ``gap_s`` apart."""
+    out: list[Bodies] = []
+    for e, b in bodies:
+        if not is_rebalance_event(e, b):
+            continue
+        if out and e["event_time_ms"] - out[-1][-1][0]["event_time_ms"] <= gap_s * 1000:
+            out[-1].append((e, b))
         else:
-            out.append([e])
+            out.append([(e, b)])
     return out
 
 
@@ -103,15 +101,15 @@ def _episode(bodies: Bodies, moved: list[dict[str, Any]], triggers: list[Trigger
     }
 
 
-def episodes_of(events: Iterable[dict[str, Any]], handoffs: list[dict[str, Any]],
+def episodes_of(bodies: Bodies, triggers: list[Trigger], handoffs: list[dict[str, Any]],
                 gap_s: float) -> tuple[list[dict[str, Any]], dict[str, str]]:
-    """One group's episodes, and handoff_id -> episode_id; sets each handoff's ``cause``."""
-    found = clusters(events, gap_s)
+    """One group's episodes, and handoff_id -> episode_id; sets each handoff's ``cause``.
+    ``bodies``: the group's events with their parsed bodies, in time order (other kinds are
+    skipped); ``triggers``: ``causes.triggers_of(bodies)``."""
+    found = clusters(bodies, gap_s)
     if not found:
         return [], {}
-    parsed = [[(e, body_of(e)) for e in cluster] for cluster in found]  # parsed once: JSON was most of this pass
-    triggers = triggers_of([pair for cluster in parsed for pair in cluster])
-    rounds = handoff_causes([pair for cluster in parsed for pair in cluster], triggers, handoffs, gap_s)
+    rounds = handoff_causes([pair for cluster in found for pair in cluster], triggers, handoffs, gap_s)
     for h in handoffs:
         h["cause"] = rounds[h["handoff_id"]][0]
     # Handoffs by assignment time, so each cluster finds its own by bisection: a group's
@@ -120,11 +118,11 @@ def episodes_of(events: Iterable[dict[str, Any]], handoffs: list[dict[str, Any]]
     times = [h["assigned_ms"] for h in by_time]
     trigger_times = [t.time_ms for t in triggers]
     episodes, owner_of = [], {}
-    for i, (cluster, bodies) in enumerate(zip(found, parsed)):
-        start, end = cluster[0]["event_time_ms"], cluster[-1]["event_time_ms"]
+    for i, cluster in enumerate(found):
+        start, end = cluster[0][0]["event_time_ms"], cluster[-1][0]["event_time_ms"]
         mine = by_time[bisect.bisect_left(times, start):bisect.bisect_right(times, end)]
         near = triggers[bisect.bisect_left(trigger_times, start):bisect.bisect_right(trigger_times, end)]
-        for piece, moved in _split(bodies, mine, rounds, near):
+        for piece, moved in _split(cluster, mine, rounds, near):
             episode = _episode(piece, moved, near, first=i == 0)
             episodes.append(episode)
             owner_of.update((h["handoff_id"], episode["episode_id"]) for h in moved)

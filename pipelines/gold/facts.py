@@ -1,9 +1,10 @@
 """Events cut into per-partition facts, in Spark: what the ownership fold reads
-(``pipelines.gold.ownership``; ``facts_of`` is the same cut in Python, and the two are
-checked against each other).
+(``pipelines.gold.ownership``). The one place events become facts.
 
-The typed body columns are exploded here, so the Python fold reads flat rows and parses
-no JSON. The one thing that crosses partitions, whether a member had stalled when it
+Why Spark owns the cut: most events are progress and commits, each touching many
+partitions; Spark explodes their typed body columns natively and ``runs`` sums them before
+any row reaches Python, so the Python fold reads a few flat rows per ownership interval and
+parses no JSON. A cut in Python would move every event through Arrow into the workers first. The one thing that crosses partitions, whether a member had stalled when it
 reported progress, is decided here from its own events: a stall (a move to the stale state)
 lasts until the member is next assigned, revoked or lost anything.
 
@@ -21,8 +22,22 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from consumer_agent.contract import OFFSET_UNKNOWN, STALE_STATE
-from pipelines.gold.ownership import CHANGES, FACT_DDL
+from pipelines.gold.ownership import CHANGES
 
+# One partition's share of an event: the envelope the intervals read, and the body fields
+# of its kind (the others null).
+#
+# A progress fact carries what the fold takes from it: records processed, the log end it saw
+# (position + lag), the last processed offset and lag, the rate; a commit fact its offset and
+# (``first_ms``, ``first_offset``) the earliest commit's time and offset. So a run of progress
+# or commit facts can be summed into one fact of the same shape (``runs``) and the Python fold
+# walks the runs, not every event.
+FACT_DDL = ("group_id string, topic string, partition bigint, kind string, event_id string, event_time_ms bigint, "
+            "agent_id string, seq bigint, member_id string, group_instance_id string, host string, client_id string, "
+            "generation bigint, position bigint, last_processed_offset bigint, committed_offset bigint, lag bigint, "
+            "processed bigint, log_end bigint, max_rate double, callback_ms double, revoke_committed boolean, "
+            "offset bigint, first_ms bigint, first_offset bigint, offset_error string, request_error string, "
+            "in_revoke boolean, window_ms double, timestamp_ms bigint, stalled boolean")
 ENVELOPE = ["group_id", "kind", "event_id", "event_time_ms", "agent_id", "seq", "member_id", "group_instance_id",
             "host", "client_id", "generation"]
 NEVER = -(2 ** 63)  # before every event: where a stall carried over from the last run starts

@@ -9,12 +9,10 @@ ownership intervals and handoffs of the same pass.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 from pipelines.catalog import MEMBERS
-from pipelines.gold.causes import STALL_REPORT_SLACK_MS, is_leave, is_stall, triggers_of
-from pipelines.gold.ownership import body_of, order
+from pipelines.gold.causes import STALL_REPORT_SLACK_MS, Bodies, Trigger, is_leave, is_stall
 
 KINDS = {"member_config", "state_transition", "rebalance_requested", "client_error", "partitions_assigned"}
 MEMBER_COLUMNS = MEMBERS.column_names()
@@ -35,14 +33,17 @@ def _member(e: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
-def members_of(events: Iterable[dict[str, Any]], handoffs: list[dict[str, Any]],
+def members_of(bodies: Bodies, triggers: list[Trigger], handoffs: list[dict[str, Any]],
                last_seen: dict[str, int]) -> list[dict[str, Any]]:
-    """One row per agent that reported its configuration (its ``member_config`` at start);
-    ``last_seen``: each agent's latest event time, over all its events."""
-    bodies = [(e, body_of(e)) for e in sorted(events, key=order) if e["kind"] in KINDS]
-    causes = {(t.agent_id, t.time_ms): t.cause for t in triggers_of(bodies)}
+    """One row per agent that reported its configuration (its ``member_config`` at start).
+    ``bodies``: the group's events with their parsed bodies, in time order (kinds other than
+    ``KINDS`` are skipped); ``triggers``: ``causes.triggers_of(bodies)``; ``last_seen``: each
+    agent's latest event time, over all its events."""
+    causes = {(t.agent_id, t.time_ms): t.cause for t in triggers}
     rows: dict[str, dict[str, Any]] = {}
     for e, b in bodies:
+        if e["kind"] not in KINDS:
+            continue
         agent, t = e["agent_id"], e["event_time_ms"]
         if e["kind"] == "member_config" and b["reason"] == "start" and agent not in rows:
             rows[agent] = _member(e, b)

@@ -1,9 +1,10 @@
 """Partition ownership intervals: who owned which partition of a group, from when to when.
 
 A fold over one partition's facts in event-time order (``PartitionFold``): each fact is one
-partition's share of an event (``facts_of`` cuts events into facts, as the gold stage does in
-Spark, ``pipelines.gold.facts``). An interval opens at a ``partitions_assigned`` and closes
-at the owner's ``partitions_revoked`` (graceful) or ``partitions_lost``. When another member
+partition's share of an event, cut from the events in Spark (``pipelines.gold.facts``, the one
+place events become facts; ``FACT_DDL`` there is their shape). An interval opens at a
+``partitions_assigned`` and closes at the owner's ``partitions_revoked`` (graceful) or
+``partitions_lost``. When another member
 is assigned a partition whose owner never released it, the owner crashed (or lost it
 without telling): the interval is closed with ``release_kind = "unreleased"`` and no release
 time. A ``partitions_lost`` that arrives later from that owner (a zombie noticing) turns it
@@ -28,99 +29,18 @@ an incremental run starts from it rather than from the partition's history.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
-import orjson
-
-from consumer_agent.contract import OFFSET_UNKNOWN, STALE_STATE
+from consumer_agent.contract import OFFSET_UNKNOWN
 from pipelines.catalog import OWNERSHIP
 
 RELEASING = {"partitions_revoked": "revoked", "partitions_lost": "lost"}
 CHANGES = ("partitions_assigned", *RELEASING)
-# Per-partition facts, most of the telemetry: of these events only the agent, the time,
-# the sequence number and the body are read.
-PARTITION_FACTS = ("first_fetch", "progress", "commit")
 INTERVAL_COLUMNS = OWNERSHIP.column_names()
-# One partition's share of an event: the envelope the intervals read, and the body fields
-# of its kind (the others null). What the Spark stage builds with the same names.
-#
-# A progress fact carries what the fold takes from it: records processed, the log end it saw
-# (position + lag), the last processed offset and lag, the rate; a commit fact its offset and
-# (``first_ms``, ``first_offset``) the earliest commit's time and offset. So a run of progress
-# or commit facts can be summed into one fact of the same shape (``pipelines.gold.facts.runs``,
-# in Spark) and the Python fold walks the runs, not every event.
-FACT_DDL = ("group_id string, topic string, partition bigint, kind string, event_id string, event_time_ms bigint, "
-            "agent_id string, seq bigint, member_id string, group_instance_id string, host string, client_id string, "
-            "generation bigint, position bigint, last_processed_offset bigint, committed_offset bigint, lag bigint, "
-            "processed bigint, log_end bigint, max_rate double, callback_ms double, revoke_committed boolean, "
-            "offset bigint, first_ms bigint, first_offset bigint, offset_error string, request_error string, "
-            "in_revoke boolean, window_ms double, timestamp_ms bigint, stalled boolean")
-FACT_COLUMNS = [c.split(" ")[0] for c in FACT_DDL.split(", ")]
-
-
-def order(event: dict[str, Any]) -> tuple[int, str, int]:
-    """The order every pass reads a group's events and facts in."""
-    return event["event_time_ms"], event["agent_id"], event["seq"]
-
-
-def body_of(event: dict[str, Any]) -> dict[str, Any]:
-    """The event's body as a dict. Events read from silver carry it as JSON text, parsed
-    here by orjson: the per-group passes parse every body, and json.loads took 2.8 us a
-    body against orjson's 0.8."""
-    body = event["body"]
-    return body if isinstance(body, dict) else orjson.loads(body)
 
 
 def _known(offset: int | None) -> int | None:
     return None if offset is None or offset == OFFSET_UNKNOWN else offset
-
-
-def log_end(position: int | None, lag: int | None) -> int | None:
-    """The log end a progress entry saw (position + lag), when both are known (a position of 0
-    counts as unknown, as the per-event reference has it)."""
-    return position + lag if lag is not None and _known(position) else None
-
-
-def facts_of(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One group's events (envelope and ``body``) as per-partition facts, in order; a
-    progress fact is ``stalled`` when its agent moved to the stale state and has not been
-    assigned, revoked or lost anything since."""
-    out: list[dict[str, Any]] = []
-    stalled: set[str] = set()
-    for e in sorted(events, key=order):
-        kind, agent = e["kind"], e["agent_id"]
-        if kind not in CHANGES and kind not in PARTITION_FACTS:
-            if kind == "state_transition" and body_of(e)["to_state"] == STALE_STATE:
-                stalled.add(agent)
-            continue
-        body = body_of(e)
-        base = dict.fromkeys(FACT_COLUMNS)
-        base.update({c: e[c] for c in ("group_id", "kind", "event_id", "event_time_ms", "agent_id", "seq",
-                                       "member_id", "group_instance_id", "host", "client_id", "generation")})
-        if kind in CHANGES:
-            stalled.discard(agent)
-            cor = body.get("commit_on_revoke") or {}
-            out.extend({**base, "topic": ps["topic"], "partition": ps["partition"], "position": ps["position"],
-                        "last_processed_offset": ps["last_processed_offset"],
-                        "committed_offset": ps["committed_offset"], "callback_ms": body["callback_ms"],
-                        "revoke_committed": bool(cor.get("committed"))} for ps in body["partitions"])
-        elif kind == "first_fetch":  # (.get: lakes written before the two fields)
-            out.append({**base, "topic": body["topic"], "partition": body["partition"], "offset": body["offset"],
-                        "window_ms": body.get("window_ms"), "timestamp_ms": body.get("timestamp_ms")})
-        elif kind == "progress":
-            seconds = body["interval_ms"] / 1000.0
-            out.extend({**base, "topic": ps["topic"], "partition": ps["partition"], "position": ps["position"],
-                        "last_processed_offset": ps["last_processed_offset"], "lag": ps["lag"],
-                        "processed": ps["processed"], "log_end": log_end(ps["position"], ps["lag"]),
-                        "max_rate": ps["processed"] / seconds if seconds > 0 else None, "stalled": agent in stalled}
-                       for ps in body["partitions"])
-        else:
-            out.extend({**base, "topic": o["topic"], "partition": o["partition"], "offset": o["offset"],
-                        "first_ms": e["event_time_ms"], "first_offset": o["offset"], "offset_error": o["error"],
-                        "request_error": body["error"], "in_revoke": body["in_revoke"]}
-                       for o in body["offsets"])
-    return out
 
 
 class PartitionFold:
@@ -205,10 +125,3 @@ class PartitionFold:
         return {"intervals": self.intervals[first:],
                 "latest_of": {agent: i - first for agent, i in self.latest_of.items()}}
 
-
-def ownership_intervals(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The ownership intervals of one group. ``events`` carry the envelope and ``body`` (dict or JSON text)."""
-    folds: dict[tuple[str, int], PartitionFold] = {}
-    for f in facts_of(events):
-        folds.setdefault((f["topic"], f["partition"]), PartitionFold()).feed(f)
-    return [row for fold in folds.values() for row in fold.intervals]

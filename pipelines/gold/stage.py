@@ -28,10 +28,8 @@ from pipelines import catalog, lake
 from pipelines.config import PipelineConfig, Progress
 from pipelines.gold.facts import NEVER, facts, runs, stalled_at, stalls
 from pipelines.gold.group_apply import apply_per_group
-from pipelines.gold.group_pass import group_gold
+from pipelines.gold.group_pass import KINDS, group_gold
 from pipelines.gold.handoffs import handoffs_of
-from pipelines.gold.members import KINDS as MEMBER_KINDS
-from pipelines.gold.episodes import CLUSTER_KINDS
 from pipelines.gold.metrics import group_metrics, records_processed
 from pipelines.gold.ownership import PartitionFold
 from pipelines.scope import events_of, pending
@@ -39,7 +37,7 @@ from pipelines.scope import events_of, pending
 HOUR_MS = 3_600_000
 TAIL = "_tail"  # the kind of the row that carries a partition's state into its fold
 # What the group pass reads: the rebalance events, their envelope and body.
-GROUP_KINDS = sorted(CLUSTER_KINDS | MEMBER_KINDS)
+GROUP_KINDS = sorted(KINDS)
 ENVELOPE_FOR_LOGIC = ["event_id", "kind", "event_time_ms", "agent_id", "seq", "group_id", "member_id",
                       "group_instance_id", "client_id", "host", "generation", "group_protocol", "assignor", "body"]
 FOLD_INPUTS = ["partitions_change", "first_fetch", "progress", "commit", "state_transition"]

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from consumer_agent.contract import LEAVING_STATES
-from pipelines.gold.ownership import body_of
+from pipelines.gold.group_pass import body_of
 from pipelines.simulator.group import Assignment, Member, TopicPartition
 
 CHANGES = ("partitions_assigned", "partitions_revoked", "partitions_lost")

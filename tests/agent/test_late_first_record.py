@@ -19,7 +19,7 @@ import pytest
 from confluent_kafka import TopicPartition
 
 from consumer_agent import InstrumentedConsumer, progress
-from pipelines.gold.group_pass import gold_of_group
+from tests.support.reference_ownership import gold_of_group
 from tests.support.telemetry_log import TelemetryLog
 
 

@@ -17,7 +17,7 @@ import pytest
 from confluent_kafka import KafkaError
 
 from consumer_agent import InstrumentedConsumer
-from pipelines.gold.group_pass import gold_of_group
+from tests.support.reference_ownership import gold_of_group
 from tests.support.members import PROTOCOLS
 from tests.support.telemetry_log import TelemetryLog, partitions_of
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 import pytest
 
 from pipelines.gold.episodes import clusters
-from pipelines.gold.group_pass import gold_of_group
+from pipelines.gold.group_pass import rebalance_bodies
 from lens_scenarios.synthetic import P0, Fleet
 from tests.support.fleets import busy_fleet, every_cause
+from tests.support.reference_ownership import gold_of_group
 
 FLEETS = every_cause()
 
@@ -31,10 +32,10 @@ def test_gap_splits_and_late_event_merges():
     fleet = Fleet()
     m1 = fleet.member("m1")
     m1.at(0).joins().assigned(P0).at(25_000).revokes(P0).at(26_000).assigned(P0)
-    assert len(clusters(fleet.events, gap_s=10.0)) == 2
+    assert len(clusters(rebalance_bodies(fleet.events), gap_s=10.0)) == 2
     m1.at(8_000).state("stable", "late note")  # late events bridging the two
     m1.at(16_000).state("stable", "another")
-    assert len(clusters(fleet.events, gap_s=10.0)) == 1
+    assert len(clusters(rebalance_bodies(fleet.events), gap_s=10.0)) == 1
 
 
 def test_busy_fleet_gets_one_episode_and_cause_per_rebalance():

@@ -1,29 +1,30 @@
-"""Gold as a per-partition fold with a carried state: it equals the per-event reference and
-resumes from any cut (default suite, pure); on the fleets below through a real topic (slow
-suite: ``./lens test -m slow tests/pipelines/test_gold_fold.py``), Spark's facts equal the
-Python ones, stalls included, and gold from many small incremental runs (late and
-out-of-order events included) equals gold from one run. The built-in scenarios get the
-same two checks in the default suite (``tests/e2e/test_gold_slices.py``)."""
+"""Gold as a per-partition fold with a carried state: over the facts Spark cuts (each event's
+share, and the runs the stage sums) it equals the per-event reference and resumes from any cut
+(default suite, Spark without a broker); on the fleets below through a real topic (slow suite:
+``./lens test -m slow tests/pipelines/test_gold_fold.py``), gold equals the reference and gold
+from many small incremental runs (late and out-of-order events included) equals gold from one
+run. The built-in scenarios get the same checks in the default suite (``tests/e2e/test_gold_slices.py``)."""
 from __future__ import annotations
 
 import json
 import uuid
+from collections import defaultdict
 
 import orjson
 import pytest
 from pyspark.sql import functions as F
 
 from pipelines import catalog, lake
+from pipelines.gold.facts import NEVER, facts, runs, stalls
 from pipelines.gold.handoffs import handoffs_of
-from pipelines.gold.ownership import PartitionFold, facts_of, ownership_intervals
+from pipelines.gold.ownership import PartitionFold
 from pipelines.stages import run_stage
+from pipelines.validate import parse
 from lens_scenarios.synthetic import P0, P1, Fleet
 from tests.support import fleets
 from tests.support.lakes import fresh_config
 from tests.support.reference_ownership import ownership_intervals as reference_intervals
-from tests.support.sliced_gold import (assert_gold_intervals_equal_reference, assert_sliced_gold_equals,
-                                       assert_spark_facts_equal_python)
-
+from tests.support.sliced_gold import assert_gold_intervals_equal_reference, assert_sliced_gold_equals
 
 
 def _stalled() -> Fleet:
@@ -40,7 +41,7 @@ def _stalled() -> Fleet:
     return fleet
 
 
-FLEETS = {"crash": fleets.scale_out_then_crash(), "busy": fleets.busy_fleet(), "quiet": fleets.quiet_group(),
+FLEETS = {"scale_out_crash": fleets.scale_out_then_crash(), "busy": fleets.busy_fleet(), "quiet": fleets.quiet_group(),
           "static": fleets.static_cooperative_restarts(), "stalled": _stalled(), **fleets.every_cause()}
 
 
@@ -52,21 +53,56 @@ def _key(row):
     return row["topic"], row["partition"], row["assign_event_id"]
 
 
-@pytest.mark.parametrize("name", sorted(FLEETS))
-def test_the_fold_equals_the_per_event_reference(name):
-    events = FLEETS[name].events
-    assert _canon(ownership_intervals(events)) == _canon(reference_intervals(events))
+@pytest.fixture(scope="module")
+def cut(spark) -> dict[str, dict[str, list[list[dict]]]]:
+    """Per fact source ("facts": each event's share; "runs": progress and commits summed, as the
+    stage feeds the fold) and group, each partition's facts in the fold's order, cut by Spark
+    from the fleets' events parsed as validation parses them."""
+    values = [(json.dumps(e),) for fleet in FLEETS.values() for e in fleet.events]
+    events = parse(spark.createDataFrame(values, "value string"))
+    cut_facts = facts(events, stalls(events, spark.createDataFrame([], "group_id string, agent_id string")))
+    sources = {"facts": cut_facts, "runs": runs(cut_facts.withColumn("before_ms", F.lit(NEVER)))}
+    out: dict[str, dict[str, list[list[dict]]]] = {}
+    for name, df in sources.items():
+        by_partition: dict[tuple, list[dict]] = defaultdict(list)
+        for row in df.collect():
+            f = row.asDict()
+            by_partition[(f["group_id"], f["topic"], f["partition"])].append(f)
+        out[name] = defaultdict(list)
+        for (group, _, _), fs in sorted(by_partition.items()):
+            out[name][group].append(sorted(fs, key=lambda f: (f["event_time_ms"], f["agent_id"], f["seq"])))
+    return out
 
 
+SOURCES = ("facts", "runs")
+
+
+@pytest.mark.parametrize("source", SOURCES)
 @pytest.mark.parametrize("name", sorted(FLEETS))
-def test_a_fold_resumed_from_its_state_at_any_cut_ends_as_one_fold(name):
+def test_the_fold_equals_the_per_event_reference(cut, name, source):
+    fleet = FLEETS[name]
+    folded = []
+    for fs in cut[source][fleet.group]:
+        fold = PartitionFold()
+        for f in fs:
+            fold.feed(f)
+        folded += fold.intervals
+    assert folded and _canon(folded) == _canon(reference_intervals(fleet.events))
+
+
+def test_a_stalled_members_progress_is_cut_as_stalled(cut):
+    """m1's progress after its stall, before its loss: the one fact the fold must not take as its owner's."""
+    stalled = [f for fs in cut["facts"]["stalled-app"] for f in fs if f["stalled"]]
+    assert [(f["kind"], f["partition"], f["last_processed_offset"]) for f in stalled] == [("progress", 0, 150)]
+
+
+@pytest.mark.parametrize("source", SOURCES)
+@pytest.mark.parametrize("name", sorted(FLEETS))
+def test_a_fold_resumed_from_its_state_at_any_cut_ends_as_one_fold(cut, name, source):
     """Cut each partition's facts anywhere, keep the state (through JSON, as the lake keeps it),
     resume: the intervals and handoffs it gives equal one fold's, and those it no longer gives
     were already final at the cut."""
-    by_partition: dict = {}
-    for f in facts_of(FLEETS[name].events):
-        by_partition.setdefault((f["topic"], f["partition"]), []).append(f)
-    for fs in by_partition.values():
+    for fs in cut[source][FLEETS[name].group]:
         whole = PartitionFold()
         for f in fs:
             whole.feed(f)
@@ -103,11 +139,6 @@ def fleets_lake(spark, kafka, tmp_path_factory):
     for stage in ("ingest", "validate", "gold"):
         run_stage(spark, config, stage, progress=lambda _m: None)
     return config
-
-
-@slow
-def test_spark_cuts_the_same_facts_as_python(spark, fleets_lake):
-    assert_spark_facts_equal_python(spark, fleets_lake, stalls_expected=True)
 
 
 @slow

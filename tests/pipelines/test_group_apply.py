@@ -10,8 +10,8 @@ from pyspark.errors import PythonException
 from pipelines.gold.group_apply import apply_per_group
 from pipelines.gold.stage import ENVELOPE_FOR_LOGIC
 from pipelines.catalog import OWNERSHIP
-from pipelines.gold.ownership import ownership_intervals
 from lens_scenarios.synthetic import P0, P1, Fleet
+from tests.support.reference_ownership import ownership_intervals
 
 
 @contextmanager

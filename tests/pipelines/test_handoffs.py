@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from pipelines.gold.handoffs import handoffs_of
-from pipelines.gold.ownership import ownership_intervals
+from tests.support.reference_ownership import ownership_intervals
 from lens_scenarios.synthetic import P0, Fleet
 
 

@@ -2,9 +2,9 @@
 there is nothing to change, the expected changes where there is."""
 from __future__ import annotations
 
-from pipelines.gold.group_pass import gold_of_group
 from pipelines.recommend.group_pass import recommend_group
 from tests.support.fleets import busy_fleet, quiet_group, static_cooperative_restarts
+from tests.support.reference_ownership import gold_of_group
 
 
 def _recommend(fleet) -> tuple[list[dict], list[dict]]:

@@ -1,6 +1,11 @@
-"""The per-event ownership pass as it was before gold became a per-partition fold (git 
+"""The per-event ownership pass as it was before gold became a per-partition fold (git
 d472d55, ``pipelines/gold/ownership.py``): the reference the fold is checked against on every
-scenario (issue 23: keep it until the new one equals it everywhere)."""
+scenario (issue 23: keep it until the new one equals it everywhere).
+
+It is also the pure tests' gold of a small group (``gold_of_group``): gold cuts events into
+facts in Spark only (``pipelines.gold.facts``), so the fold has no Spark-free input, and the
+tests of handoffs, episodes, members and rules take their intervals from here (equal to the
+fold's: tests/pipelines/test_gold_fold.py, tests/e2e/test_gold_slices.py)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -8,7 +13,8 @@ from typing import Any
 
 from consumer_agent.contract import OFFSET_UNKNOWN, STALE_STATE
 from pipelines.catalog import OWNERSHIP
-from pipelines.gold.ownership import body_of
+from pipelines.gold.group_pass import body_of, group_gold
+from pipelines.gold.handoffs import handoffs_of
 
 RELEASING = {"partitions_revoked": "revoked", "partitions_lost": "lost"}
 # Per-partition facts, most of the telemetry: of these events only the agent, the time,
@@ -105,3 +111,13 @@ def ownership_intervals(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]
             row["committed_max"] = max(row["committed_max"] if row["committed_max"] is not None else OFFSET_UNKNOWN, offset)
     return intervals
 
+
+def gold_of_group(events: list[dict[str, Any]], gap_s: float) -> tuple[list[dict], list[dict], list[dict], list[dict]]:
+    """(ownership intervals, handoffs, episodes, members) of one group from all its events: the
+    intervals above, then gold's own handoffs and group pass."""
+    intervals = ownership_intervals(events)
+    last_seen: dict[str, int] = {}
+    for e in events:
+        last_seen[e["agent_id"]] = max(e["event_time_ms"], last_seen.get(e["agent_id"], e["event_time_ms"]))
+    handoffs, episodes, members = group_gold(events, handoffs_of(intervals), last_seen, gap_s)
+    return intervals, handoffs, episodes, members

@@ -18,8 +18,6 @@ from pyspark.sql import functions as F
 
 from pipelines import catalog, lake
 from pipelines.config import PipelineConfig
-from pipelines.gold.facts import facts, stalls
-from pipelines.gold.ownership import FACT_COLUMNS, facts_of
 from pipelines.stages import run_stage
 from pipelines.validate import SUMMARY_DDL
 from tests.support.reference_ownership import ownership_intervals as reference_intervals
@@ -99,14 +97,3 @@ def assert_gold_intervals_equal_reference(spark: SparkSession, config: PipelineC
     got = sorted(_text(tuple(r)) for r in lake.read(spark, config.lake_path, catalog.OWNERSHIP).select(*columns).collect())
     assert got == want
 
-
-def assert_spark_facts_equal_python(spark: SparkSession, config: PipelineConfig, stalls_expected: bool) -> None:
-    """The facts Spark cuts from the lake's events equal ``facts_of``'s, stalls included."""
-    events = lake.read(spark, config.lake_path, catalog.EVENTS)
-    no_stalls = spark.createDataFrame([], "group_id string, agent_id string")
-    got = [r.asDict() for r in facts(events, stalls(events, no_stalls)).collect()]
-    want = [{c: f[c] for c in FACT_COLUMNS}
-            for f in facts_of(r.asDict() for r in events.select(*ENVELOPE_WITH_BODY).collect())]
-    if stalls_expected:
-        assert any(f["stalled"] for f in want), "nothing stalls: the stall cut is not checked"
-    assert sorted(got, key=repr) == sorted(want, key=repr)
