@@ -366,9 +366,3 @@ class LocalKafkaState:
 def local_state() -> LocalKafkaState:
     """The broker of ``rebalance-lens kafka up``, kept under the cache root."""
     return LocalKafkaState(home() / "kafka")
-
-
-def local_broker_address() -> str | None:
-    """The address of the broker ``rebalance-lens kafka up`` started, while it runs."""
-    broker = local_state().load()
-    return broker.bootstrap_servers if broker is not None and broker.alive() else None

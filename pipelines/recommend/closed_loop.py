@@ -1,12 +1,16 @@
-"""The closed loop: run a scenario, recommend, apply the recommendation, rerun, and set the
-predicted saving beside the measured one.
+"""The closed loop's judgement and its record: does a rerun with a recommendation applied save
+what the recommendation predicted, and ``gold/verifications``, where each check is kept.
 
-Measured costs come from the runs' ground truth (the members' own record logs), never
-from telemetry: the sum of every handoff's duplicates and pause after the group formed.
 A prediction holds when the measured saving goes the predicted way and lies within
 ``TOLERANCE`` of the prediction; a figure whose predicted change is below the rules'
 floor (``MIN_DUPLICATES``, ``MIN_PAUSE_S``: a change the recommendation does not claim)
 holds when the measured change stays within that floor plus the tolerance.
+
+Here, not in the CLI: what a check holds is the pipeline's judgement, and ``gold/verifications``
+is a lake table, written under the lake's lock like every stage's (``pipelines.lake_lock``). The
+runs themselves (apply the change to a scenario, rerun it, its ground truth's costs) are
+``lens_scenarios.rerun``'s; ``rebalance-lens recommend --verify`` parses its arguments, calls
+both and prints.
 """
 from __future__ import annotations
 
@@ -17,12 +21,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from lens_runtime.errors import LensError
-from lens_scenarios.config_change import Target, apply
-from lens_scenarios.ground_truth import GroundTruth
-from lens_scenarios.runner import RunOptions, RunResult, run_scenario
-from lens_scenarios.spec import Scenario
-from pipelines import catalog, lake
+from pipelines import catalog, lake, lake_lock
 from pipelines.recommend.rules import MIN_DUPLICATES, MIN_PAUSE_S
 
 TOLERANCE = 0.25
@@ -64,15 +63,17 @@ class Verified:
         return all(c.holds for c in self.checks)
 
 
-def truth_costs(truth: GroundTruth) -> Costs:
-    """Duplicates and paused partition-seconds of every handoff after the group formed."""
-    churn = [h for h in truth.handoffs if h.cause != "start"]
-    return Costs(float(sum(h.duplicates for h in churn)), sum(h.pause_s for h in churn))
-
-
 # The kinds a rerun can check: a config change. (The enforce policy changes the application's
 # calls, which a scenario's timeline fixes.)
 VERIFIABLE = ("assignor", "static_membership", "commit_on_revoke", "max_poll_interval", "session_timeout")
+
+
+def checks_of(rec: dict[str, Any], before: Costs, after: Costs) -> tuple[Check, Check]:
+    """The recommendation's predicted savings against the measured ones (``before - after``)."""
+    return (Check("duplicates", rec["duplicates_saved"] or 0.0, before.duplicates - after.duplicates,
+                  MIN_DUPLICATES),
+            Check("paused partition-seconds", rec["pause_saved_s"] or 0.0, before.pause_s - after.pause_s,
+                  MIN_PAUSE_S))
 
 
 def recommendations_of(spark: SparkSession, lake_path: str, group_id: str) -> list[dict[str, Any]]:
@@ -82,45 +83,9 @@ def recommendations_of(spark: SparkSession, lake_path: str, group_id: str) -> li
     return [r.asDict(recursive=True) for r in rows]
 
 
-def pick(recommendations: list[dict[str, Any]], scenario: Scenario, options: RunOptions,
-         kind: str | None = None) -> tuple[dict[str, Any], list[str]]:
-    """The best-ranked change a scenario run can apply (of ``kind`` if given), and why the
-    better-ranked ones were passed over."""
-    skipped = []
-    for rec in recommendations:
-        if rec["kind"] not in VERIFIABLE or (kind is not None and rec["kind"] != kind):
-            continue
-        try:
-            apply(scenario, options, target_of(rec))
-        except LensError as err:
-            skipped.append(f"{rec['title']}: {err}")
-            continue
-        return rec, skipped
-    raise LensError(f"no {kind or 'config'} recommendation a scenario run can apply"
-                    + (f" ({'; '.join(skipped)})" if skipped else "")
-                    + ": see `rebalance-lens recommend --group` for what was recommended")
-
-
-def target_of(rec: dict[str, Any]) -> Target:
-    return Target(rec["target_assignor"], rec["target_static_membership"], rec["target_commit_on_revoke"],
-                  rec["target_session_timeout_ms"], rec["target_max_poll_interval_ms"])
-
-
-def rerun(scenario: Scenario, options: RunOptions, baseline: RunResult, rec: dict[str, Any],
-          on_run=run_scenario) -> Verified:
-    """Rerun ``scenario`` with ``rec`` applied and check its prediction against both runs' truth."""
-    changed, changed_options = apply(scenario, options, target_of(rec))
-    after_run = on_run(changed, changed_options)
-    before, after = truth_costs(baseline.truth), truth_costs(after_run.truth)
-    checks = (Check("duplicates", rec["duplicates_saved"] or 0.0, before.duplicates - after.duplicates,
-                    MIN_DUPLICATES),
-              Check("paused partition-seconds", rec["pause_saved_s"] or 0.0, before.pause_s - after.pause_s,
-                    MIN_PAUSE_S))
-    return Verified(scenario.name, rec, before, after, checks, after_run.run_dir, after_run.manifest["group_id"])
-
-
-def record(spark: SparkSession, lake_path: str, verified: Verified) -> None:
-    """Keep the check in ``gold/verifications`` (the report's "predicted against measured")."""
+def record(spark: SparkSession, lake_path: str, verified: Verified, lock_wait_s: float = 0.0) -> None:
+    """Keep the check in ``gold/verifications`` (the report's "predicted against measured"), holding
+    the lake's lock (waiting up to ``lock_wait_s`` for another run): one writer per lake."""
     from datetime import datetime, timezone
 
     rec, (dups, pause) = verified.recommendation, verified.checks
@@ -133,4 +98,5 @@ def record(spark: SparkSession, lake_path: str, verified: Verified) -> None:
            **{name: float(value) for name, value in figures.items()},
            "holds": verified.holds, "rerun_group_id": verified.rerun_group_id}
     rows = spark.createDataFrame([row], schema=catalog.VERIFICATIONS.schema())
-    lake.insert_new(spark, lake_path, catalog.VERIFICATIONS, rows)
+    with lake_lock.locked(lake_path, lock_wait_s):
+        lake.insert_new(spark, lake_path, catalog.VERIFICATIONS, rows)
