@@ -61,7 +61,7 @@ def _costs(scenario: str, assignor: str, commit: str, truth, gold) -> RunCosts:
                     unavailable_truth_s=sum(h.pause_s for h in churn))
 
 
-def _table(costs: list[RunCosts]):
+def costs_table(costs: list[RunCosts]):
     """Gold beside ground truth per run, in 80 columns."""
     from rich.table import Table
 
@@ -78,7 +78,7 @@ def _table(costs: list[RunCosts]):
     return table
 
 
-def _recommendations(costs: list[RunCosts], recommendations: dict[str, dict]) -> list[str]:
+def recommendation_lines(costs: list[RunCosts], recommendations: dict[str, dict]) -> list[str]:
     """Each run's top recommendation (rank 1) under what its rebalances cost, as gold measured."""
     lines = ["[bold]What to change, per run[/] (`rebalance-lens recommend` shows every recommendation)"]
     for c in costs:
@@ -144,8 +144,8 @@ def run_demo(lake: str | None = None, master: str | None = None,
             spark.stop()
     costs = [_costs(*key, run.truth, gold.get(run.manifest["group_id"])) for key, run in results]
     console.print()
-    console.print(_table(costs))
-    console.print("\n".join(_recommendations(costs, {c.label: top[run.manifest["group_id"]]
+    console.print(costs_table(costs))
+    console.print("\n".join(recommendation_lines(costs, {c.label: top[run.manifest["group_id"]]
                                                      for c, (_key, run) in zip(costs, results)
                                                      if run.manifest["group_id"] in top})))
     said = findings(costs)

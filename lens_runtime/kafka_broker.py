@@ -295,7 +295,7 @@ def _terminate_group(pid: int, proc: subprocess.Popen | None, timeout_s: float) 
         if proc is not None:
             if proc.poll() is not None:
                 break
-        elif not _pid_alive(pid):
+        elif not pid_alive(pid):
             break
         time.sleep(0.1)
     else:
@@ -307,7 +307,7 @@ def _terminate_group(pid: int, proc: subprocess.Popen | None, timeout_s: float) 
         proc.wait(timeout=10)
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
