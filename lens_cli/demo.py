@@ -61,7 +61,7 @@ def _costs(scenario: str, assignor: str, commit: str, truth, gold) -> RunCosts:
                     unavailable_truth_s=sum(h.pause_s for h in churn))
 
 
-def _table(costs: list[RunCosts]):
+def costs_table(costs: list[RunCosts]):
     """Gold beside ground truth per run, in 80 columns."""
     from rich.table import Table
 
@@ -78,7 +78,7 @@ def _table(costs: list[RunCosts]):
     return table
 
 
-def _recommendations(costs: list[RunCosts], recommendations: dict[str, dict]) -> list[str]:
+def recommendation_lines(costs: list[RunCosts], recommendations: dict[str, dict]) -> list[str]:
     """Each run's top recommendation (rank 1) under what its rebalances cost, as gold measured."""
     lines = ["[bold]What to change, per run[/] (`rebalance-lens recommend` shows every recommendation)"]
     for c in costs:
@@ -98,14 +98,13 @@ def _recommendations(costs: list[RunCosts], recommendations: dict[str, dict]) ->
 
 def run_demo(lake: str | None = None, master: str | None = None,
              matrix: tuple[tuple[str, str, str], ...] = DEMO_MATRIX, bootstrap: str | None = None) -> int:
-    """The demo; ``bootstrap`` runs it on that Kafka cluster instead of the embedded broker."""
-    from contextlib import nullcontext
-
+    """The demo; ``bootstrap`` runs it on that Kafka cluster (else the broker rule of every command,
+    ``lens_runtime.broker_choice``: a broker of its own when none is given or running)."""
     from rich.console import Console
 
     from lens_cli.live_spark import run_stages, start_spark
     from lens_cli.scenario_commands import run_with_progress
-    from lens_runtime.kafka_broker import EmbeddedKafka
+    from lens_runtime.broker_choice import Fallback, broker_for
     from lens_scenarios.runner import RunOptions
     from lens_scenarios.spec import load
     from pipelines import catalog
@@ -121,10 +120,8 @@ def run_demo(lake: str | None = None, master: str | None = None,
     telemetry = f"rebalance-lens-telemetry-{uuid.uuid4().hex[:6]}"
     console.rule("[bold]rebalance-lens demo")
     console.print(f"Output: {out}")
-    if bootstrap is None:
-        console.print("Starting the embedded Kafka broker ...")
-    with nullcontext(bootstrap) if bootstrap else EmbeddedKafka() as broker:
-        servers = bootstrap or broker.bootstrap_servers
+    with broker_for(bootstrap, Fallback.OWN, say=lambda line: console.print(line, markup=False)) as broker:
+        servers = broker.bootstrap_servers
         results = []
         for i, (name, assignor, commit) in enumerate(matrix, 1):
             console.print(f"\n[bold]Run {i}/{len(matrix)}[/]: {name} under {assignor}, commit {commit}")
@@ -136,7 +133,7 @@ def run_demo(lake: str | None = None, master: str | None = None,
                       "recommendations -> SQL marts (Delta)")
         config = PipelineConfig.resolve(bootstrap_servers=servers, topic=telemetry, lake_path=lake_path,
                                         spark_master=master,
-                                        **({} if bootstrap else embedded_broker_groups()))
+                                        **(embedded_broker_groups() if broker.embedded else {}))
         spark = start_spark(config.spark_settings("rebalance-lens-demo"), console)
         try:
             run_stages(spark, config, ("all",), console)
@@ -147,8 +144,8 @@ def run_demo(lake: str | None = None, master: str | None = None,
             spark.stop()
     costs = [_costs(*key, run.truth, gold.get(run.manifest["group_id"])) for key, run in results]
     console.print()
-    console.print(_table(costs))
-    console.print("\n".join(_recommendations(costs, {c.label: top[run.manifest["group_id"]]
+    console.print(costs_table(costs))
+    console.print("\n".join(recommendation_lines(costs, {c.label: top[run.manifest["group_id"]]
                                                      for c, (_key, run) in zip(costs, results)
                                                      if run.manifest["group_id"] in top})))
     said = findings(costs)
@@ -160,5 +157,5 @@ def run_demo(lake: str | None = None, master: str | None = None,
     console.print(f"\nReport: {report}\n        {report.resolve().as_uri()}\nDelta lake: {lake_path}\n"
                   f"Run folders (ground truth, manifests): {out / 'runs'}", markup=False, soft_wrap=True)
     console.print(f"Done in {time.monotonic() - started:.0f} s; "
-                  f"{'members' if bootstrap else 'broker, members'} and Spark stopped.")
+                  f"{'broker, members' if broker.own else 'members'} and Spark stopped.")
     return 0

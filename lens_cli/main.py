@@ -81,7 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
                       help="play these runs instead of the six default ones (repeatable), "
                            "e.g. --run crash/cooperative-sticky/batch")
     demo.add_argument("--bootstrap", default=None, metavar="HOST:PORT",
-                      help="use this Kafka cluster instead of starting the embedded broker")
+                      help="the Kafka cluster to run on (default: $LENS_KAFKA_BOOTSTRAP, else the broker of "
+                           "`kafka up`, else one started for the demo)")
     demo.set_defaults(func=_cmd_demo)
     scenario_commands.register(sub)
     pipeline_commands.register(sub)

@@ -31,20 +31,26 @@ def _cmd_pipeline_run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from lens_cli.live_spark import run_stages, start_spark
+    from lens_runtime.broker_choice import Fallback, broker_for
     from pipelines.config import SETTINGS, PipelineConfig
     from pipelines.ingest import check_topic
     from pipelines.lake_lock import locked
     from pipelines.stages import resolve_stages
 
-    config = PipelineConfig.resolve(since_ms=parse_since(args.since),
-                                    **{s.field: getattr(args, s.field) for s in SETTINGS})
+    since_ms = parse_since(args.since)  # a bad --since is said first, whatever else is missing
+    given = {s.field: getattr(args, s.field) for s in SETTINGS}
     stages = resolve_stages([args.stage])
+    console = Console(highlight=False)
+    if "ingest" in stages:  # the one broker rule; none found is said before Spark takes seconds to start
+        with broker_for(args.bootstrap_servers, Fallback.NONE, say=lambda line: console.print(line, markup=False)) \
+                as broker:
+            given["bootstrap_servers"] = broker.bootstrap_servers
+    config = PipelineConfig.resolve(since_ms=since_ms, **given)
     # The lake's lock before Spark starts: a second run on the lake stops in a second, not after
     # Spark's start-up (the stages take it again, re-entrantly).
     with locked(config.lake_path, config.lock_wait_s):
         if "ingest" in stages:
-            check_topic(config)  # a missing broker or topic is said before Spark takes seconds to start
-        console = Console(highlight=False)
+            check_topic(config)  # a missing topic is said before Spark takes seconds to start
         spark = start_spark(config.spark_settings("rebalance-lens-pipeline"), console)
         try:
             run_stages(spark, config, stages, console)

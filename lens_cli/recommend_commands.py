@@ -1,9 +1,10 @@
 """``rebalance-lens recommend [--group G] [--json] | --verify SCENARIO``: what to change, and its proof.
 
 Without ``--verify`` it prints the lake's ``gold/recommendations`` as a ranked table (or
-JSON lines). With ``--verify`` it runs the closed loop (``lens_cli.closed_loop``) on a
-built-in scenario or a scenario file: run, pipeline, recommend, apply, rerun, and the
-predicted saving beside the measured one.
+JSON lines). With ``--verify`` it runs the closed loop on a built-in scenario or a scenario
+file: run, pipeline, recommend, apply, rerun, and the predicted saving beside the measured one.
+The runs are ``lens_scenarios.rerun``'s; the judgement and its record in the lake are
+``pipelines.recommend.closed_loop``'s; this module parses and prints.
 """
 from __future__ import annotations
 
@@ -121,14 +122,16 @@ def _verify(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.markup import escape
 
-    from lens_cli.closed_loop import pick, recommendations_of, record, rerun
     from lens_cli.live_spark import run_stages, start_spark
-    from lens_cli.scenario_commands import _assignor_for, run_with_progress
-    from lens_runtime.kafka_broker import EmbeddedKafka
+    from lens_cli.scenario_commands import run_with_progress
+    from lens_runtime.broker_choice import Fallback, broker_for
     from lens_runtime.paths import home
+    from lens_scenarios.consumer_config import assignor_for
+    from lens_scenarios.rerun import pick, rerun
     from lens_scenarios.runner import RunOptions
     from lens_scenarios.spec import load
     from pipelines.config import PipelineConfig, embedded_broker_groups
+    from pipelines.recommend.closed_loop import recommendations_of, record
     from pipelines.stages import DATA_STAGES
     from tuning_report import write_report
 
@@ -136,14 +139,15 @@ def _verify(args: argparse.Namespace) -> int:
     scenario = load(args.verify)
     out = Path(args.out) if args.out else home() / "verify" / uuid.uuid4().hex[:8]
     telemetry = f"rebalance-lens-verify-{uuid.uuid4().hex[:6]}"
-    with EmbeddedKafka() as broker:
-        options = RunOptions(assignor=_assignor_for(args.assignor, args.protocol), commit=args.commit,
+    with broker_for(args.bootstrap, Fallback.OWN, say=lambda line: console.print(line, markup=False)) as broker:
+        options = RunOptions(assignor=assignor_for(args.assignor, args.protocol), commit=args.commit,
                              out_dir=out / "runs", bootstrap=broker.bootstrap_servers, telemetry_topic=telemetry)
         console.print(f"[bold]1/4[/] {escape(scenario.name)} as it is")
         baseline = run_with_progress(scenario, options, console)
         console.print("[bold]2/4[/] pipeline and recommend")
         config = PipelineConfig.resolve(bootstrap_servers=broker.bootstrap_servers, topic=telemetry,
-                                        lake_path=str(out / "lake"), **embedded_broker_groups())
+                                        lake_path=str(out / "lake"),
+                                        **(embedded_broker_groups() if broker.embedded else {}))
         spark = start_spark(config.spark_settings("rebalance-lens-verify"), console)
         try:
             run_stages(spark, config, DATA_STAGES, console)
@@ -156,7 +160,7 @@ def _verify(args: argparse.Namespace) -> int:
             verified = rerun(scenario, options, baseline, rec,
                              on_run=lambda s, o: run_with_progress(s, o, console))
             console.print("[bold]4/4[/] the check kept in the lake, the SQL marts and the report")
-            record(spark, config.lake_path, verified)
+            record(spark, config.lake_path, verified, config.lock_wait_s)
             run_stages(spark, config, ["sql"], console)
         finally:
             spark.stop()
@@ -180,4 +184,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     rec.add_argument("--protocol", choices=GROUP_PROTOCOLS, default=None, help="with --verify: group protocol")
     rec.add_argument("--commit", choices=COMMIT_STYLES, default="batch", help="with --verify: commit style")
     rec.add_argument("--out", default=None, help="with --verify: folder for the runs and the lake")
+    rec.add_argument("--bootstrap", default=None, metavar="HOST:PORT",
+                     help="with --verify: the Kafka cluster to run on (default: $LENS_KAFKA_BOOTSTRAP, else the "
+                          "broker of `kafka up`, else one started for this command)")
     rec.set_defaults(func=_cmd_recommend)

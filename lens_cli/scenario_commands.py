@@ -6,7 +6,7 @@ import signal
 from pathlib import Path
 
 from consumer_agent.contract import GROUP_PROTOCOLS
-from lens_scenarios.consumer_config import ASSIGNORS, COMMIT_STYLES
+from lens_scenarios.consumer_config import ASSIGNORS, COMMIT_STYLES, assignor_for
 
 
 def _cmd_list(_args: argparse.Namespace) -> int:
@@ -31,26 +31,6 @@ def _cmd_list(_args: argparse.Namespace) -> int:
                                            subsequent_indent="    ")) + "\n", style="dim")
     console.print("Run one: rebalance-lens scenario run NAME [--assignor A] [--commit C]")
     return 0
-
-
-def _assignor_for(assignor: str | None, protocol: str | None) -> str:
-    """One run choice from --assignor and --protocol: KIP-848 groups have no client-side assignor.
-
-    ``--protocol consumer`` (or ``--assignor consumer``) runs a KIP-848 group whose
-    broker picks the assignment (its default, uniform); ``--protocol classic`` takes a
-    classic assignor (range by default).
-    """
-    from lens_runtime.errors import LensError
-
-    if protocol == "consumer":
-        if assignor not in (None, "consumer"):
-            raise LensError(f"--assignor {assignor} is a classic, client-side assignor, but --protocol consumer "
-                            "(KIP-848) lets the broker assign. Drop --assignor, or use --protocol classic.")
-        return "consumer"
-    if protocol == "classic" and assignor == "consumer":
-        raise LensError("--assignor consumer means the KIP-848 protocol, not --protocol classic. "
-                        "Pick range, roundrobin or cooperative-sticky, or use --protocol consumer.")
-    return assignor or "range"
 
 
 def _raise_interrupt(_signum: int, _frame: object) -> None:
@@ -84,18 +64,21 @@ def run_with_progress(scenario, options, console):
 def _cmd_run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
+    from lens_runtime.broker_choice import Fallback, broker_for
     from lens_scenarios.runner import RunOptions
     from lens_scenarios.spec import load
 
     scenario = load(args.scenario)
-    assignor = _assignor_for(args.assignor, args.protocol)
-    options = RunOptions(assignor=assignor, commit=args.commit, out_dir=Path(args.out),
-                         bootstrap=args.bootstrap, **({"telemetry_topic": args.telemetry_topic}
-                                                      if args.telemetry_topic else {}))
-    # SIGTERM gets the same clean stop as Ctrl-C: members and broker are stopped before exit.
+    assignor = assignor_for(args.assignor, args.protocol)
+    # SIGTERM gets the same clean stop as Ctrl-C: the members are stopped before exit.
     signal.signal(signal.SIGTERM, _raise_interrupt)
     console = Console()
-    result = run_with_progress(scenario, options, console)
+    # No broker given or running: the local one is started and kept, for `pipeline run` to read.
+    with broker_for(args.bootstrap, Fallback.LOCAL, say=lambda line: console.print(line, markup=False)) as broker:
+        options = RunOptions(assignor=assignor, commit=args.commit, out_dir=Path(args.out),
+                             bootstrap=broker.bootstrap_servers, **({"telemetry_topic": args.telemetry_topic}
+                                                                    if args.telemetry_topic else {}))
+        result = run_with_progress(scenario, options, console)
     s = result.truth.summary()
     console.print(
         f"[bold]{scenario.name}[/] {assignor}/{args.commit} in {result.wall_s:.1f} s: "
@@ -122,6 +105,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                      help="auto: enable.auto.commit; batch: commit every commit_batch_records records; "
                           "revoke: batch plus commit-on-revoke (default: batch)")
     run.add_argument("--out", default="scenario-runs", help="folder for run folders (default: ./scenario-runs)")
-    run.add_argument("--bootstrap", default=None, help="use this Kafka cluster instead of the embedded broker")
+    run.add_argument("--bootstrap", default=None, metavar="HOST:PORT",
+                     help="the Kafka cluster to run on (default: $LENS_KAFKA_BOOTSTRAP, else the broker of "
+                          "`kafka up`, started if it is not running)")
     run.add_argument("--telemetry-topic", default=None, help="telemetry topic (default: rebalance-lens-telemetry)")
     run.set_defaults(func=_cmd_run)

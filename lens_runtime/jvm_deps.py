@@ -157,7 +157,7 @@ def module_jars(module: str) -> list[Path]:
     return jars
 
 
-def _artifact_name(jar: Path) -> str:
+def artifact_name(jar: Path) -> str:
     """'jackson-core-2.13.5.jar' -> 'jackson-core'; 'spark-sql-kafka-0-10_2.13-4.2.0' keeps its '-0-10'."""
     return re.sub(r"-\d+(?:\.\d+)+[^/]*$", "", jar.stem)
 
@@ -170,8 +170,8 @@ def spark_jars() -> list[Path]:
     """
     import pyspark
 
-    provided = {_artifact_name(j) for j in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
-    return [jar for jar in module_jars("spark") if _artifact_name(jar) not in provided]
+    provided = {artifact_name(j) for j in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
+    return [jar for jar in module_jars("spark") if artifact_name(jar) not in provided]
 
 
 def kafka_classpath() -> str:

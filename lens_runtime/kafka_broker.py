@@ -295,7 +295,7 @@ def _terminate_group(pid: int, proc: subprocess.Popen | None, timeout_s: float) 
         if proc is not None:
             if proc.poll() is not None:
                 break
-        elif not _pid_alive(pid):
+        elif not pid_alive(pid):
             break
         time.sleep(0.1)
     else:
@@ -307,7 +307,7 @@ def _terminate_group(pid: int, proc: subprocess.Popen | None, timeout_s: float) 
         proc.wait(timeout=10)
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -366,9 +366,3 @@ class LocalKafkaState:
 def local_state() -> LocalKafkaState:
     """The broker of ``rebalance-lens kafka up``, kept under the cache root."""
     return LocalKafkaState(home() / "kafka")
-
-
-def local_broker_address() -> str | None:
-    """The address of the broker ``rebalance-lens kafka up`` started, while it runs."""
-    broker = local_state().load()
-    return broker.bootstrap_servers if broker is not None and broker.alive() else None

@@ -32,6 +32,24 @@ def protocol_of(assignor: str) -> str:
     return RUNS[check_choice(assignor, ASSIGNORS, "--assignor")].split(":", 1)[0]
 
 
+def assignor_for(assignor: str | None, protocol: str | None) -> str:
+    """One run choice from --assignor and --protocol: KIP-848 groups have no client-side assignor.
+
+    ``--protocol consumer`` (or ``--assignor consumer``) runs a KIP-848 group whose
+    broker picks the assignment (its default, uniform); ``--protocol classic`` takes a
+    classic assignor (range by default).
+    """
+    if protocol == "consumer":
+        if assignor not in (None, "consumer"):
+            raise LensError(f"--assignor {assignor} is a classic, client-side assignor, but --protocol consumer "
+                            "(KIP-848) lets the broker assign. Drop --assignor, or use --protocol classic.")
+        return "consumer"
+    if protocol == "classic" and assignor == "consumer":
+        raise LensError("--assignor consumer means the KIP-848 protocol, not --protocol classic. "
+                        "Pick range, roundrobin or cooperative-sticky, or use --protocol consumer.")
+    return assignor or "range"
+
+
 def member_config(*, bootstrap: str, group_id: str, assignor: str, commit: str, client_id: str,
                   group_instance_id: str | None, max_poll_interval_ms: int, telemetry_topic: str,
                   session_timeout_ms: int = CLASSIC_SESSION_TIMEOUT_MS, agent: bool = True) -> dict[str, Any]:

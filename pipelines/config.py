@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from consumer_agent.options import DEFAULT_TELEMETRY_TOPIC
+from lens_runtime.broker_choice import BOOTSTRAP_ENV, find_broker
 from lens_runtime.errors import LensError
 from lens_runtime.paths import home
 from lens_runtime.spark_session import SparkSettings
@@ -39,7 +40,7 @@ class Setting:
 
 
 SETTINGS: tuple[Setting, ...] = (
-    Setting("bootstrap_servers", "LENS_KAFKA_BOOTSTRAP", "--bootstrap",
+    Setting("bootstrap_servers", BOOTSTRAP_ENV, "--bootstrap",
             "Kafka bootstrap servers of the telemetry topic (default: the broker of `rebalance-lens kafka up`)"),
     Setting("topic", "LENS_TELEMETRY_TOPIC", "--topic", f"telemetry topic (default {DEFAULT_TELEMETRY_TOPIC})"),
     Setting("lake_path", "LENS_LAKE", "--lake", "Delta lake path (default <home>/lake)"),
@@ -169,7 +170,7 @@ class PipelineConfig:
 
         Values may be text (from a flag or a variable) or typed; text is parsed by the
         field's type. Without a broker address, the broker of ``rebalance-lens kafka up``
-        is used when it runs.
+        is used when it runs (``lens_runtime.broker_choice``: the rule of every command).
         """
         environ = os.environ if environ is None else environ
         types = typing.get_type_hints(cls)
@@ -184,10 +185,9 @@ class PipelineConfig:
                 values[setting.field], source = environ[setting.env], setting.env
             if isinstance(values.get(setting.field), str):
                 values[setting.field] = _parse(values[setting.field], types[setting.field], source)
-        if not values.get("bootstrap_servers"):
-            from lens_runtime.kafka_broker import local_broker_address
-
-            values["bootstrap_servers"] = local_broker_address() or ""
+        if not values.get("bootstrap_servers"):  # the rule every command uses (lens_runtime.broker_choice)
+            found = find_broker(environ=environ)
+            values["bootstrap_servers"] = found.bootstrap_servers if found else ""
         return cls(**values)
 
     def spark_settings(self, app_name: str) -> SparkSettings:

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from lens_runtime.broker_choice import NO_BROKER
 from lens_runtime.errors import LensError
 from pipelines import catalog, lake
 from pipelines.config import PipelineConfig, Progress
@@ -49,8 +50,7 @@ def check_topic(config: PipelineConfig) -> int:
     from confluent_kafka import KafkaException
 
     if not config.bootstrap_servers:
-        raise LensError("no Kafka bootstrap servers: pass --bootstrap HOST:PORT, set LENS_KAFKA_BOOTSTRAP, "
-                        "or start the local broker with `rebalance-lens kafka up`")
+        raise LensError(NO_BROKER)
     try:
         metadata = _admin(config).list_topics(timeout=15)  # all topics: asking for one would auto-create it
     except KafkaException as err:

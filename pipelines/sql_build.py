@@ -11,10 +11,8 @@ there. dbt-spark turns ANSI mode off on the session; the build puts it back.
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Sequence
 from pathlib import Path
-from urllib.parse import urlparse
 
 from pyspark.sql import SparkSession
 
@@ -72,10 +70,11 @@ def _clear_placeholder(spark: SparkSession, name: str) -> None:
     warehouse: Spark's in-memory catalog forgets the table with its process, not its folder, and
     the next build's createTable over it failed (DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION:
     a second `pipeline run` on a lake without closed-loop checks). The folder holds no rows, and
-    one build at a time writes a lake (pipelines/lake_lock.py). Local warehouses only."""
-    location = urlparse(f"{spark.catalog.getDatabase(SOURCE_SCHEMA).locationUri}/{name}")
-    if location.scheme in ("", "file"):
-        shutil.rmtree(location.path, ignore_errors=True)
+    one build at a time writes a lake (pipelines/lake_lock.py). Through Hadoop's file system, so
+    a warehouse on object storage (a lake on s3a://) is cleared as a local one is."""
+    jvm = spark.sparkContext._jvm
+    folder = jvm.org.apache.hadoop.fs.Path(f"{spark.catalog.getDatabase(SOURCE_SCHEMA).locationUri}/{name}")
+    folder.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).delete(folder, True)
 
 
 def register_marts(spark: SparkSession, lake_path: str) -> None:

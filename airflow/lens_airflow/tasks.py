@@ -12,10 +12,7 @@ it parses the DAG files, and Spark has no business there.
 """
 from __future__ import annotations
 
-import dataclasses
 import logging
-import shutil
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import date, datetime, time, timedelta, timezone
@@ -37,29 +34,19 @@ log = logging.getLogger(__name__)
 def spark_session(config: PipelineConfig, app: str) -> Iterator[SparkSession]:
     """The session of this task's process, stopped at the end if the task started it (a worker
     runs each task in a process of its own; ``dag.test()`` runs them in its caller's, whose
-    session they share).
-
-    A session this task starts keeps its warehouse (Spark's folder for managed tables; every
-    pipeline table and mart is a path in the lake) in a folder of its own, deleted after it. A
-    workaround: the SQL build registers each lake table that does not exist yet (a lake's
-    ``gold/verifications`` until a closed-loop check) as an empty managed table there, and the
-    next process's build on the shared ``<lake>/_warehouse`` finds that folder and fails
-    (``DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION``), as two ``rebalance-lens sql build`` commands
-    on one such lake do. The fix belongs in ``pipelines.sql_build.register_sources``."""
+    session they share). Its warehouse is the lake's, as a command's is: the SQL build clears
+    what an earlier process left there (``pipelines.sql_build.register_sources``)."""
     from pyspark import SparkContext
 
     from lens_runtime.spark_session import build_spark
 
     started_here = SparkContext._active_spark_context is None
-    scratch = tempfile.mkdtemp(prefix=f"{app}-") if started_here else None
-    settings = config.spark_settings(app)
-    spark = build_spark(dataclasses.replace(settings, lake=scratch) if scratch else settings)
+    spark = build_spark(config.spark_settings(app))
     try:
         yield spark
     finally:
         if started_here:
             spark.stop()
-            shutil.rmtree(scratch, ignore_errors=True)
 
 
 def epoch_ms(moment: datetime) -> int:

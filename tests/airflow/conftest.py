@@ -8,6 +8,7 @@ and the tests must never touch a developer's ~/airflow.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import shutil
@@ -76,9 +77,9 @@ class StandaloneAirflow:
     triggerer, LocalExecutor) on SQLite in its own AIRFLOW_HOME, this checkout's DAG folder, four
     workers, a free port; driven through its REST API as an operator would.
 
-    Started in a process group of its own and stopped with SIGINT to that group (the one signal it
-    stops cleanly on: SIGTERM leaves the scheduler and its workers behind); whatever is left a
-    minute later is killed, and ``stop`` says what was."""
+    Started in a process group of its own and stopped with SIGINT to that group (the signal it
+    stops cleanly on), then SIGTERM to the group for what SIGINT left, then SIGKILL; ``stop`` says
+    what had to be killed."""
 
     def __init__(self, home: Path, dags: Path, environ: dict[str, str] | None = None) -> None:
         self.home, self.port = home, _free_port()
@@ -146,31 +147,55 @@ class StandaloneAirflow:
             time.sleep(every_s)
         raise AssertionError(f"{what}: not within {timeout_s:.0f} s; airflow's log ends:\n{self.tail()}")
 
-    def stop(self, grace_s: float = 60) -> list[str]:
-        """SIGINT to the process group, then SIGKILL to what is left after ``grace_s``; what was left."""
+    def _processes(self) -> list[psutil.Process]:
+        """Every process of standalone's group, and every descendant of it (one may have started a
+        session of its own): what a stop must end."""
+        assert self.process is not None
+        group, found = self.process.pid, {}
+        try:
+            root = psutil.Process(group)
+            found = {p.pid: p for p in (root, *root.children(recursive=True))}
+        except psutil.NoSuchProcess:
+            pass
+        for p in psutil.process_iter():
+            try:
+                if os.getpgid(p.pid) == group:
+                    found[p.pid] = p
+            except (ProcessLookupError, psutil.NoSuchProcess):
+                pass
+        return list(found.values())
+
+    def stop(self, int_grace_s: float = 60, term_grace_s: float = 30) -> list[str]:
+        """SIGINT to the process group (standalone's clean stop: it stops its parts), then SIGTERM to
+        the group and to every process left after ``int_grace_s``, then SIGKILL to what is left
+        ``term_grace_s`` later. Returns what SIGINT and SIGTERM both left (killed): empty when the
+        stop worked.
+
+        Why SIGTERM after SIGINT: on SIGINT standalone terminates its four parts, then joins the
+        threads that read their output (airflow/cli/commands/standalone_command.py), which end only
+        when every process holding that output has closed it: a part's own child still running
+        keeps standalone waiting. SIGTERM to the group ends each of them directly."""
         if self.process is None:
             return []
-        group = self.process.pid
-
-        def members() -> list[psutil.Process]:
-            found = []
-            for p in psutil.process_iter(["pid", "cmdline"]):
-                try:
-                    if os.getpgid(p.pid) == group:
-                        found.append(p)
-                except (ProcessLookupError, psutil.NoSuchProcess):
-                    pass
-            return found
-
-        try:
-            os.killpg(group, signal.SIGINT)
-        except ProcessLookupError:
-            return []
-        _, alive = psutil.wait_procs(members(), timeout=grace_s)
-        left = [" ".join(p.info["cmdline"] or [])[:120] for p in alive]
-        for p in alive:
-            p.kill()
-        psutil.wait_procs(alive, timeout=10)
+        group, processes = self.process.pid, self._processes()
+        for sig, grace_s in ((signal.SIGINT, int_grace_s), (signal.SIGTERM, term_grace_s)):
+            try:
+                os.killpg(group, sig)
+            except ProcessLookupError:
+                pass
+            for p in processes:  # a descendant in a group of its own
+                with contextlib.suppress(psutil.NoSuchProcess, ProcessLookupError):
+                    if os.getpgid(p.pid) != group:
+                        p.send_signal(sig)
+            _, processes = psutil.wait_procs(processes, timeout=grace_s)
+            if not processes:
+                break
+        left = []
+        for p in processes:
+            with contextlib.suppress(psutil.NoSuchProcess, ProcessLookupError):
+                left.append(" ".join(p.cmdline())[:120])
+                p.kill()
+        psutil.wait_procs(processes, timeout=10)
         self.process.wait(10)
         self.process = None
         return left

@@ -7,11 +7,12 @@ import uuid
 
 import pytest
 
-from lens_cli.closed_loop import pick, recommendations_of, rerun
 from lens_runtime.errors import LensError
+from lens_scenarios.rerun import pick, rerun
 from lens_scenarios.runner import RunOptions, run_scenario
 from lens_scenarios.spec import builtin_names, load
 from pipelines.config import PipelineConfig, embedded_broker_groups
+from pipelines.recommend.closed_loop import recommendations_of
 from pipelines.stages import run_pipeline
 
 

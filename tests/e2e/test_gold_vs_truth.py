@@ -23,11 +23,12 @@ from collections import Counter, defaultdict
 
 import pytest
 
-from lens_cli.closed_loop import record, rerun
+from pipelines.recommend.closed_loop import record
 from pipelines.simulator.assignors import assign
 from pipelines.simulator.handoff import classic_cooperative_rounds
 from pipelines.simulator.observed import consumer_rounds, partition_counts, rounds_of, shows_whole_round
 from lens_scenarios.ground_truth import GroundTruth, Handoff
+from lens_scenarios.rerun import rerun
 from lens_scenarios.spec import builtin_names, load
 from tests.support.gold_matching import TOLERANCE_S, check, gold_for_run, matched
 

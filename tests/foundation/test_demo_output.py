@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from lens_cli.demo import _recommendations, _table, parse_run
+from lens_cli.demo import costs_table, parse_run, recommendation_lines
 from lens_cli.demo_findings import RunCosts, change, findings
 from lens_runtime.errors import LensError
 
@@ -34,7 +34,7 @@ def _text(renderable, width: int = 80) -> str:
 
 
 def test_the_per_run_table_reads_in_80_columns_with_bounds_where_gold_has_them():
-    text = _text(_table(RUNS))
+    text = _text(costs_table(RUNS))
     assert max(len(line) for line in text.splitlines()) <= 80
     assert "167..911 / 256" in text and "4.4..18.0 / 16.2" in text
     assert "1,939 / 1,939" in text and "1,939..1,939" not in text
@@ -46,7 +46,7 @@ def test_the_per_run_table_reads_in_80_columns_with_bounds_where_gold_has_them()
 def test_each_top_recommendation_sits_under_the_measured_cost_and_says_a_negative_saving_as_a_cost():
     top = {"title": "Commit processed offsets on revoke", "config_change": ["lens.commit.on.revoke=true"],
            "duplicates_saved": 2327.0, "pause_saved_s": -0.7}
-    text = _text("\n".join(_recommendations([RANGE, CRASH], {RANGE.label: top})))
+    text = _text("\n".join(recommendation_lines([RANGE, CRASH], {RANGE.label: top})))
     assert "measured: 1,939 duplicates, 6.6 paused partition-s" in text
     assert "predicted: saves 2,327 duplicates, costs 0.7 more paused partition-s" in text
     assert "lens.commit.on.revoke=true" in text

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from lens_runtime.errors import LensError
-from lens_runtime.kafka_broker import EmbeddedKafka, _pid_alive
+from lens_runtime.kafka_broker import EmbeddedKafka, pid_alive
 
 
 def consume_all(consumer, expected: int, timeout_s: float = 60.0) -> list:
@@ -67,9 +67,9 @@ def test_start_timeout_names_the_log_and_leaves_nothing(tmp_path: Path):
 def test_stop_removes_process_and_folder():
     broker = EmbeddedKafka().start()
     pid, workdir = broker.pid, broker.workdir
-    assert _pid_alive(pid) and workdir.is_dir()
+    assert pid_alive(pid) and workdir.is_dir()
     broker.stop()
-    assert not _pid_alive(pid)
+    assert not pid_alive(pid)
     assert not workdir.exists()
 
 
@@ -111,10 +111,10 @@ def test_broker_dies_with_a_killed_parent(tmp_path: Path):
               "time.sleep(600)\n")
     parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     broker_pid = int(parent.stdout.readline())
-    assert _pid_alive(broker_pid)
+    assert pid_alive(broker_pid)
     parent.send_signal(signal.SIGKILL)
     parent.wait()
     deadline = time.monotonic() + 30
-    while _pid_alive(broker_pid) and time.monotonic() < deadline:
+    while pid_alive(broker_pid) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert not _pid_alive(broker_pid)
+    assert not pid_alive(broker_pid)

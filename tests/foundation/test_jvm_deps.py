@@ -28,7 +28,7 @@ def test_second_setup_is_a_no_op(monkeypatch):
 
 
 def test_spark_jars_do_not_shadow_spark():
-    names = {jvm_deps._artifact_name(j) for j in jvm_deps.spark_jars()}
+    names = {jvm_deps.artifact_name(j) for j in jvm_deps.spark_jars()}
     assert {"delta-spark_4.2_2.13", "spark-sql-kafka-0-10_2.13", "kafka-clients"} <= names
     assert not names & {"jackson-core", "scala-library", "hadoop-client-api", "log4j-core"}
 

@@ -58,3 +58,10 @@ def test_no_test_imports_another_test_module():
     for path in (ROOT / "tests").rglob("*.py"):
         imports = re.findall(r"^\s*(?:from|import) (tests\.[\w.]+)", path.read_text(), flags=re.MULTILINE)
         assert [name for name in imports if not name.startswith("tests.support")] == [], path
+
+
+def test_the_pipelines_package_names_every_stage():
+    import pipelines
+    from pipelines.stages import STAGES
+
+    assert [s for s in STAGES if f"``{s}``" not in pipelines.__doc__] == []

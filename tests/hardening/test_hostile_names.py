@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import functions as F
 
-from lens_cli.closed_loop import recommendations_of
+from pipelines.recommend.closed_loop import recommendations_of
 from pipelines import catalog, lake
 from tests.support.hostile_world import NASTY_GROUPS, PLAIN_GROUP, REAL_GROUP
 from tests.support.browser import headless_chromium

@@ -65,6 +65,29 @@ def test_missing_topic_and_missing_broker(kafka, tmp_path):
         check_topic(PipelineConfig(bootstrap_servers="", lake_path=str(tmp_path)))
 
 
-def test_cli_has_pipeline_run():
-    args = build_parser().parse_args(["pipeline", "run", "gold", "--since", "2026-01-01"])
-    assert (args.stage, args.since) == ("gold", "2026-01-01")
+def test_pipeline_run_since_reaches_the_stages_or_stops_in_one_line(tmp_path, monkeypatch, capsys):
+    """``pipeline run --since``: a valid time reaches the stages as epoch ms; a bad one stops the
+    command (exit 2) in one line naming the flag and the formats, before Spark or the lake."""
+    import lens_cli.live_spark
+    from lens_cli.main import main
+
+    ran: list[tuple[int | None, list[str]]] = []
+
+    class NoSpark:
+        def stop(self) -> None:
+            pass
+
+    monkeypatch.setattr(lens_cli.live_spark, "start_spark", lambda *_a, **_k: NoSpark())
+    monkeypatch.setattr(lens_cli.live_spark, "run_stages",
+                        lambda _spark, config, stages, _console: ran.append((config.since_ms, list(stages))))
+    lake = str(tmp_path / "lake")
+    for since, epoch_ms in (("2026-01-01", 1_767_225_600_000), ("2026-01-01T01:00:00+01:00", 1_767_225_600_000),
+                            ("1767225600000", 1_767_225_600_000)):
+        assert main(["pipeline", "run", "gold", "--lake", lake, "--since", since]) == 0, capsys.readouterr().err
+        assert ran.pop() == (epoch_ms, ["gold"])
+    for bad in ("yesterday", "2026-13-01", "-5"):
+        assert main(["pipeline", "run", "gold", "--lake", lake, "--since", bad]) == 2
+        err = capsys.readouterr().err
+        assert err == (f"rebalance-lens: error: --since {bad!r} is not a time: use ISO 8601 (2026-01-31 or "
+                       "2026-01-31T12:00:00Z) or epoch milliseconds\n"), err
+    assert ran == []

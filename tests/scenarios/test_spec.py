@@ -75,15 +75,15 @@ def test_bad_yaml_says_so(tmp_path):
 
 def test_protocol_flag_picks_the_run_choice():
     from lens_runtime.errors import LensError
-    from lens_cli.scenario_commands import _assignor_for
+    from lens_scenarios.consumer_config import assignor_for
 
-    assert _assignor_for(None, None) == "range"
-    assert _assignor_for(None, "consumer") == "consumer"
-    assert _assignor_for("cooperative-sticky", "classic") == "cooperative-sticky"
+    assert assignor_for(None, None) == "range"
+    assert assignor_for(None, "consumer") == "consumer"
+    assert assignor_for("cooperative-sticky", "classic") == "cooperative-sticky"
     with pytest.raises(LensError, match="--protocol consumer .* lets the broker assign"):
-        _assignor_for("range", "consumer")
+        assignor_for("range", "consumer")
     with pytest.raises(LensError, match="--assignor consumer means the KIP-848 protocol"):
-        _assignor_for("consumer", "classic")
+        assignor_for("consumer", "classic")
 
 
 def test_a_member_can_run_the_plain_client_and_keeps_it_across_restarts():

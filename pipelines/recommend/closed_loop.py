@@ -1,0 +1,102 @@
+"""The closed loop's judgement and its record: does a rerun with a recommendation applied save
+what the recommendation predicted, and ``gold/verifications``, where each check is kept.
+
+A prediction holds when the measured saving goes the predicted way and lies within
+``TOLERANCE`` of the prediction; a figure whose predicted change is below the rules'
+floor (``MIN_DUPLICATES``, ``MIN_PAUSE_S``: a change the recommendation does not claim)
+holds when the measured change stays within that floor plus the tolerance.
+
+Here, not in the CLI: what a check holds is the pipeline's judgement, and ``gold/verifications``
+is a lake table, written under the lake's lock like every stage's (``pipelines.lake_lock``). The
+runs themselves (apply the change to a scenario, rerun it, its ground truth's costs) are
+``lens_scenarios.rerun``'s; ``rebalance-lens recommend --verify`` parses its arguments, calls
+both and prints.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from pipelines import catalog, lake, lake_lock
+from pipelines.recommend.rules import MIN_DUPLICATES, MIN_PAUSE_S
+from pipelines.vocabulary import VERIFIABLE_KINDS
+
+TOLERANCE = 0.25
+
+
+@dataclass(frozen=True)
+class Costs:
+    duplicates: float
+    pause_s: float
+
+
+@dataclass(frozen=True)
+class Check:
+    figure: str
+    predicted_saving: float
+    measured_saving: float
+    floor: float
+
+    @property
+    def holds(self) -> bool:
+        p, m = self.predicted_saving, self.measured_saving
+        if abs(p) < self.floor:
+            return abs(m) <= self.floor + TOLERANCE * abs(p)
+        return (m > 0) == (p > 0) and abs(m - p) <= TOLERANCE * abs(p)
+
+
+@dataclass(frozen=True)
+class Verified:
+    scenario: str
+    recommendation: dict[str, Any]
+    before: Costs  # ground truth of the run the recommendation was made from
+    after: Costs  # ground truth of the rerun with the change
+    checks: tuple[Check, Check]
+    rerun_dir: Path
+    rerun_group_id: str
+
+    @property
+    def holds(self) -> bool:
+        return all(c.holds for c in self.checks)
+
+
+# The kinds a rerun can check: a config change (declared with the kinds).
+VERIFIABLE = VERIFIABLE_KINDS
+
+
+def checks_of(rec: dict[str, Any], before: Costs, after: Costs) -> tuple[Check, Check]:
+    """The recommendation's predicted savings against the measured ones (``before - after``)."""
+    return (Check("duplicates", rec["duplicates_saved"] or 0.0, before.duplicates - after.duplicates,
+                  MIN_DUPLICATES),
+            Check("paused partition-seconds", rec["pause_saved_s"] or 0.0, before.pause_s - after.pause_s,
+                  MIN_PAUSE_S))
+
+
+def recommendations_of(spark: SparkSession, lake_path: str, group_id: str) -> list[dict[str, Any]]:
+    """The group's rows of gold/recommendations, best first."""
+    rows = (lake.read(spark, lake_path, catalog.RECOMMENDATIONS).where(F.col("group_id") == group_id)
+            .orderBy("rank").collect())
+    return [r.asDict(recursive=True) for r in rows]
+
+
+def record(spark: SparkSession, lake_path: str, verified: Verified, lock_wait_s: float = 0.0) -> None:
+    """Keep the check in ``gold/verifications`` (the report's "predicted against measured"), holding
+    the lake's lock (waiting up to ``lock_wait_s`` for another run): one writer per lake."""
+    from datetime import datetime, timezone
+
+    rec, (dups, pause) = verified.recommendation, verified.checks
+    figures = {"predicted_duplicates_saved": dups.predicted_saving, "measured_duplicates_saved": dups.measured_saving,
+               "predicted_pause_saved_s": pause.predicted_saving, "measured_pause_saved_s": pause.measured_saving,
+               "duplicates_before": verified.before.duplicates, "duplicates_after": verified.after.duplicates,
+               "pause_before_s": verified.before.pause_s, "pause_after_s": verified.after.pause_s}
+    row = {"group_id": rec["group_id"], "verified_at": datetime.now(timezone.utc), "scenario": verified.scenario,
+           "kind": rec["kind"], "title": rec["title"], "config_change": list(rec["config_change"]),
+           **{name: float(value) for name, value in figures.items()},
+           "holds": verified.holds, "rerun_group_id": verified.rerun_group_id}
+    rows = spark.createDataFrame([row], schema=catalog.VERIFICATIONS.schema())
+    with lake_lock.locked(lake_path, lock_wait_s):
+        lake.insert_new(spark, lake_path, catalog.VERIFICATIONS, rows)
