@@ -131,7 +131,7 @@ def _verify(args: argparse.Namespace) -> int:
     from lens_scenarios.runner import RunOptions
     from lens_scenarios.spec import load
     from pipelines.config import PipelineConfig, embedded_broker_groups
-    from pipelines.recommend.closed_loop import recommendations_of, record
+    from pipelines.recommend.closed_loop import VERIFIABLE, judge, recommendations_of, record
     from pipelines.stages import DATA_STAGES
     from tuning_report import write_report
 
@@ -153,12 +153,12 @@ def _verify(args: argparse.Namespace) -> int:
             run_stages(spark, config, DATA_STAGES, console)
             found = recommendations_of(spark, config.lake_path, baseline.manifest["group_id"])
             print_table(found, console)
-            rec, skipped = pick(found, scenario, options, args.kind)
+            rec, skipped = pick(found, scenario, options, VERIFIABLE, args.kind)
             for reason in skipped:
                 console.print(f"  passed over (a scenario run cannot apply it): {reason}", markup=False)
             console.print(f"[bold]3/4[/] {escape(scenario.name)} again with: {escape(rec['title'])}")
-            verified = rerun(scenario, options, baseline, rec,
-                             on_run=lambda s, o: run_with_progress(s, o, console))
+            verified = judge(rec, rerun(scenario, options, baseline, rec,
+                                        on_run=lambda s, o: run_with_progress(s, o, console)))
             console.print("[bold]4/4[/] the check kept in the lake, the SQL marts and the report")
             record(spark, config.lake_path, verified, config.lock_wait_s)
             run_stages(spark, config, ["sql"], console)

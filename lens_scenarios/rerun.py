@@ -1,12 +1,16 @@
 """The closed loop's runs: pick the recommendation a scenario run can apply, rerun the scenario
-with it, and hand both runs' ground-truth costs to the pipeline's judgement
-(``pipelines.recommend.closed_loop``).
+with it, and give both runs' ground-truth costs for the pipeline's judgement
+(``pipelines.recommend.closed_loop.judge``; scenarios never import the pipelines, so the caller
+joins the two).
 
 Measured costs come from the runs' ground truth (the members' own record logs), never
 from telemetry: the sum of every handoff's duplicates and pause after the group formed.
 """
 from __future__ import annotations
 
+from collections.abc import Collection
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from lens_runtime.errors import LensError
@@ -14,22 +18,33 @@ from lens_scenarios.config_change import Target, apply
 from lens_scenarios.ground_truth import GroundTruth
 from lens_scenarios.runner import RunOptions, RunResult, run_scenario
 from lens_scenarios.spec import Scenario
-from pipelines.recommend.closed_loop import VERIFIABLE, Costs, Verified, checks_of
 
 
-def truth_costs(truth: GroundTruth) -> Costs:
+@dataclass(frozen=True)
+class Rerun:
+    """A rerun with a recommendation applied: both runs' costs from their ground truth, as
+    (duplicates, paused partition-seconds) of every handoff after the group formed."""
+
+    scenario: str
+    before: tuple[float, float]
+    after: tuple[float, float]
+    run_dir: Path
+    group_id: str
+
+
+def truth_costs(truth: GroundTruth) -> tuple[float, float]:
     """Duplicates and paused partition-seconds of every handoff after the group formed."""
     churn = [h for h in truth.handoffs if h.cause != "start"]
-    return Costs(float(sum(h.duplicates for h in churn)), sum(h.pause_s for h in churn))
+    return float(sum(h.duplicates for h in churn)), float(sum(h.pause_s for h in churn))
 
 
 def pick(recommendations: list[dict[str, Any]], scenario: Scenario, options: RunOptions,
-         kind: str | None = None) -> tuple[dict[str, Any], list[str]]:
-    """The best-ranked change a scenario run can apply (of ``kind`` if given), and why the
-    better-ranked ones were passed over."""
+         kinds: Collection[str], kind: str | None = None) -> tuple[dict[str, Any], list[str]]:
+    """The best-ranked change of ``kinds`` (the ones a rerun can check) a scenario run can apply
+    (of ``kind`` if given), and why the better-ranked ones were passed over."""
     skipped = []
     for rec in recommendations:
-        if rec["kind"] not in VERIFIABLE or (kind is not None and rec["kind"] != kind):
+        if rec["kind"] not in kinds or (kind is not None and rec["kind"] != kind):
             continue
         try:
             apply(scenario, options, target_of(rec))
@@ -48,10 +63,9 @@ def target_of(rec: dict[str, Any]) -> Target:
 
 
 def rerun(scenario: Scenario, options: RunOptions, baseline: RunResult, rec: dict[str, Any],
-          on_run=run_scenario) -> Verified:
-    """Rerun ``scenario`` with ``rec`` applied and check its prediction against both runs' truth."""
+          on_run=run_scenario) -> Rerun:
+    """Rerun ``scenario`` with ``rec`` applied; both runs' costs from their ground truth."""
     changed, changed_options = apply(scenario, options, target_of(rec))
     after_run = on_run(changed, changed_options)
-    before, after = truth_costs(baseline.truth), truth_costs(after_run.truth)
-    return Verified(scenario.name, rec, before, after, checks_of(rec, before, after), after_run.run_dir,
-                    after_run.manifest["group_id"])
+    return Rerun(scenario.name, truth_costs(baseline.truth), truth_costs(after_run.truth), after_run.run_dir,
+                 after_run.manifest["group_id"])

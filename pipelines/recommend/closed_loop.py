@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
@@ -74,6 +74,24 @@ def checks_of(rec: dict[str, Any], before: Costs, after: Costs) -> tuple[Check, 
                   MIN_DUPLICATES),
             Check("paused partition-seconds", rec["pause_saved_s"] or 0.0, before.pause_s - after.pause_s,
                   MIN_PAUSE_S))
+
+
+class RerunCosts(Protocol):
+    """What the judgement needs of a rerun (``lens_scenarios.rerun.Rerun``): both runs' ground-truth
+    costs as (duplicates, paused partition-seconds), where the rerun is and its group."""
+
+    scenario: str
+    before: tuple[float, float]
+    after: tuple[float, float]
+    run_dir: Path
+    group_id: str
+
+
+def judge(rec: dict[str, Any], rerun: RerunCosts) -> Verified:
+    """The check of ``rec`` by ``rerun``: its predicted savings against both runs' truth."""
+    before, after = Costs(*rerun.before), Costs(*rerun.after)
+    return Verified(rerun.scenario, rec, before, after, checks_of(rec, before, after), rerun.run_dir,
+                    rerun.group_id)
 
 
 def recommendations_of(spark: SparkSession, lake_path: str, group_id: str) -> list[dict[str, Any]]:

@@ -12,7 +12,7 @@ from lens_scenarios.rerun import pick, rerun
 from lens_scenarios.runner import RunOptions, run_scenario
 from lens_scenarios.spec import builtin_names, load
 from pipelines.config import PipelineConfig, embedded_broker_groups
-from pipelines.recommend.closed_loop import recommendations_of
+from pipelines.recommend.closed_loop import VERIFIABLE, judge, recommendations_of
 from pipelines.stages import run_pipeline
 
 
@@ -29,11 +29,11 @@ def test_every_built_in_scenario_saves_what_its_top_recommendation_predicted(kaf
     for name, baseline in baselines.items():
         found = recommendations_of(spark, config.lake_path, baseline.manifest["group_id"])
         try:
-            rec, _ = pick(found, load(name), options)
+            rec, _ = pick(found, load(name), options, VERIFIABLE)
         except LensError as err:  # nothing a rerun can check: say so in the table
             lines.append(f"| {name} | {found[0]['title']}: {err} | | | - |")
             continue
-        verified = rerun(load(name), options, baseline, rec)
+        verified = judge(rec, rerun(load(name), options, baseline, rec))
         d, p = verified.checks
         lines.append(f"| {name} | {rec['title']} | {d.predicted_saving:,.0f} / {d.measured_saving:,.0f} | "
                      f"{p.predicted_saving:,.1f} / {p.measured_saving:,.1f} | {'yes' if verified.holds else 'no'} |")

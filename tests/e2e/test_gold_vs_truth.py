@@ -23,7 +23,7 @@ from collections import Counter, defaultdict
 
 import pytest
 
-from pipelines.recommend.closed_loop import record
+from pipelines.recommend.closed_loop import judge, record
 from pipelines.simulator.assignors import assign
 from pipelines.simulator.handoff import classic_cooperative_rounds
 from pipelines.simulator.observed import consumer_rounds, partition_counts, rounds_of, shows_whole_round
@@ -194,7 +194,7 @@ def test_closed_loop_the_rerun_saves_what_was_predicted(landed, spark, tmp_path,
     run = landed["runs"][scenario]
     rec = next(r for r in landed["recommendations"] if r["group_id"] == run.manifest["group_id"] and r["kind"] == kind)
     options = dataclasses.replace(landed["options"][scenario], out_dir=tmp_path)
-    verified = rerun(load(scenario), options, run, rec)
+    verified = judge(rec, rerun(load(scenario), options, run, rec))
     record(spark, landed["config"].lake_path, verified)  # test_report.py shows it in the report
     report = "; ".join(f"{c.figure}: predicted {c.predicted_saving:.1f}, measured {c.measured_saving:.1f}"
                        for c in verified.checks)

@@ -131,3 +131,28 @@ def test_the_command_line_writes_nothing_to_the_lake_itself():
     assert len(sources) > 5
     found = {p.name: writes for p in sources if (writes := lake_writes(p.read_text()))}
     assert found == {}
+
+
+# The layers their docstrings promise: the agent ships alone (pip install rebalance-lens needs only
+# confluent-kafka), and the scenarios make the telemetry the pipelines are checked against, so
+# neither may import the pipelines (the closed loop joins a rerun and the judgement in its caller).
+NEVER_IMPORTS = {"consumer_agent": {"pipelines", "lens_scenarios", "lens_cli", "tuning_report"},
+                 "lens_scenarios": {"pipelines", "lens_cli", "tuning_report"}}
+
+
+def _layer_breaks(package: str, source: str) -> list[str]:
+    return sorted({dotted for dotted in _imported(ast.parse(source)).values()
+                   if dotted.split(".")[0] in NEVER_IMPORTS[package]})
+
+
+def test_the_layer_check_finds_an_import_across():
+    assert _layer_breaks("lens_scenarios", "from pipelines.recommend.closed_loop import judge\n") == \
+        ["pipelines.recommend.closed_loop.judge"]
+    assert _layer_breaks("lens_scenarios", "from lens_runtime.errors import LensError\n") == []
+
+
+def test_the_agent_and_the_scenarios_never_import_the_pipelines():
+    breaks = {str(path.relative_to(ROOT)): found for path in _sources()
+              if _package_of(path) in NEVER_IMPORTS
+              and (found := _layer_breaks(_package_of(path), path.read_text()))}
+    assert breaks == {}
