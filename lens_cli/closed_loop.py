@@ -112,9 +112,9 @@ def rerun(scenario: Scenario, options: RunOptions, baseline: RunResult, rec: dic
     changed, changed_options = apply(scenario, options, target_of(rec))
     after_run = on_run(changed, changed_options)
     before, after = truth_costs(baseline.truth), truth_costs(after_run.truth)
-    checks = (Check("duplicates", rec["duplicates_saved"] or 0.0, before.duplicates - after.duplicates,
+    checks = (Check("duplicates", rec["predicted_duplicates_saved"] or 0.0, before.duplicates - after.duplicates,
                     MIN_DUPLICATES),
-              Check("paused partition-seconds", rec["pause_saved_s"] or 0.0, before.pause_s - after.pause_s,
+              Check("paused partition-seconds", rec["predicted_pause_saved_s"] or 0.0, before.pause_s - after.pause_s,
                     MIN_PAUSE_S))
     return Verified(scenario.name, rec, before, after, checks, after_run.run_dir, after_run.manifest["group_id"])
 
@@ -126,8 +126,9 @@ def record(spark: SparkSession, lake_path: str, verified: Verified) -> None:
     rec, (dups, pause) = verified.recommendation, verified.checks
     figures = {"predicted_duplicates_saved": dups.predicted_saving, "measured_duplicates_saved": dups.measured_saving,
                "predicted_pause_saved_s": pause.predicted_saving, "measured_pause_saved_s": pause.measured_saving,
-               "duplicates_before": verified.before.duplicates, "duplicates_after": verified.after.duplicates,
-               "pause_before_s": verified.before.pause_s, "pause_after_s": verified.after.pause_s}
+               "measured_duplicates_before": verified.before.duplicates,
+               "measured_duplicates_after": verified.after.duplicates,
+               "measured_pause_before_s": verified.before.pause_s, "measured_pause_after_s": verified.after.pause_s}
     row = {"group_id": rec["group_id"], "verified_at": datetime.now(timezone.utc), "scenario": verified.scenario,
            "kind": rec["kind"], "title": rec["title"], "config_change": list(rec["config_change"]),
            **{name: float(value) for name, value in figures.items()},
