@@ -1,6 +1,6 @@
 """The vocabulary of the figures, declared once: what each measure is called from gold to the
-report, its unit and meaning, the grammar of the names built on it, and the two
-computations every reader of a bounded figure shares.
+report, its unit and meaning, the grammar of the names built on it, and the computations
+every reader of a bounded figure shares (the point figure, the midpoint, exactness).
 
 Pure Python (no Spark), so gold's per-group pass, the recommend stage's what-if and the
 tests import it alike. The README's "What the figures mean" table is generated from here
@@ -14,6 +14,7 @@ most it can have been, equal to the figure when exact. There is no ``_lower`` co
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,10 +47,12 @@ MEASURES: tuple[Measure, ...] = (
 
 @dataclass(frozen=True)
 class Qualifier:
-    """A word a figure's name takes (``prefix`` before the measure, ``suffix`` after it, before the unit)."""
+    """A word a figure's name takes: a ``prefix`` before the measure, a ``suffix`` after it (in
+    the order listed), or a ``unit`` that replaces the measure's own; ``word`` lists alternatives
+    with " / "."""
 
     word: str
-    place: str  # "prefix" | "suffix"
+    place: str  # "prefix" | "suffix" | "unit"
     meaning: str
     example: str
 
@@ -67,7 +70,7 @@ QUALIFIERS: tuple[Qualifier, ...] = (
               "predicted_duplicates_before, measured_pause_after_s"),
     Qualifier("_change", "suffix", "period over period (this day's figure minus the day before's)",
               "pause_change_s"),
-    Qualifier("_pct", "suffix", "a share in percent of the figure it qualifies (the unit it ends with)",
+    Qualifier("_pct", "unit", "a share in percent of the figure it qualifies (the unit it ends with)",
               "predicted_duplicates_saved_pct"),
 )
 
@@ -80,12 +83,48 @@ FIGURE_CHANGE = ("The pause the marts sum (`pause_s`) is the point figure of eve
                  "under its new name.")
 
 
+UNITS = ("_s", "_pct")  # seconds; a share in percent (a unit of its own: it replaces the measure's)
+
+
+def _split_unit(name: str) -> tuple[str, str]:
+    """(a figure's name without its unit, the unit suffix): ``pause_s`` -> (``pause``, ``_s``)."""
+    for unit in UNITS:
+        if name.endswith(unit):
+            return name[:-len(unit)], unit
+    return name, ""
+
+
+def _grammar() -> re.Pattern[str]:
+    """[prefix] measure [suffix ...] [unit], from the qualifiers' data."""
+    def words(*of: Qualifier) -> list[str]:
+        return [w.strip() for q in of for w in q.word.split("/")]
+
+    prefixes = "|".join(words(*(q for q in QUALIFIERS if q.place == "prefix")))
+    suffixes = "".join(f"(?:{'|'.join(words(q))})?" for q in QUALIFIERS if q.place == "suffix")
+    stems = "|".join(re.escape(_split_unit(m.name)[0]) for m in MEASURES)
+    units = "|".join(dict.fromkeys([*UNITS, *words(*(q for q in QUALIFIERS if q.place == "unit"))]))
+    return re.compile(rf"^(?:{prefixes})?(?P<stem>{stems}){suffixes}(?P<unit>{units})?$")
+
+
+GRAMMAR = _grammar()
+# A column name that speaks of a measure: the measures' words, and the older words for them.
+MENTIONS = re.compile(r"(?:^|_)(?:pause|paused|unavailable|duplicates)(?:_|$)")
+
+
+def follows_grammar(column: str) -> bool:
+    """``column`` names a measure by the grammar: prefix, the measure's word, suffixes, its unit
+    (or ``_pct``) last; ``predicted_pause_saved_s`` does, ``paused_partition_s`` does not."""
+    found = GRAMMAR.match(column)
+    if found is None:
+        return False
+    unit = next(_split_unit(m.name)[1] for m in MEASURES if _split_unit(m.name)[0] == found["stem"])
+    return (found["unit"] or "") in (unit, *[q.word for q in QUALIFIERS if q.place == "unit"])
+
+
 def upper_name(figure: str) -> str:
     """The name of a figure's upper bound: ``_upper`` before the unit (``pause_s`` -> ``pause_upper_s``)."""
-    for unit in ("_s", "_pct"):
-        if figure.endswith(unit):
-            return f"{figure[:-len(unit)]}_upper{unit}"
-    return f"{figure}_upper"
+    word, unit = _split_unit(figure)
+    return f"{word}_upper{unit}"
 
 
 def point_figure(exact: Number | None, lower: Number | None) -> Number | None:

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from pyspark.sql import SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines import catalog, lake
@@ -44,6 +44,25 @@ class Rename:
 
 
 @dataclass(frozen=True)
+class Rewrite:
+    """A text column whose values spoke the older names (the recommendations' evidence SQL):
+    each older fragment replaced by what it reads now."""
+
+    column: str
+    replaced: tuple[tuple[str, str], ...]
+
+    def apply(self, text: str) -> str:
+        for old, new in self.replaced:
+            text = text.replace(old, new)
+        return text
+
+    def of(self, column: Column) -> Column:
+        for old, new in self.replaced:
+            column = F.replace(column, F.lit(old), F.lit(new))
+        return column
+
+
+@dataclass(frozen=True)
 class Migration:
     """What became of one table's older columns; ``dropped``: older columns with no new one."""
 
@@ -51,6 +70,7 @@ class Migration:
     renames: tuple[Rename, ...]
     dropped: tuple[str, ...] = ()
     dropped_why: str = ""
+    rewrites: tuple[Rewrite, ...] = ()  # applied with the renames
 
     def applies_to(self, columns: Iterable[str]) -> bool:
         """The table still has an older column (a migrated table has none)."""
@@ -60,6 +80,8 @@ class Migration:
     def said(self, verb: str = "") -> str:
         """The one line this migration prints."""
         parts = ", ".join(r.said() for r in self.renames)
+        if self.rewrites:
+            parts += f"; {', '.join(w.column for w in self.rewrites)} rewritten in the new names"
         if self.dropped:
             parts += f"; dropped {', '.join(self.dropped)}" + (f" ({self.dropped_why})" if self.dropped_why else "")
         return f"{self.path}: {verb}{parts}"
@@ -73,6 +95,20 @@ def _renamed(pairs: str, note: dict[str, str] | None = None) -> tuple[Rename, ..
         out.append(Rename(old, new, (note or {}).get(old)))
     return tuple(out)
 
+
+# The evidence queries the older recommend stage wrote (pipelines/recommend/rules.py's Q_COST_BY_CAUSE
+# and Q_WHAT_IF), in the new names: a stored recommendation's query runs on the migrated tables.
+EVIDENCE_QUERY = Rewrite("evidence_query", (
+    ("sum(coalesce(duplicates_confirmed, duplicates_lower)) AS duplicates, "
+     "sum(coalesce(duplicates_confirmed, duplicates_upper)) AS duplicates_upper, "
+     "sum(coalesce(unavailable_s, unavailable_lower_s)) AS paused_partition_s ",
+     "sum(duplicates) AS duplicates, sum(duplicates_upper) AS duplicates_upper, sum(pause_s) AS pause_s, "
+     "sum(pause_upper_s) AS pause_upper_s "),
+    ("SELECT config, rebalances, handoffs, partitions_moved, duplicates, pause_s, duplicates_saved, pause_saved_s ",
+     "SELECT config, predicted_rebalances, predicted_handoffs, predicted_partitions_moved, predicted_duplicates, "
+     "predicted_pause_s, predicted_duplicates_saved, predicted_pause_saved_s "),
+    ("ORDER BY duplicates_saved DESC", "ORDER BY predicted_duplicates_saved DESC"),
+))
 
 # Gold wrote its lower bounds equal to the exact figure where there was one, so each lower bound
 # column is the point figure (pipelines.measures.point_figure) as it stands.
@@ -93,7 +129,8 @@ GOLD: tuple[Migration, ...] = (
         "duplicates_before predicted_duplicates_before, duplicates_after predicted_duplicates_after, "
         "duplicates_saved predicted_duplicates_saved, duplicates_saved_pct predicted_duplicates_saved_pct, "
         "pause_before_s predicted_pause_before_s, pause_after_s predicted_pause_after_s, "
-        "pause_saved_s predicted_pause_saved_s, pause_saved_pct predicted_pause_saved_pct")),
+        "pause_saved_s predicted_pause_saved_s, pause_saved_pct predicted_pause_saved_pct"),
+        rewrites=(EVIDENCE_QUERY,)),
     Migration(catalog.VERIFICATIONS.path, _renamed(
         "duplicates_before measured_duplicates_before, duplicates_after measured_duplicates_after, "
         "pause_before_s measured_pause_before_s, pause_after_s measured_pause_after_s")),
@@ -137,18 +174,21 @@ def _columns(spark: SparkSession, location: str) -> list[str] | None:
     return spark.read.format("delta").load(location).columns
 
 
-def migrated_rows(spark: SparkSession, lake_path: str, migration: Migration):
+def migrated_rows(spark: SparkSession, lake_path: str, migration: Migration) -> DataFrame:
     """The table's rows under the new names: its declared columns in order (a renamed one from
-    its older column or ``source``), then any stored column the declaration and the migration
-    do not name."""
+    its older column or ``source``, a rewritten one rewritten), then any stored column the
+    declaration and the migration do not name."""
     table = TABLES[migration.path]
     rows = lake.read(spark, lake_path, table)
     stored = rows.columns
     by_new = {r.new: r for r in migration.renames}
+    rewrites = {w.column: w for w in migration.rewrites}
     consumed = {r.old for r in migration.renames} | set(migration.dropped)
     declared = []
     for name, kind in table.all_columns():
-        if name in stored:
+        if name in stored and name in rewrites:
+            declared.append(rewrites[name].of(F.col(f"`{name}`")).alias(name))
+        elif name in stored:
             declared.append(F.col(f"`{name}`"))
         elif name in by_new and by_new[name].old in stored:
             declared.append(F.expr(by_new[name].source or f"`{by_new[name].old}`").cast(kind).alias(name))
