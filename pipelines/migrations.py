@@ -5,7 +5,8 @@ apply it.
 - A gold table written under older names is rewritten with the new ones (``migrate``): one
   Delta commit per table (overwriteSchema of a select with the renames), in its layout, so a
   reader sees the old table or the new one. Gold is derived, but a rename costs one rewrite,
-  where recomputing it costs a replay of every event.
+  where recomputing it costs a replay of every event. Text that spoke the older names (the
+  recommendations' stored evidence SQL) is rewritten in the same commit.
 - A mart (``marts/<model>``) under older names is rebuilt whole by the next SQL build
   (``stale_marts`` names them; ``pipelines.sql_build`` passes them to dbt as ``rebuild``).
 
@@ -31,16 +32,14 @@ POINT_FIGURE_PAUSE = "now the point figure: a bounded pause counts its lower bou
 
 @dataclass(frozen=True)
 class Rename:
-    """A column's older name and its new one; ``source``: the SQL expression over the older
-    table's columns that gives the new column (default: the older column as it is)."""
+    """A column's older name and its new one (its values as they are)."""
 
     old: str
     new: str
-    note: str | None = None  # what changed beyond the name
-    source: str | None = None
+    note: str | None = None  # what changed beyond the name (a mart rebuilt with a changed figure)
 
     def said(self) -> str:
-        return f"{self.source or self.old} -> {self.new}" + (f" ({self.note})" if self.note else "")
+        return f"{self.old} -> {self.new}" + (f" ({self.note})" if self.note else "")
 
 
 @dataclass(frozen=True)
@@ -176,8 +175,8 @@ def _columns(spark: SparkSession, location: str) -> list[str] | None:
 
 def migrated_rows(spark: SparkSession, lake_path: str, migration: Migration) -> DataFrame:
     """The table's rows under the new names: its declared columns in order (a renamed one from
-    its older column or ``source``, a rewritten one rewritten), then any stored column the
-    declaration and the migration do not name."""
+    its older column, a rewritten one rewritten), then any stored column the declaration and
+    the migration do not name."""
     table = TABLES[migration.path]
     rows = lake.read(spark, lake_path, table)
     stored = rows.columns
@@ -191,7 +190,7 @@ def migrated_rows(spark: SparkSession, lake_path: str, migration: Migration) -> 
         elif name in stored:
             declared.append(F.col(f"`{name}`"))
         elif name in by_new and by_new[name].old in stored:
-            declared.append(F.expr(by_new[name].source or f"`{by_new[name].old}`").cast(kind).alias(name))
+            declared.append(F.col(f"`{by_new[name].old}`").cast(kind).alias(name))
         else:
             declared.append(F.lit(None).cast(kind).alias(name))
     names = set(table.column_names())
