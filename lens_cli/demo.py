@@ -56,9 +56,9 @@ def _costs(scenario: str, assignor: str, commit: str, truth, gold) -> RunCosts:
                     duplicates_gold=int(gold.duplicates or 0) if gold else 0,
                     duplicates_gold_upper=int(gold.duplicates_upper or 0) if gold else 0,
                     duplicates_truth=sum(h.duplicates for h in churn),
-                    unavailable_gold_s=float(gold.unavailable_lower_s or 0.0) if gold else 0.0,
-                    unavailable_gold_upper_s=float(gold.unavailable_upper_s or 0.0) if gold else 0.0,
-                    unavailable_truth_s=sum(h.pause_s for h in churn))
+                    pause_gold_s=float(gold.pause_s or 0.0) if gold else 0.0,
+                    pause_gold_upper_s=float(gold.pause_upper_s or 0.0) if gold else 0.0,
+                    pause_truth_s=sum(h.pause_s for h in churn))
 
 
 def costs_table(costs: list[RunCosts]):
@@ -73,8 +73,8 @@ def costs_table(costs: list[RunCosts]):
         table.add_row(f"{escape(c.scenario)}\n{escape(c.assignor)}, {escape(c.commit)}",
                       f"{c.handoffs_gold}/{c.handoffs_truth}",
                       f"{bounds(c.duplicates_gold, c.duplicates_gold_upper, ',d')} / {c.duplicates_truth:,}",
-                      f"{bounds(c.unavailable_gold_s, c.unavailable_gold_upper_s, ',.1f')} / "
-                      f"{c.unavailable_truth_s:,.1f}")
+                      f"{bounds(c.pause_gold_s, c.pause_gold_upper_s, ',.1f')} / "
+                      f"{c.pause_truth_s:,.1f}")
     return table
 
 
@@ -87,7 +87,7 @@ def recommendation_lines(costs: list[RunCosts], recommendations: dict[str, dict]
             continue
         lines.append(f"\n[bold]{escape(c.label)}[/]\n  measured: "
                      f"{bounds(c.duplicates_gold, c.duplicates_gold_upper, ',d')} duplicates, "
-                     f"{bounds(c.unavailable_gold_s, c.unavailable_gold_upper_s, ',.1f')} paused partition-s")
+                     f"{bounds(c.pause_gold_s, c.pause_gold_upper_s, ',.1f')} paused partition-s")
         lines.append(f"  -> {escape(r['title'])}")
         effects = [e for e in predicted_effects(r) if e]
         if effects:

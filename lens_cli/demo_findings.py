@@ -28,9 +28,9 @@ class RunCosts:
     duplicates_gold: int
     duplicates_gold_upper: int
     duplicates_truth: int
-    unavailable_gold_s: float
-    unavailable_gold_upper_s: float
-    unavailable_truth_s: float
+    pause_gold_s: float
+    pause_gold_upper_s: float
+    pause_truth_s: float
 
     @property
     def label(self) -> str:
@@ -40,7 +40,7 @@ class RunCosts:
     def bounded(self) -> bool:
         """Gold gives a range, not a figure (a crash: what the dead member processed is unknown)."""
         return (self.duplicates_gold_upper != self.duplicates_gold
-                or self.unavailable_gold_upper_s != self.unavailable_gold_s)
+                or self.pause_gold_upper_s != self.pause_gold_s)
 
 
 def bounds(lower: float, upper: float, spec: str) -> str:
@@ -63,7 +63,7 @@ def change(before: float, after: float, unit: str, spec: str = ",.0f") -> str:
 
 def _against(base: RunCosts, run: RunCosts) -> str:
     return (f"{change(base.duplicates_gold, run.duplicates_gold, 'duplicated records')} and "
-            f"{change(base.unavailable_gold_s, run.unavailable_gold_s, 'paused partition-seconds', ',.1f')}")
+            f"{change(base.pause_gold_s, run.pause_gold_s, 'paused partition-seconds', ',.1f')}")
 
 
 def findings(runs: list[RunCosts]) -> list[str]:
@@ -74,14 +74,14 @@ def findings(runs: list[RunCosts]) -> list[str]:
     if base is not None:
         said.append(f"The baseline deploy (three members restarted one by one, eager range, a commit every batch) "
                     f"duplicated {base.duplicates_gold:,} records and paused partitions for "
-                    f"{base.unavailable_gold_s:,.1f} partition-seconds in {base.episodes} rebalance episode(s).")
+                    f"{base.pause_gold_s:,.1f} partition-seconds in {base.episodes} rebalance episode(s).")
         for run in runs:
             if run is base or run.bounded:
                 continue
             if run.scenario == base.scenario and run.commit == base.commit and run.assignor in PROTOCOLS:
                 said.append(f"{PROTOCOLS[run.assignor]} {_against(base, run)}.")
             elif run.scenario == base.scenario and run.assignor == base.assignor and run.commit == "revoke":
-                grew = run.unavailable_gold_s > base.unavailable_gold_s * (1 + SAME)
+                grew = run.pause_gold_s > base.pause_gold_s * (1 + SAME)
                 why = (" The pause grows because a revoked member finishes and commits its in-flight records "
                        "before it lets go." if grew else "")
                 said.append(f"Commit-on-revoke (commit what was processed when partitions are taken away) "
@@ -99,7 +99,7 @@ def findings(runs: list[RunCosts]) -> list[str]:
             said.append(f"A crash ({run.label}) is known only as a range: "
                         f"{bounds(run.duplicates_gold, run.duplicates_gold_upper, ',d')} duplicated records "
                         f"(ground truth: {run.duplicates_truth:,}), "
-                        f"{bounds(run.unavailable_gold_s, run.unavailable_gold_upper_s, ',.1f')} paused "
-                        f"partition-seconds (truth: {run.unavailable_truth_s:,.1f}); a killed member cannot "
+                        f"{bounds(run.pause_gold_s, run.pause_gold_upper_s, ',.1f')} paused "
+                        f"partition-seconds (truth: {run.pause_truth_s:,.1f}); a killed member cannot "
                         "report what it processed last, so gold bounds it instead of guessing.")
     return said

@@ -29,8 +29,10 @@ def saving_words(saved: float | None, pct: float | None, unit: str, spec: str) -
 
 def predicted_effects(r: dict[str, Any]) -> list[str]:
     """A recommendation's predicted effect on duplicates and on the pause, in words."""
-    return [saving_words(r["duplicates_saved"], r.get("duplicates_saved_pct"), "duplicates", ",.0f"),
-            saving_words(r["pause_saved_s"], r.get("pause_saved_pct"), "paused partition-s", ",.1f")]
+    return [saving_words(r["predicted_duplicates_saved"], r.get("predicted_duplicates_saved_pct"), "duplicates",
+                         ",.0f"),
+            saving_words(r["predicted_pause_saved_s"], r.get("predicted_pause_saved_pct"), "paused partition-s",
+                         ",.1f")]
 
 
 def print_table(rows: list[dict[str, Any]], console) -> None:

@@ -14,7 +14,7 @@ pipelines can compare their gold tables with:
   revoke callback runs), else its last record (lost or killed: no clean release);
   only time in which a record waited counts: from the first record's production (its
   Kafka timestamp) if that came later, and no pause at all if it came after the next
-  owner's assignment (an idle partition is not unavailable; the gold definition);
+  owner's assignment (an idle partition does not pause; the gold definition, `pause_s`);
   an eager rebalance that gives a partition back to the same process is a handoff too;
 - each handoff's cause, from what the scenario did (never from telemetry): the previous
   owner was killed (``crash``), lost the partition after a stall the timeline ordered

@@ -6,6 +6,10 @@ check each written table's schema against them, and the SQL models and the repor
 sources from here. Column types are Spark SQL DDL types, so the pure per-group modules (which
 run in Spark's Python workers) import this module without importing Spark.
 
+Figures are named by one vocabulary (``pipelines.measures``: ``duplicates``, ``pause_s``,
+``_upper`` for bounds, ``predicted_`` / ``measured_`` and the other qualifiers); a lake written
+under older names is renamed in place by ``pipelines.migrations``.
+
 Layers: ``bronze`` (the topic as it arrived, and what validation rejected), ``silver``
 (validated, typed events and what follows from one event at a time), ``gold`` (what follows
 from a group's whole timeline: ownership, handoffs, episodes, metrics), ``audit`` (the
@@ -169,10 +173,9 @@ HANDOFFS = Table(
         "prev_member_id string, next_agent_id string, next_member_id string, same_owner boolean, "
         "prev_assigned_ms bigint, generation bigint, release_kind string, revoke_ms bigint, assigned_ms bigint, "
         "first_fetch_ms bigint, first_fetch_offset bigint, first_fetch_window_ms double, first_fetch_timestamp_ms bigint, "
-        "last_processed_at_revoke bigint, committed_at_revoke bigint, "
-        "revoke_callback_ms double, revoke_event_id string, commit_in_revoke boolean, unavailable_s double, "
-        "unavailable_lower_s double, unavailable_upper_s double, duplicates_estimated bigint, "
-        "duplicates_confirmed bigint, duplicates_lower bigint, duplicates_upper bigint, "
+        "last_processed_at_revoke bigint, committed_at_revoke bigint, uncommitted_at_revoke bigint, "
+        "revoke_callback_ms double, revoke_event_id string, commit_in_revoke boolean, pause_s double, "
+        "pause_upper_s double, duplicates bigint, duplicates_upper bigint, "
         "episode_id string, episode_start_ms bigint, cause string"))
 EPISODES = Table(
     "gold/episodes", grain="one row per rebalance episode of a group, with its causes",
@@ -199,8 +202,7 @@ METRICS = Table(
     keys=("group_id", "grain", "period_start", "cause"), written_by="gold",
     columns=_columns(
         "group_id string, grain string, period_start timestamp, cause string, rebalances bigint, "
-        "partitions_moved bigint, partition_seconds_unavailable double, partition_seconds_unavailable_lower double, "
-        "partition_seconds_unavailable_upper double, duplicates bigint, duplicates_upper bigint, "
+        "partitions_moved bigint, pause_s double, pause_upper_s double, duplicates bigint, duplicates_upper bigint, "
         "lost_partitions bigint, commit_on_revoke_coverage double, revoke_callback_s double, "
         "records_processed bigint, duplicate_rate double"))
 
@@ -232,8 +234,9 @@ WHAT_IF = Table(
     columns=_columns(
         "group_id string, config string, is_current boolean, group_protocol string, assignor string, "
         "static_membership boolean, commit_on_revoke boolean, session_timeout_ms bigint, max_poll_interval_ms bigint, "
-        "window_start_ms bigint, window_end_ms bigint, rebalances bigint, handoffs bigint, partitions_moved bigint, "
-        "duplicates double, pause_s double, duplicates_saved double, pause_saved_s double, "
+        "window_start_ms bigint, window_end_ms bigint, predicted_rebalances bigint, predicted_handoffs bigint, "
+        "predicted_partitions_moved bigint, predicted_duplicates double, predicted_pause_s double, "
+        "predicted_duplicates_saved double, predicted_pause_saved_s double, "
         "measured_duplicates double, measured_pause_s double"))
 RECOMMENDATIONS = Table(
     "gold/recommendations",
@@ -244,10 +247,11 @@ RECOMMENDATIONS = Table(
                      "target_commit_on_revoke boolean, target_session_timeout_ms bigint, "
                      "target_max_poll_interval_ms bigint")
     + (("config_change", "array<string>"), ("rollout", "array<string>"), ("evidence", "array<string>"))
-    + _columns("evidence_query string, duplicates_before double, duplicates_after double, duplicates_saved double, "
-               "duplicates_saved_pct double, pause_before_s double, pause_after_s double, pause_saved_s double, "
-               "pause_saved_pct double, measured_duplicates double, measured_pause_s double, tradeoff string, "
-               "confidence string, confidence_reason string"))
+    + _columns("evidence_query string, predicted_duplicates_before double, predicted_duplicates_after double, "
+               "predicted_duplicates_saved double, predicted_duplicates_saved_pct double, "
+               "predicted_pause_before_s double, predicted_pause_after_s double, predicted_pause_saved_s double, "
+               "predicted_pause_saved_pct double, measured_duplicates double, measured_pause_s double, "
+               "tradeoff string, confidence string, confidence_reason string"))
 
 # Written by `recommend --verify` (the closed loop), not by a stage: each row is one
 # recommendation applied to a rerun of the scenario run it was made from, with the saving the
@@ -259,9 +263,9 @@ VERIFICATIONS = Table(
     columns=_columns("group_id string, verified_at timestamp, scenario string, kind string, title string")
     + (("config_change", "array<string>"),)
     + _columns("predicted_duplicates_saved double, measured_duplicates_saved double, "
-               "predicted_pause_saved_s double, measured_pause_saved_s double, duplicates_before double, "
-               "duplicates_after double, pause_before_s double, pause_after_s double, holds boolean, "
-               "rerun_group_id string"))
+               "predicted_pause_saved_s double, measured_pause_saved_s double, measured_duplicates_before double, "
+               "measured_duplicates_after double, measured_pause_before_s double, measured_pause_after_s double, "
+               "holds boolean, rerun_group_id string"))
 
 # The tables the pipeline's stages write (a run of every stage writes each), then the closed loop's.
 TABLES: tuple[Table, ...] = (BRONZE, QUARANTINE, VALIDATION_SUMMARY, STAGE_PROGRESS, EVENTS, SEQUENCES, MEMBER_STATES,

@@ -5,6 +5,11 @@ A run replaces what it recomputed (a scope of groups, a
 validation batch, a stage's mark) in one commit per table (``replace_where``), so a
 run killed at any point leaves each table as it was or as it should be, and its rerun
 redoes the scope; a run with no new data recomputes and writes nothing.
+
+Tables can grow: a nullable column added to a table's declaration reaches an existing lake
+on the next write (Delta's schema merge), and stored rows are read through the declaration
+(``declared``: a column the stored table lacks reads as null). Renamed columns are
+``pipelines.migrations``' business (``rewrite``).
 """
 from __future__ import annotations
 
@@ -36,6 +41,15 @@ def missing_locally(lake_path: str, table: Table) -> bool:
 
 def read(spark: SparkSession, lake_path: str, table: Table) -> DataFrame:
     return spark.read.format("delta").load(table.location(lake_path))
+
+
+def declared(rows: DataFrame, table: Table) -> DataFrame:
+    """``rows`` (a stored table's) as the table's declaration has them: its columns in order,
+    one the stored table lacks (a lake written before the column joined the catalog, and not
+    written since) as null of its declared type."""
+    stored = set(rows.columns)
+    return rows.select(*[F.col(f"`{name}`") if name in stored else F.lit(None).cast(kind).alias(name)
+                         for name, kind in table.all_columns()])
 
 
 LISTED_VALUES_MAX = 500
@@ -137,7 +151,8 @@ def insert_new(spark: SparkSession, lake_path: str, table: Table, rows: DataFram
         _create(rows, lake_path, table)
         return
     (DeltaTable.forPath(spark, table.location(lake_path)).alias("t")
-     .merge(rows.alias("s"), same_keys(table.keys, "t", "s")).whenNotMatchedInsertAll().execute())
+     .merge(rows.alias("s"), same_keys(table.keys, "t", "s")).whenNotMatchedInsertAll()
+     .withSchemaEvolution().execute())  # a column added to the declaration joins the table
 
 
 def sql_literal(value: Any) -> str:
@@ -173,8 +188,7 @@ def _check_literal_settings(spark: SparkSession) -> None:
                         "(lens_runtime.spark_session.build_spark sets them); set them on the session")
 
 
-def replace_where(spark: SparkSession, lake_path: str, table: Table, rows: DataFrame, predicate: str,
-                  new_columns: bool = False) -> None:
+def replace_where(spark: SparkSession, lake_path: str, table: Table, rows: DataFrame, predicate: str) -> None:
     """Make the table's rows matching ``predicate`` (SQL) equal to ``rows``, in one commit.
 
     Delta's ``replaceWhere``: the rows the predicate matches are deleted (deletion
@@ -183,18 +197,28 @@ def replace_where(spark: SparkSession, lake_path: str, table: Table, rows: DataF
     one transaction, so a reader sees the old rows or the new ones, never neither, and
     a run killed before the commit left nothing. Delta also checks that every row
     written matches the predicate. Creates the table (see ``_create``) when it does not
-    exist yet. ``new_columns``: columns of ``rows`` the table lacks are added to it (Delta's
-    mergeSchema: a lake written before a column joined the catalog gets it; a changed type
-    still fails).
+    exist yet. Columns of ``rows`` the table lacks are added to it (Delta's mergeSchema: a
+    lake written before a column joined the catalog gets it, the rows written before read
+    null in it; a changed type still fails).
     """
     if not exists(spark, lake_path, table):
         _create(rows, lake_path, table)
         return
     _check_literal_settings(spark)
-    writer = _layout(rows, table).mode("overwrite").option("replaceWhere", predicate)
-    if new_columns:
-        writer = writer.option("mergeSchema", "true")
-    writer.save(table.location(lake_path))
+    (_layout(rows, table).mode("overwrite").option("replaceWhere", predicate).option("mergeSchema", "true")
+     .save(table.location(lake_path)))
+
+
+def rewrite(spark: SparkSession, lake_path: str, table: Table, rows: DataFrame) -> None:
+    """Replace the whole table with ``rows``, whose columns may differ from the stored ones
+    (Delta's overwriteSchema), in one commit and the table's layout (``_layout``; its
+    statistics columns and deletion vectors as ``_create`` sets them). For a migration that
+    renames columns (``pipelines.migrations``): ``rows`` may read the table itself, which Delta
+    reads at the version the overwrite replaces."""
+    (_layout(rows, table).mode("overwrite").option("overwriteSchema", "true")
+     .option("delta.dataSkippingStatsColumns", ",".join(table.stats_columns))
+     .option("delta.enableDeletionVectors", "true")
+     .save(table.location(lake_path)))
 
 
 def replace_scope(spark: SparkSession, lake_path: str, table: Table, rows: DataFrame,

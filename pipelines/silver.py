@@ -68,7 +68,8 @@ def run(spark: SparkSession, config: PipelineConfig, progress: Progress = print)
     lake.replace_where(spark, config.lake_path, catalog.COMMITS, commits(events), batch_range)
     entered = transitions(events)
     if lake.exists(spark, config.lake_path, catalog.MEMBER_STATES):
-        stored = lake.rows_of(spark, config.lake_path, catalog.MEMBER_STATES, "group_id", groups).select(*STATE_COLUMNS)
+        stored = lake.declared(lake.rows_of(spark, config.lake_path, catalog.MEMBER_STATES, "group_id", groups),
+                               catalog.MEMBER_STATES).select(*STATE_COLUMNS)
         entered = entered.unionByName(stored.join(entered.select("event_id"), "event_id", "left_anti"))
     with lake.spilled(spark, member_states(entered), f"{config.checkpoint_path}/silver_states") as states:
         lake.replace_scope(spark, config.lake_path, catalog.MEMBER_STATES, states, groups)

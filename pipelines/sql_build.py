@@ -7,6 +7,11 @@ in memory, so each build first registers the lake's tables (the sources, schema
 ``lens_lake``) and the marts earlier builds wrote (Delta tables under ``<lake>/marts``,
 schema ``lens_marts``) as external tables: an incremental mart then merges into what is
 there. dbt-spark turns ANSI mode off on the session; the build puts it back.
+
+A lake written under older column names is renamed first (``pipelines.migrations``: gold's
+tables in place; the marts under older names are rebuilt whole by this build, passed to dbt
+as the var ``rebuild``, dbt_like_sql/macros/rebuild.sql). A mart that gains a column keeps
+its rows and gets the column (``on_schema_change: append_new_columns``).
 """
 from __future__ import annotations
 
@@ -17,7 +22,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from lens_runtime.errors import LensError
-from pipelines import catalog, lake
+from pipelines import catalog, lake, migrations
 from pipelines.config import PipelineConfig, Progress, describe
 
 PROJECT = Path(__file__).resolve().parents[1] / "dbt_like_sql"
@@ -86,10 +91,12 @@ def register_marts(spark: SparkSession, lake_path: str) -> None:
         spark.catalog.createTable(f"{MART_SCHEMA}.{name}", path=str(root / name), source="delta")
 
 
-def _dbt(spark: SparkSession, lake_path: str, *commands: list[str], built_through: int = -1):
+def _dbt(spark: SparkSession, lake_path: str, *commands: list[str], built_through: int = -1,
+         rebuild: Sequence[str] = ()):
     """Run dbt ``commands`` in turn on this session over the lake; the last one's result.
     ``built_through``: the marts recompute, and the data tests read, only what was validated
-    after this batch (dbt_like_sql/macros/incremental_scope.sql); -1: everything."""
+    after this batch (dbt_like_sql/macros/incremental_scope.sql); -1: everything. ``rebuild``:
+    marts rebuilt whole whatever ``built_through`` says (dbt_like_sql/macros/rebuild.sql)."""
     from dbt.cli.main import dbtRunner
 
     if not lake.exists(spark, lake_path, catalog.STAGE_PROGRESS):
@@ -97,7 +104,7 @@ def _dbt(spark: SparkSession, lake_path: str, *commands: list[str], built_throug
     register_sources(spark, lake_path)
     register_marts(spark, lake_path)
     target = docs_path(lake_path)
-    variables = {"lake": lake_path.rstrip("/"), "built_through": built_through}
+    variables = {"lake": lake_path.rstrip("/"), "built_through": built_through, "rebuild": list(rebuild)}
     common = ["--project-dir", str(PROJECT), "--profiles-dir", str(PROJECT), "--target-path", str(target),
               "--log-path", str(log_path(lake_path).parent), "--vars", json.dumps(variables), "--quiet"]
     ansi = spark.conf.get("spark.sql.ansi.enabled")
@@ -116,7 +123,11 @@ def _dbt(spark: SparkSession, lake_path: str, *commands: list[str], built_throug
 def build(spark: SparkSession, lake_path: str, select: Sequence[str] = (), progress: Progress = print,
           full_refresh: bool = False) -> dict[str, int]:
     """``dbt build``: models and their tests in dependency order; counts of what ran, passed
-    and failed. Raises ``LensError`` naming what failed."""
+    and failed. Raises ``LensError`` naming what failed. The caller holds the lake's lock (a
+    lake under older column names is migrated first)."""
+    if lake.exists(spark, lake_path, catalog.STAGE_PROGRESS):
+        migrations.migrate(spark, lake_path, progress)
+    rebuild = migrations.stale_marts(spark, lake_path, progress)
     # What the last whole build covered is not recomputed (a partial build marks nothing).
     built_through = -1 if full_refresh else lake.stage_mark(spark, lake_path, SQL_STAGE)
     # The staging and intermediate tests re-check the lake's own contract (validated upstream)
@@ -129,7 +140,7 @@ def build(spark: SparkSession, lake_path: str, select: Sequence[str] = (), progr
     # the selected models read the staging and intermediate views: (re)create them first
     before = [["run", "--select", "config.materialized:view"]] if select else []
     gold_mark = lake.stage_mark(spark, lake_path, "gold")
-    result = _dbt(spark, lake_path, *before, build_args, built_through=built_through)
+    result = _dbt(spark, lake_path, *before, build_args, built_through=built_through, rebuild=rebuild)
     statuses = [str(r.status) for r in (result.result or [])]
     failed = [r.node.name for r in (result.result or []) if str(r.status) in ("error", "fail")]
     counts = {"nodes": len(statuses), "failed": len(failed),

@@ -4,7 +4,9 @@
 benchmarks and the scenario tools call these and nothing deeper. Each stage reads and
 writes Delta tables only (``pipelines.catalog`` says which), records its progress after its
 writes, and can be killed and rerun at any point. Both hold the lake's lock
-(``pipelines.lake_lock``) while they run: one run writes a lake at a time.
+(``pipelines.lake_lock``) while they run: one run writes a lake at a time; under it, before
+the first stage, a lake written under older column names is renamed in place
+(``pipelines.migrations``).
 """
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from collections.abc import Callable, Sequence
 from pyspark.sql import SparkSession
 
 from lens_runtime.errors import LensError
-from pipelines import ingest, lake_lock, silver, sql_build, validate
+from pipelines import ingest, lake_lock, migrations, silver, sql_build, validate
 from pipelines.config import PipelineConfig, Progress, describe
 from pipelines.gold import stage as gold
 from pipelines.recommend import stage as recommend
@@ -43,9 +45,15 @@ def run_stage(spark: SparkSession, config: PipelineConfig, stage: str, progress:
     if stage not in STAGES:
         raise LensError(f"unknown stage {stage!r}: choose one of {', '.join(STAGES)}")
     with lake_lock.locked(config.lake_path, config.lock_wait_s):
-        started = time.monotonic()
-        progress(f"[{stage}] starting")
-        result = STAGES[stage](spark, config, progress)
+        migrations.migrate(spark, config.lake_path, progress)
+        return _run(spark, config, stage, progress)
+
+
+def _run(spark: SparkSession, config: PipelineConfig, stage: str, progress: Progress) -> dict[str, int]:
+    """One stage, under the lock its caller holds."""
+    started = time.monotonic()
+    progress(f"[{stage}] starting")
+    result = STAGES[stage](spark, config, progress)
     progress(f"[{stage}] done in {time.monotonic() - started:.1f} s: {describe(result)}")
     return result
 
@@ -54,5 +62,7 @@ def run_pipeline(spark: SparkSession, config: PipelineConfig, stages: Sequence[s
                  progress: Progress = print) -> dict[str, dict[str, int]]:
     """Run the stages in order, holding the lake's lock from the first to the last; returns each
     stage's counts."""
+    todo = resolve_stages(stages)
     with lake_lock.locked(config.lake_path, config.lock_wait_s):
-        return {stage: run_stage(spark, config, stage, progress) for stage in resolve_stages(stages)}
+        migrations.migrate(spark, config.lake_path, progress)
+        return {stage: _run(spark, config, stage, progress) for stage in todo}

@@ -336,9 +336,8 @@ def validate_batch(spark: SparkSession, config: PipelineConfig, validator: Valid
     this_batch = f"validate_batch = {int(batch_id)}"  # the rows of this batch, in events and in the summary
     of_batch = F.expr(this_batch)
     # Replacing the batch's rows also drops what a crashed attempt landed, in the same commit.
-    # new_columns: a lake written before a column joined events (later_version_json) gets it here
-    lake.replace_where(spark, lake_path, catalog.EVENTS, _event_rows(validator, parse(batch), batch_id), this_batch,
-                       new_columns=True)
+    # A lake written before a column joined events (later_version_json) gets it here (replace_where merges schemas).
+    lake.replace_where(spark, lake_path, catalog.EVENTS, _event_rows(validator, parse(batch), batch_id), this_batch)
     landed = lake.read(spark, lake_path, catalog.EVENTS).where(of_batch)
     # Ids compared by a 64-bit hash, a narrower shuffle than the id strings (this count took
     # 33.5 s at 10M events with strings, 17.1 s with hashes). As many distinct hashes as ids

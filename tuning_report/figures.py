@@ -38,7 +38,7 @@ def daily_trend(daily: pl.DataFrame) -> go.Figure:
                 marker_color="#4c78a8", text=daily["duplicates"].to_list(), textposition="outside",
                 error_y=dict(type="data", symmetric=False, array=_above(daily["duplicates"], daily["duplicates_upper"]),
                              arrayminus=[0] * daily.height))
-    fig.add_scatter(x=days, y=daily["paused_partition_s"].to_list(), yaxis="y2",
+    fig.add_scatter(x=days, y=daily["pause_s"].to_list(), yaxis="y2",
                     name="paused partition-seconds", mode="lines+markers", line_color="#e45756")
     fig.update_layout(**LAYOUT, title="Per day (UTC)", xaxis=dict(type="category"),
                       yaxis_title="duplicated records",
@@ -53,11 +53,11 @@ def timeline(episodes: pl.DataFrame) -> go.Figure:
     for cause in sorted(set(episodes["cause"])):
         part = episodes.filter(pl.col("cause") == cause).sort("started_at")
         fig.add_scatter(
-            x=part["started_at"].to_list(), y=part["paused_partition_s"].to_list(), mode="markers",
+            x=part["started_at"].to_list(), y=part["pause_s"].to_list(), mode="markers",
             name=cause_label(cause), marker=dict(color=CAUSE_COLOURS.get(cause, "#555"), size=11,
                                                  line=dict(width=1, color="#333")),
-            error_y=dict(type="data", symmetric=False, array=_above(part["paused_partition_s"],
-                                                                    part["paused_partition_s_upper"]),
+            error_y=dict(type="data", symmetric=False, array=_above(part["pause_s"],
+                                                                    part["pause_upper_s"]),
                          arrayminus=[0] * part.height),
             customdata=list(zip(part["duration_s"].to_list(), part["partitions_moved"].to_list(),
                                 part["duplicates"].to_list(), part["duplicates_upper"].to_list())),
@@ -85,16 +85,16 @@ def ownership(handoffs: pl.DataFrame, started_at, ended_at) -> go.Figure:
                 begin = started_at - pad
                 starts.append(begin); spans.append(_ms(r["released_at"] - begin)); ys.append(y)
             if r["next_client_id"] == owner:
-                resumed = r["released_at"] + timedelta(seconds=r["paused_upper_s"] or 0)
+                resumed = r["released_at"] + timedelta(seconds=r["pause_upper_s"] or 0)
                 starts.append(resumed); spans.append(_ms(ended_at + pad - resumed)); ys.append(y)
         fig.add_bar(y=ys, x=spans, base=starts, orientation="h", name=owner,
                     marker_color=palette[i % len(palette)])
-    fig.add_bar(y=labels, x=[s * 1000 for s in rows["paused_s"].to_list()], base=rows["released_at"].to_list(),
+    fig.add_bar(y=labels, x=[s * 1000 for s in rows["pause_s"].to_list()], base=rows["released_at"].to_list(),
                 orientation="h", name="paused (records waiting)", marker_color="#bbbbbb")
-    extra = _above(rows["paused_s"], rows["paused_upper_s"])
+    extra = _above(rows["pause_s"], rows["pause_upper_s"])
     if any(extra):
         fig.add_bar(y=labels, x=[e * 1000 for e in extra],
-                    base=[r + timedelta(seconds=p) for r, p in zip(rows["released_at"], rows["paused_s"])],
+                    base=[r + timedelta(seconds=p) for r, p in zip(rows["released_at"], rows["pause_s"])],
                     orientation="h", name="pause, upper bound", marker=dict(color="#dddddd", pattern_shape="/"))
     fig.update_layout(**{**LAYOUT, "height": max(220, 28 * len(labels) + 120)}, barmode="overlay",
                       title="Who owned each partition (time in UTC)", xaxis=dict(type="date"),
@@ -116,11 +116,11 @@ def by_cause(costs: pl.DataFrame) -> go.Figure:
                 text=costs["duplicates"].to_list(), textposition="outside", offsetgroup=0,
                 error_y=dict(type="data", symmetric=False, array=_above(costs["duplicates"], costs["duplicates_upper"]),
                              arrayminus=[0] * costs.height))
-    fig.add_bar(x=names, y=costs["paused_partition_s"].to_list(), name="paused partition-seconds", yaxis="y2",
+    fig.add_bar(x=names, y=costs["pause_s"].to_list(), name="paused partition-seconds", yaxis="y2",
                 marker=dict(color=colours, pattern_shape="x"), offsetgroup=1,
-                text=[f"{v:.1f} s" for v in costs["paused_partition_s"]], textposition="outside",
+                text=[f"{v:.1f} s" for v in costs["pause_s"]], textposition="outside",
                 error_y=dict(type="data", symmetric=False,
-                             array=_above(costs["paused_partition_s"], costs["paused_partition_s_upper"]),
+                             array=_above(costs["pause_s"], costs["pause_upper_s"]),
                              arrayminus=[0] * costs.height))
     fig.update_layout(**LAYOUT, title="By cause (what made the previous owner let go)", showlegend=True,
                       xaxis=dict(tickangle=-25, automargin=True),
@@ -135,17 +135,17 @@ def what_if(configs: pl.DataFrame) -> go.Figure:
     and left is better); the current one ringed, with what was measured beside its replay."""
     fig = go.Figure()
     others = configs.filter(~pl.col("is_current"))
-    fig.add_scatter(x=others["predicted_paused_partition_s"].to_list(), y=others["predicted_duplicates"].to_list(),
+    fig.add_scatter(x=others["predicted_pause_s"].to_list(), y=others["predicted_duplicates"].to_list(),
                     mode="markers", name="candidate (predicted)", text=others["config"].to_list(),
                     marker=dict(size=10, color="#4c78a8"),
                     hovertemplate="%{text}<br>pause %{x:.1f} partition-s, duplicates %{y:.0f}<extra></extra>")
     current = configs.filter(pl.col("is_current"))
-    fig.add_scatter(x=current["predicted_paused_partition_s"].to_list(), y=current["predicted_duplicates"].to_list(),
+    fig.add_scatter(x=current["predicted_pause_s"].to_list(), y=current["predicted_duplicates"].to_list(),
                     mode="markers", name="current (replayed)", text=current["config"].to_list(),
                     marker=dict(size=16, color="rgba(0,0,0,0)", line=dict(width=3, color="#e45756")),
                     hovertemplate="%{text}<br>pause %{x:.1f} partition-s, duplicates %{y:.0f}<extra></extra>")
     measured = current.drop_nulls("measured_duplicates")
-    fig.add_scatter(x=measured["measured_paused_partition_s"].to_list(), y=measured["measured_duplicates"].to_list(),
+    fig.add_scatter(x=measured["measured_pause_s"].to_list(), y=measured["measured_duplicates"].to_list(),
                     mode="markers", name="current (measured)", marker=dict(size=10, symbol="x", color="#e45756"),
                     hovertemplate="measured: pause %{x:.1f} partition-s, duplicates %{y:.0f}<extra></extra>")
     # the legend under the x axis title, not over the points (a candidate hid behind it)
@@ -167,8 +167,8 @@ def closed_loop(checks: pl.DataFrame) -> go.Figure:
     fig = make_subplots(rows=1, cols=2, subplot_titles=("duplicates saved",
                                                         "paused partition-s saved (below 0: a longer pause)"))
     for col, (predicted, measured) in enumerate((("predicted_duplicates_saved", "measured_duplicates_saved"),
-                                                ("predicted_paused_partition_s_saved",
-                                                 "measured_paused_partition_s_saved")), 1):
+                                                ("predicted_pause_saved_s",
+                                                 "measured_pause_saved_s")), 1):
         for name, column, colour in (("predicted", predicted, "#9ecae9"), ("measured by the rerun", measured,
                                                                           "#4c78a8")):
             values = [round(float(v), 1) for v in checks[column]]

@@ -31,7 +31,7 @@ class Fleet:
     def groups(self) -> list[str]:
         """Every group with costs or recommendations, by duplicates (worst first)."""
         daily = self["group_daily_costs"].group_by("group_id").agg(pl.col("duplicates").sum(),
-                                                                    pl.col("paused_partition_s").sum())
+                                                                    pl.col("pause_s").sum())
         named = set(daily["group_id"]) | set(self["open_recommendations"]["group_id"])
         order = {g: (-d, -p) for g, d, p in daily.iter_rows()}
         return sorted(named, key=lambda g: (order.get(g, (0, 0)), g))

@@ -44,7 +44,7 @@ def group_section(fleet: Fleet, group: str, index: int) -> dict:
         section["charts"]["causes"] = _chart(figures.by_cause(causes), f"g{index}-causes")
     handoffs = fleet.of("episode_handoffs", group)
     costly = (episodes.filter(pl.col("cause") != "start")
-              .sort(["duplicates", "paused_partition_s"], descending=True).head(EPISODES_CHARTED))
+              .sort(["duplicates", "pause_s"], descending=True).head(EPISODES_CHARTED))
     for n, ep in enumerate(costly.iter_rows(named=True)):
         moved = handoffs.filter(pl.col("episode_id") == ep["episode_id"])
         if moved.height:
@@ -57,7 +57,7 @@ def group_section(fleet: Fleet, group: str, index: int) -> dict:
         ranked = configs.sort("cost_rank")  # the cheapest, and the current one wherever it ranks
         section["configs"] = pl.concat([ranked.head(7), ranked.slice(7).filter(pl.col("is_current"))]).to_dicts()
     section["members"] = fleet.of("member_costs", group).sort("cost_rank").head(5).to_dicts()
-    section["hosts"] = (fleet.of("host_costs", group).sort("duplicates", "paused_partition_s", descending=True)
+    section["hosts"] = (fleet.of("host_costs", group).sort("duplicates", "pause_s", descending=True)
                         .head(5).to_dicts())
     section["recommendations"] = fleet.of("open_recommendations", group).sort("rank").to_dicts()
     checks = fleet.of("recommendation_checks", group)

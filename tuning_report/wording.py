@@ -30,8 +30,8 @@ class Headline:
     rebalances: int
     duplicates: int
     duplicates_upper: int
-    paused_s: float
-    paused_upper_s: float
+    pause_s: float
+    pause_upper_s: float
     records: int
     last_day_change: int | None
 
@@ -41,8 +41,8 @@ class Headline:
         change = daily["duplicates_change"][-1] if daily.height > 1 else None
         return cls(rebalances=int(daily["rebalances"].sum() or 0), duplicates=int(daily["duplicates"].sum() or 0),
                    duplicates_upper=int(daily["duplicates_upper"].sum() or 0),
-                   paused_s=float(daily["paused_partition_s"].sum() or 0.0),
-                   paused_upper_s=float(daily["paused_partition_s_upper"].sum() or 0.0),
+                   pause_s=float(daily["pause_s"].sum() or 0.0),
+                   pause_upper_s=float(daily["pause_upper_s"].sum() or 0.0),
                    records=int(daily["records_processed"].sum() or 0),
                    last_day_change=None if change is None else int(change))
 
@@ -58,12 +58,12 @@ def headline_sentence(h: Headline, causes: pl.DataFrame) -> str:
     """One sentence: what the group's rebalances cost and where most of it came from."""
     if h.rebalances == 0 and h.duplicates == 0:
         return "No rebalance cost anything in this window."
-    worst = causes.filter(pl.col("cause") != "start").sort("duplicates", "paused_partition_s", descending=True)
+    worst = causes.filter(pl.col("cause") != "start").sort("duplicates", "pause_s", descending=True)
     share = ""
     if worst.height and h.duplicates:
         top = worst.row(0, named=True)
         share = (f" Most of it came from {cause_label(top['cause'])} "
                  f"({top['duplicates'] / h.duplicates:.0%} of the duplicates).")
     rate = f" ({h.duplicates / h.records:.2%} of the records processed)" if h.records else ""
-    return (f"Partitions waited {bounded(h.paused_s, h.paused_upper_s, ',.1f')} partition-seconds for a new owner "
+    return (f"Partitions waited {bounded(h.pause_s, h.pause_upper_s, ',.1f')} partition-seconds for a new owner "
             f"and {bounded(h.duplicates, h.duplicates_upper)} records were processed twice{rate}.{share}")

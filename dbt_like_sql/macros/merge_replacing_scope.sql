@@ -9,6 +9,10 @@
 
   replace_scope: {'column': the scope column, 'within': the model whose new rows define the
   scope (default stg_lens__events)}.
+
+  The merge writes the build's columns (the source's): a column the model gained is in the
+  target by now (on_schema_change: append_new_columns adds it before the merge), and one the
+  target has beyond them keeps its value (new rows: null).
 #}
 {% macro spark__get_merge_sql(target, source, unique_key, dest_columns, incremental_predicates) %}
     {%- set scope = config.get('replace_scope') -%}
@@ -16,7 +20,7 @@
         {{ return(dbt_spark.spark__get_merge_sql(target, source, unique_key, dest_columns, incremental_predicates)) }}
     {%- endif -%}
     {%- set keys = [unique_key] if unique_key is string else unique_key -%}
-    {%- set columns = adapter.get_columns_in_relation(target) | map(attribute='quoted') | list -%}
+    {%- set columns = adapter.get_columns_in_relation(source) | map(attribute='quoted') | list -%}
     merge into {{ target }} as dest
     using (
         select {{ columns | join(', ') }}, false as lens_stale

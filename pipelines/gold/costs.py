@@ -6,22 +6,20 @@ from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines import catalog, lake
+from pipelines.gold.metrics import FIGURES
 
 
 def costs_by_group(handoffs: DataFrame, episodes: DataFrame, after_forming: bool = False) -> DataFrame:
-    """One row per group: handoffs, duplicates and partition-seconds unavailable (each exact,
-    or, after a crash or a loss, the sum of the bounds: lower and upper) and the episodes other
-    than the group's start. ``after_forming``: only the handoffs after the group formed, what a
+    """One row per group: handoffs, duplicates and paused partition-seconds (``pause_s``), each
+    with its ``_upper`` bound (``pipelines.measures``), and the episodes other than the group's
+    start. ``after_forming``: only the handoffs after the group formed, what a
     record log can show (a KIP-848 group's first member is given every partition and gives most
     back before it reads one: real pauses, but no record shows them)."""
     if after_forming:
         handoffs = handoffs.where(F.col("cause") != "start")
     per_group = handoffs.groupBy("group_id").agg(
         F.count("*").alias("handoffs"),
-        F.sum(F.coalesce("duplicates_confirmed", "duplicates_lower")).alias("duplicates"),
-        F.sum(F.coalesce("duplicates_confirmed", "duplicates_upper")).alias("duplicates_upper"),
-        F.sum(F.coalesce("unavailable_s", "unavailable_lower_s")).alias("unavailable_lower_s"),
-        F.sum(F.coalesce("unavailable_s", "unavailable_upper_s")).alias("unavailable_upper_s"))
+        *[F.sum(figure).alias(figure) for figure in FIGURES])
     churn = episodes.where(F.col("cause") != "start").groupBy("group_id").agg(F.count("*").alias("episodes"))
     return per_group.join(churn, "group_id", "left")
 

@@ -7,23 +7,26 @@ a handoff with its own pause).
 Graceful (``revoked``) and ``lost`` handoffs carry the previous owner's offsets at the
 release, so the duplicates are exact:
 
-- confirmed at the new owner = max(0, last_processed + 1 - next first_fetch offset);
-- estimated at revoke = max(0, last_processed + 1 - committed), with committed the
+- ``duplicates`` = max(0, last_processed + 1 - next first_fetch offset), read again by the new owner;
+- ``uncommitted_at_revoke`` = max(0, last_processed + 1 - committed), with committed the
   highest offset the previous owner committed before the handoff (the revoke body's
   committed offset or a later commit, e.g. librdkafka's auto-commit after the callback).
 
-Unavailability of a graceful handoff = next owner's first_fetch time - revoke time,
+Figures follow ``pipelines.measures``: each column is what surely happened (the exact
+figure, else its lower bound: ``point_figure``), ``_upper`` the most it can have been.
+
+The pause (``pause_s``) of a graceful handoff = next owner's first_fetch time - revoke time,
 counting only time in which a record was waiting (every bound below too): if the first
 record read after the handoff (its Kafka timestamp T, carried by first_fetch) was
 produced after the revoke, the pause starts at T; if after the reader's assignment,
-nothing waited on the handoff and the pause is 0 (an idle partition on a quiet topic is
-not unavailable until its next record arrives; its owner reads it as fast as ever).
+nothing waited on the handoff and the pause is 0 (an idle partition on a quiet topic does
+not pause until its next record arrives; its owner reads it as fast as ever).
 
 A first record the agent found at a progress tick (its record-by-record watch had ended,
 ``first_fetch.seen`` false) was handed out within ``window_ms`` before the event: the
 pause has bounds [event - window - start, event - start] and no exact figure; its offset
 is the group's committed offset the fetch started from, or unknown (then the duplicates
-are bounded by [0, estimated]: the new owner starts at or after the last commit seen).
+are bounded by [0, uncommitted_at_revoke]: the new owner starts at or after the last commit seen).
 
 A crashed owner (``unreleased``: never released, found when someone else was assigned
 the partition) left no offsets, only its last progress event (time t_p, last processed
@@ -33,11 +36,11 @@ L_p, fastest rate r seen). The group detected the loss at the next assignment (t
 - duplicates upper = lower + ceil(r * (t_d - t_p)): it cannot have processed faster than
   its fastest observed rate until it was replaced; capped by what existed, i.e. the log
   end the next owner reported at its first progress (position + lag) minus first_fetch;
-- unavailability within [first_fetch - t_d, first_fetch - t_p]: it stopped somewhere
+- the pause within [first_fetch - t_d, first_fetch - t_p]: it stopped somewhere
   between its last progress and the detection.
 
 A ``lost`` owner knew its offsets at the lost callback (exact duplicates), but not when
-the coordinator took the partition: unavailability within [first_fetch - min(lost, next
+the coordinator took the partition: the pause within [first_fetch - min(lost, next
 assign), first_fetch - (last progress or assignment)].
 
 A next owner that gave the partition up again without reading it (revoked before its
@@ -55,6 +58,9 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
+
+from pipelines.measures import point_figure
+
 
 def _seconds(later: int | None, earlier: int | None) -> float | None:
     return None if later is None or earlier is None else (later - earlier) / 1000.0
@@ -85,7 +91,7 @@ def _waited(reader: dict[str, Any], end: tuple[int | None, int | None], *starts:
     latest for the others), counting only time in which a record was waiting: from the
     production (Kafka timestamp) of the first record read after the handoff, by ``reader``,
     if it came later, and none at all if it came after ``reader``'s assignment (nothing
-    waited on the handoff: an idle partition is not unavailable)."""
+    waited on the handoff: an idle partition does not pause)."""
     produced = reader["first_fetch_timestamp_ms"] if reader["first_fetch_ms"] is not None else None
     if produced is not None and produced > reader["assigned_ms"]:
         return [0.0 for _ in starts]
@@ -122,21 +128,20 @@ def handoff(prev: dict[str, Any], nxt: dict[str, Any], reader: dict[str, Any] | 
     }
     last_progress = prev["last_progress_ms"] or prev["assigned_ms"]
     if kind in ("revoked", "lost"):
-        estimated = _dups(prev["last_processed_at_release"], committed)
+        uncommitted = _dups(prev["last_processed_at_release"], committed)
         confirmed = _dups(prev["last_processed_at_release"], ff_off)
         # a first record found at a progress tick without the group's committed offset: at most
         # what the previous owner processed past its last commit (the next owner starts at or after it)
         offset_unknown = ff_off is None and reader["first_fetch_ms"] is not None
-        lower, upper = (0, estimated) if offset_unknown else (confirmed, confirmed)
+        lower, upper = (0, uncommitted) if offset_unknown else (confirmed, confirmed)
         if kind == "revoked":
             low, high = _waited(reader, end, prev["released_ms"], prev["released_ms"])
-            unavailable = low if low == high else None
+            pause = low if low == high else None
         else:
-            unavailable = None
+            pause = None
             low, high = _waited(reader, end, min(prev["released_ms"], nxt["assigned_ms"]), last_progress)
-        row.update(unavailable_s=unavailable, unavailable_lower_s=low, unavailable_upper_s=high,
-                   duplicates_confirmed=confirmed, duplicates_lower=lower, duplicates_upper=upper,
-                   duplicates_estimated=estimated)
+        row.update(pause_s=point_figure(pause, low), pause_upper_s=high, duplicates=point_figure(confirmed, lower),
+                   duplicates_upper=upper, uncommitted_at_revoke=uncommitted)
     else:
         lower = _dups(prev["last_progress_processed_offset"], ff_off)
         upper = None
@@ -146,9 +151,9 @@ def handoff(prev: dict[str, Any], nxt: dict[str, Any], reader: dict[str, Any] | 
             if reader["first_progress_log_end"] is not None and ff_off is not None:
                 upper = max(lower, min(upper, reader["first_progress_log_end"] - ff_off))
         low, high = _waited(reader, end, nxt["assigned_ms"], last_progress)
-        row.update(unavailable_s=None, unavailable_lower_s=low, unavailable_upper_s=high,
-                   duplicates_confirmed=None, duplicates_lower=lower, duplicates_upper=upper,
-                   duplicates_estimated=_dups(prev["last_progress_processed_offset"], committed))
+        row.update(pause_s=point_figure(None, low), pause_upper_s=high, duplicates=point_figure(None, lower),
+                   duplicates_upper=upper,
+                   uncommitted_at_revoke=_dups(prev["last_progress_processed_offset"], committed))
     return row
 
 

@@ -2,9 +2,9 @@
 
 A handoff counts in the period of the episode it belongs to, under its own cause (what
 made its previous owner let go: ``pipelines.gold.causes``), so a busy hour's restart,
-crash and stall costs stay apart; rebalances count under their episode's cause. Duplicates
-use the confirmed count where there is one and the lower bound for crashes (the
-upper-bound sum is beside it). The duplicate rate divides by the records processed
+crash and stall costs stay apart; rebalances count under their episode's cause. The
+duplicates and the pause are sums of the handoffs' figures (each exact, else its lower
+bound: ``pipelines.measures``), their ``_upper`` sums beside them. The duplicate rate divides by the records processed
 in the period, from the members' progress events. Revoke callback time counts each
 revoke event once, in the episode of its first handoff (a revoke covers several
 partitions, which a slow reassignment can spread over two episodes). Commit-on-revoke
@@ -20,6 +20,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 KEYS = ["group_id", "grain", "period_start", "cause"]
+FIGURES = ["pause_s", "pause_upper_s", "duplicates", "duplicates_upper"]  # summed from gold/handoffs as they are
 
 
 def _hour(time_ms: str) -> Column:
@@ -34,11 +35,7 @@ def _hourly(handoffs: DataFrame, episodes: DataFrame) -> DataFrame:
     h = handoffs.where(F.col("episode_id").isNotNull())
     moved = h.groupBy("group_id", _hour("episode_start_ms"), "cause").agg(
         F.count("*").alias("partitions_moved"),
-        F.sum("unavailable_s").alias("partition_seconds_unavailable"),
-        F.sum("unavailable_lower_s").alias("partition_seconds_unavailable_lower"),
-        F.sum("unavailable_upper_s").alias("partition_seconds_unavailable_upper"),
-        F.sum(F.coalesce("duplicates_confirmed", "duplicates_lower")).alias("duplicates"),
-        F.sum(F.coalesce("duplicates_confirmed", "duplicates_upper")).alias("duplicates_upper"),
+        *[F.sum(figure).alias(figure) for figure in FIGURES],
         F.count(F.when(~revoked, 1)).alias("lost_partitions"),
         F.count(F.when(revoked, F.col("commit_in_revoke"))).alias("graceful_handoffs"),
         F.count(F.when(revoked & F.col("commit_in_revoke"), 1)).alias("graceful_committed_in_revoke"))
@@ -74,8 +71,7 @@ def group_metrics(handoffs: DataFrame, episodes: DataFrame, processed: DataFrame
     processed = processed.withColumnRenamed("hour_start", "period_start")
     out = (_rolled_up(_hourly(handoffs, episodes), KEYS)
            .join(_rolled_up(processed, KEYS[:3]), KEYS[:3], "left"))
-    counts = ["rebalances", "partitions_moved", "partition_seconds_unavailable", "partition_seconds_unavailable_lower",
-              "partition_seconds_unavailable_upper", "duplicates", "duplicates_upper", "lost_partitions"]
+    counts = ["rebalances", "partitions_moved", *FIGURES, "lost_partitions"]
     out = out.fillna(0, subset=[*counts, "revoke_callback_s", "records_processed"])
     graceful, processed = F.col("graceful_handoffs"), F.col("records_processed")
     return out.select(

@@ -154,7 +154,8 @@ def _kept(stored: DataFrame, new: DataFrame, keys: list[str]) -> DataFrame:
 
 
 def _stored(spark: SparkSession, config: PipelineConfig, table: catalog.Table, groups: list[str]) -> DataFrame:
-    return lake.rows_of(spark, config.lake_path, table, "group_id", groups).select(*table.column_names())
+    """The groups' stored rows of ``table``, as declared (a column added since they were written reads null)."""
+    return lake.declared(lake.rows_of(spark, config.lake_path, table, "group_id", groups), table)
 
 
 def run(spark: SparkSession, config: PipelineConfig, progress: Progress = print) -> dict[str, int]:

@@ -70,9 +70,9 @@ VERIFIABLE = VERIFIABLE_KINDS
 
 def checks_of(rec: dict[str, Any], before: Costs, after: Costs) -> tuple[Check, Check]:
     """The recommendation's predicted savings against the measured ones (``before - after``)."""
-    return (Check("duplicates", rec["duplicates_saved"] or 0.0, before.duplicates - after.duplicates,
+    return (Check("duplicates", rec["predicted_duplicates_saved"] or 0.0, before.duplicates - after.duplicates,
                   MIN_DUPLICATES),
-            Check("paused partition-seconds", rec["pause_saved_s"] or 0.0, before.pause_s - after.pause_s,
+            Check("paused partition-seconds", rec["predicted_pause_saved_s"] or 0.0, before.pause_s - after.pause_s,
                   MIN_PAUSE_S))
 
 
@@ -109,8 +109,9 @@ def record(spark: SparkSession, lake_path: str, verified: Verified, lock_wait_s:
     rec, (dups, pause) = verified.recommendation, verified.checks
     figures = {"predicted_duplicates_saved": dups.predicted_saving, "measured_duplicates_saved": dups.measured_saving,
                "predicted_pause_saved_s": pause.predicted_saving, "measured_pause_saved_s": pause.measured_saving,
-               "duplicates_before": verified.before.duplicates, "duplicates_after": verified.after.duplicates,
-               "pause_before_s": verified.before.pause_s, "pause_after_s": verified.after.pause_s}
+               "measured_duplicates_before": verified.before.duplicates,
+               "measured_duplicates_after": verified.after.duplicates,
+               "measured_pause_before_s": verified.before.pause_s, "measured_pause_after_s": verified.after.pause_s}
     row = {"group_id": rec["group_id"], "verified_at": datetime.now(timezone.utc), "scenario": verified.scenario,
            "kind": rec["kind"], "title": rec["title"], "config_change": list(rec["config_change"]),
            **{name: float(value) for name, value in figures.items()},

@@ -35,9 +35,10 @@ def recommendation_row(group_id: str, rank: int, r: Recommendation, w: what_if_m
                    target_max_poll_interval_ms=r.config.setup.max_poll_interval_ms)
     if r.priced is not None:
         d, p = base.duplicates - r.priced.duplicates, base.pause_s - r.priced.pause_s
-        row.update(duplicates_before=base.duplicates, duplicates_after=r.priced.duplicates, duplicates_saved=d,
-                   duplicates_saved_pct=_pct(d, base.duplicates), pause_before_s=base.pause_s,
-                   pause_after_s=r.priced.pause_s, pause_saved_s=p, pause_saved_pct=_pct(p, base.pause_s))
+        row.update(predicted_duplicates_before=base.duplicates, predicted_duplicates_after=r.priced.duplicates,
+                   predicted_duplicates_saved=d, predicted_duplicates_saved_pct=_pct(d, base.duplicates),
+                   predicted_pause_before_s=base.pause_s, predicted_pause_after_s=r.priced.pause_s,
+                   predicted_pause_saved_s=p, predicted_pause_saved_pct=_pct(p, base.pause_s))
     return row
 
 

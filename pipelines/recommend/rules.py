@@ -38,16 +38,16 @@ MIN_PAUSE_S = 1.0
 STORM_PER_HOUR = 12  # one rebalance every five minutes, all hour
 SKEW_RATIO = 1.5  # the busiest member's record rate over the members' mean
 
-Q_COST_BY_CAUSE = ("SELECT cause, count(*) AS handoffs, "
-                   "sum(coalesce(duplicates_confirmed, duplicates_lower)) AS duplicates, "
-                   "sum(coalesce(duplicates_confirmed, duplicates_upper)) AS duplicates_upper, "
-                   "sum(coalesce(unavailable_s, unavailable_lower_s)) AS paused_partition_s "
+Q_COST_BY_CAUSE = ("SELECT cause, count(*) AS handoffs, sum(duplicates) AS duplicates, "
+                   "sum(duplicates_upper) AS duplicates_upper, sum(pause_s) AS pause_s, "
+                   "sum(pause_upper_s) AS pause_upper_s "
                    "FROM delta.`{lake}/gold/handoffs` WHERE group_id = :group_id GROUP BY cause")
 Q_MEMBERS = ("SELECT agent_id, client_id, group_instance_id, assignor, join_cause, leave_cause, joined_ms, left_ms, "
              "crashed, stalls, enforced_ms, session_timeout_ms, max_poll_interval_ms, commit_on_revoke "
              "FROM delta.`{lake}/gold/members` WHERE group_id = :group_id ORDER BY joined_ms")
-Q_WHAT_IF = ("SELECT config, rebalances, handoffs, partitions_moved, duplicates, pause_s, duplicates_saved, "
-             "pause_saved_s FROM delta.`{lake}/gold/what_if` WHERE group_id = :group_id ORDER BY duplicates_saved DESC")
+Q_WHAT_IF = ("SELECT config, predicted_rebalances, predicted_handoffs, predicted_partitions_moved, "
+             "predicted_duplicates, predicted_pause_s, predicted_duplicates_saved, predicted_pause_saved_s "
+             "FROM delta.`{lake}/gold/what_if` WHERE group_id = :group_id ORDER BY predicted_duplicates_saved DESC")
 Q_EPISODES = ("SELECT date_trunc('hour', timestamp_millis(start_ms)) AS hour, cause, count(*) AS rebalances "
               "FROM delta.`{lake}/gold/episodes` WHERE group_id = :group_id AND cause <> 'start' "
               "GROUP BY 1, 2 ORDER BY 1")
@@ -87,6 +87,11 @@ class Evidence:
 
     def churn(self, cause: str | None = None) -> list[dict[str, Any]]:
         return [h for h in self.handoffs if h["cause"] != "start" and (cause is None or h["cause"] == cause)]
+
+
+def _total(handoffs: list[dict[str, Any]], figure: str) -> float:
+    """The sum of a gold/handoffs figure (``pipelines.measures``: exact, else the lower bound; unknown: 0)."""
+    return sum(h[figure] or 0 for h in handoffs)
 
 
 def _fmt(d: float, p: float) -> str:
@@ -194,7 +199,7 @@ def static_rule(e: Evidence) -> Recommendation | None:
     longest = longest_restart_ms(e.members) / 1000.0
     evidence = (f"{sum(m['leave_cause'] == 'restart' for m in e.members)} restarts; the longest took "
                 f"{longest:.1f} s from leave to rejoin (gold/members).",
-                f"Restart handoffs cost {_fmt(sum((h['duplicates_confirmed'] or 0) for h in restarts), sum((h['unavailable_s'] or 0) for h in restarts))} (gold/handoffs, cause restart).",
+                f"Restart handoffs cost {_fmt(_total(restarts, 'duplicates'), _total(restarts, 'pause_s'))} (gold/handoffs, cause restart).",
                 f"With group.instance.id and session.timeout.ms={config.setup.session_timeout_ms} a restart is no "
                 "rebalance: only the restarting member's partitions wait for it.")
     rollout = ("Give every member a group.instance.id that is unique in the group and survives restarts "
@@ -213,7 +218,7 @@ def commit_on_revoke_rule(e: Evidence) -> Recommendation | None:
     """Commit what was processed inside the revoke callback when graceful handoffs re-deliver."""
     cur = e.what_if.current
     graceful = [h for h in e.churn() if h["release_kind"] == "revoked" and not h["commit_in_revoke"]]
-    duplicated = sum(h["duplicates_confirmed"] or 0 for h in graceful)
+    duplicated = _total(graceful, "duplicates")
     if cur.commit_on_revoke or duplicated == 0:
         return None
     config = Config(cur.setup, True)
@@ -262,7 +267,7 @@ def session_timeout_rule(e: Evidence) -> Recommendation | None:
     if not options:
         return None
     config = min(options, key=lambda c: e.what_if.priced[c].pause_s)
-    waited = sum((h["unavailable_lower_s"] or 0) for h in crashes)
+    waited = _total(crashes, "pause_s")
     evidence = (f"{len(crashes)} partitions of crashed members waited at least {waited:.1f} partition-seconds "
                 f"for session.timeout.ms={cur.setup.session_timeout_ms} to expire (gold/handoffs, cause crash).",)
     return _priced_change(e, "session_timeout", "Find crashed members sooner: lower session.timeout.ms", config,
@@ -314,7 +319,7 @@ def enforce_rule(e: Evidence) -> Recommendation | None:
                 f"{ASSIGNORS[cur.setup.assignor].rebalance_protocol} protocol (simulated)."]
     if requests:
         evidence.append(f"{requests} enforce_rebalance calls; their rebalances cost "
-                        f"{_fmt(sum(h['duplicates_confirmed'] or 0 for h in enforced), sum(h['unavailable_s'] or 0 for h in enforced))} "
+                        f"{_fmt(_total(enforced, 'duplicates'), _total(enforced, 'pause_s'))} "
                         f"and moved {sum(not h['same_owner'] for h in enforced)} partitions to another member "
                         "(gold/handoffs, cause enforced).")
     priced = None

@@ -26,10 +26,10 @@ ROW_DDL = ", ".join(f"{name} struct<{table.ddl(': ')}>" for name, table in OUTPU
 
 def _inputs(spark: SparkSession, config: PipelineConfig, groups: list[str]) -> DataFrame:
     """One row per gold row of the groups: ``group_id``, ``source`` and the row as a struct
-    in the column named by its source (the others null)."""
+    in the column named by its source (the others null); rows as declared (``lake.declared``)."""
     parts = []
     for name, (table, columns) in SOURCES.items():
-        rows = lake.rows_of(spark, config.lake_path, table, "group_id", groups)
+        rows = lake.declared(lake.rows_of(spark, config.lake_path, table, "group_id", groups), table)
         rows = rows.select(*(columns or rows.columns))
         parts.append(rows.select("group_id", F.lit(name).alias("source"), F.struct(*rows.columns).alias(name)))
     combined = parts[0]

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pipelines.measures import measured_duplicates, measured_pause_s
 from pipelines.recommend.candidates import BrokerGroups, Config, candidates, current_config, heartbeats, kind_of
 from pipelines.simulator.cost_model import Fitted, Priced, fit, price
 from pipelines.simulator.replay import Setup, replay
@@ -45,20 +46,12 @@ def partition_counts(intervals: list[dict[str, Any]]) -> dict[str, int]:
     return dict(sorted(counts.items()))
 
 
-def _figure(exact: float | None, lower: float | None, upper: float | None) -> float:
-    if exact is not None:
-        return float(exact)
-    return ((lower or 0.0) + (upper if upper is not None else lower or 0.0)) / 2.0
-
-
 def measured(handoffs: list[dict[str, Any]]) -> Measured:
-    """Gold's figures after the group formed; a stalled owner's lost partition counts its pause's
-    upper bound (the owner read nothing after its last progress), other bounds their midpoint."""
+    """Gold's figures after the group formed (``pipelines.measures.measured_duplicates`` and
+    ``measured_pause_s``: midpoints of the bounds; unknown ones count 0)."""
     churn = [h for h in handoffs if h["cause"] != "start"]
-    return Measured(len(churn),
-                    sum(_figure(h["duplicates_confirmed"], h["duplicates_lower"], h["duplicates_upper"]) for h in churn),
-                    sum(h["unavailable_upper_s"] or 0.0 if h["release_kind"] == "lost" else
-                        _figure(h["unavailable_s"], h["unavailable_lower_s"], h["unavailable_upper_s"]) for h in churn))
+    return Measured(len(churn), sum(measured_duplicates(h) or 0.0 for h in churn),
+                    sum(measured_pause_s(h) or 0.0 for h in churn))
 
 
 def what_if(members: list[dict[str, Any]], handoffs: list[dict[str, Any]], intervals: list[dict[str, Any]],
@@ -91,9 +84,10 @@ def rows(group_id: str, w: WhatIf) -> list[dict[str, Any]]:
             "assignor": assignor, "static_membership": c.setup.static, "commit_on_revoke": c.commit_on_revoke,
             "session_timeout_ms": c.setup.session_timeout_ms, "max_poll_interval_ms": c.setup.max_poll_interval_ms,
             "window_start_ms": w.window_ms[0], "window_end_ms": w.window_ms[1],
-            "rebalances": p.rebalances, "handoffs": p.handoffs, "partitions_moved": p.partitions_moved,
-            "duplicates": p.duplicates, "pause_s": p.pause_s,
-            "duplicates_saved": base.duplicates - p.duplicates, "pause_saved_s": base.pause_s - p.pause_s,
+            "predicted_rebalances": p.rebalances, "predicted_handoffs": p.handoffs,
+            "predicted_partitions_moved": p.partitions_moved, "predicted_duplicates": p.duplicates,
+            "predicted_pause_s": p.pause_s, "predicted_duplicates_saved": base.duplicates - p.duplicates,
+            "predicted_pause_saved_s": base.pause_s - p.pause_s,
             "measured_duplicates": w.measured.duplicates if c == w.current else None,
             "measured_pause_s": w.measured.pause_s if c == w.current else None,
         })

@@ -33,6 +33,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from pipelines.measures import exact, measured_duplicates, measured_pause_s, upper_name
 from pipelines.simulator.group import TopicPartition
 from pipelines.simulator.replay import SimHandoff, SimRebalance, restart_pairs
 
@@ -53,8 +54,9 @@ def _mean(values: Iterable[float | None]) -> float | None:
     return sum(known) / len(known) if known else None
 
 
-def _mid(lower: float | None, upper: float | None) -> float | None:
-    return None if lower is None or upper is None else (lower + upper) / 2.0
+def _exact(handoff: dict[str, Any], figure: str) -> float | None:
+    """A gold/handoffs figure where it is exact (its bounds meet; ``pipelines.measures.exact``), else None."""
+    return exact(handoff[figure], handoff[upper_name(figure)])
 
 
 @dataclass(frozen=True)
@@ -115,23 +117,23 @@ def fit(handoffs: list[dict[str, Any]], intervals: list[dict[str, Any]], members
     the group's, which its crashes waited for."""
     rate = partition_rates(intervals)
     graceful = [h for h in handoffs if h["release_kind"] == "revoked" and h["cause"] != "start"]
-    plain = [h for h in graceful if not h["commit_in_revoke"] and h["duplicates_confirmed"] is not None
+    plain = [h for h in graceful if not h["commit_in_revoke"] and _exact(h, "duplicates") is not None
              and rate.get((h["topic"], int(h["partition"])), 0) > 0]
-    window = (sum(h["duplicates_confirmed"] for h in plain)
+    window = (sum(h["duplicates"] for h in plain)
               / sum(rate[(h["topic"], int(h["partition"]))] for h in plain)) if plain else 0.0
     pairs = restart_pairs(members)
     joined = {m["agent_id"]: m["joined_ms"] for m in members}
     left = {m["agent_id"]: m["left_ms"] for m in members}
     returns = [h for h in graceful if pairs.get(h["prev_agent_id"]) == h["next_agent_id"]]  # to its own restart
-    ordinary = [h for h in graceful if h["unavailable_s"] is not None and h not in returns]
-    moved = [h["unavailable_s"] for h in ordinary if not h["same_owner"]]
-    same = [h["unavailable_s"] for h in ordinary if h["same_owner"]]
-    overheads = [h["unavailable_s"] - (joined[h["next_agent_id"]] - left[h["prev_agent_id"]]) / 1000.0
-                 for h in returns if h["unavailable_s"] is not None]
+    ordinary = [h for h in graceful if _exact(h, "pause_s") is not None and h not in returns]
+    moved = [_exact(h, "pause_s") for h in ordinary if not h["same_owner"]]
+    same = [_exact(h, "pause_s") for h in ordinary if h["same_owner"]]
+    overheads = [h["pause_s"] - (joined[h["next_agent_id"]] - left[h["prev_agent_id"]]) / 1000.0
+                 for h in returns if _exact(h, "pause_s") is not None]
     committed = _mean(h["revoke_callback_ms"] for h in graceful if h["commit_in_revoke"])
     uncommitted = _mean(h["revoke_callback_ms"] for h in graceful if not h["commit_in_revoke"])
     crashes = [h for h in handoffs if h["release_kind"] == "crash"]
-    crash_pauses = [_mid(h["unavailable_lower_s"], h["unavailable_upper_s"]) for h in crashes]
+    crash_pauses = [measured_pause_s(h) for h in crashes]
     crash_overhead = _mean(p - session_timeout_ms / 1000.0 for p in crash_pauses if p is not None)
     lost = [h for h in handoffs if h["release_kind"] == "lost"]
 
@@ -149,10 +151,10 @@ def fit(handoffs: list[dict[str, Any]], intervals: list[dict[str, Any]], members
         return_overhead_s=max(0.0, _mean(overheads)) if overheads else pause,
         commit_in_revoke_s=(max(0.0, (committed - uncommitted) / 1000.0) if committed is not None
                             and uncommitted is not None else COMMIT_IN_REVOKE_PRIOR_S),
-        crash_duplicates=_mean(_mid(h["duplicates_lower"], h["duplicates_upper"]) for h in crashes) or 0.0,
+        crash_duplicates=_mean(measured_duplicates(h) for h in crashes) or 0.0,
         crash_overhead_s=crash_overhead if crash_overhead is not None else pause,
-        lost_duplicates=_mean(h["duplicates_confirmed"] for h in lost) or 0.0,
-        lost_pause_s=_mean(h["unavailable_upper_s"] for h in lost) or pause)
+        lost_duplicates=_mean(_exact(h, "duplicates") for h in lost) or 0.0,
+        lost_pause_s=_mean(measured_pause_s(h) for h in lost) or pause)
 
 
 @dataclass(frozen=True)

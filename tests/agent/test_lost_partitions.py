@@ -95,7 +95,7 @@ def test_poll_stall_reports_stale_state_and_lost_partitions(kafka, unique, proto
         assert len(lost_handoffs) == 2
         for h in lost_handoffs:
             truth = (h["first_fetch_ms"] - stall_ms) / 1000  # not consumed from the stall to the first record again
-            assert 0 <= h["unavailable_lower_s"] <= truth <= h["unavailable_upper_s"], (h, truth)
+            assert 0 <= h["pause_s"] <= truth <= h["pause_upper_s"], (h, truth)
         assert app_stats  # the application's stats_cb is chained
         stats = [e["body"] for e in log.of(consumer.agent_id, "client_stats")]
         assert stats and max(s["rebalance_cnt"] for s in stats) >= 1

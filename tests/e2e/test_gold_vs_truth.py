@@ -9,7 +9,7 @@ gold/handoffs with:
 - lost (max.poll.interval.ms exceeded): duplicates exact too (the member knew its
   offsets when its lost callback ran);
 - crashed (SIGKILL): truth within the [lower, upper] duplicates bracket;
-- unavailability within 100 ms of truth (graceful), or truth inside the bounds (crash, lost);
+- the pause within 100 ms of truth (graceful), or truth inside the bounds (crash, lost);
 - the cause truth takes from the scenario's timeline (for the handoffs the timeline caused:
   truth calls everything before it ``start``, gold the joins of the members that formed the group).
 Truth's pause runs from the old owner's last record to the new owner's first record;
@@ -71,8 +71,9 @@ def test_per_run_totals_match_ground_truth(landed, scenario):
         graceful = [h for h in truth.handoffs if h.released_by in ("revoke", "exit")]  # lost ones carry bounds
         seen = [row for h, row in pairs if h.released_by in ("revoke", "exit") and row is not None]
         assert len(seen) == len(graceful)
-        assert sum(r["unavailable_s"] for r in seen) == pytest.approx(sum(h.pause_s for h in graceful),
-                                                                      abs=TOLERANCE_S * len(graceful))
+        assert all(r["pause_s"] == r["pause_upper_s"] for r in seen)  # graceful: exact
+        assert sum(r["pause_s"] for r in seen) == pytest.approx(sum(h.pause_s for h in graceful),
+                                                                abs=TOLERANCE_S * len(graceful))
 
 
 def test_metrics_by_cause_add_up_to_all_on_the_busy_fleet(landed):
@@ -83,13 +84,13 @@ def test_metrics_by_cause_add_up_to_all_on_the_busy_fleet(landed):
     by_cause = {r["cause"]: r for r in rows}
     assert {"restart", "crash", "scale_out", "subscription_change"} <= set(by_cause)
     for measure in ("partitions_moved", "duplicates", "duplicates_upper", "lost_partitions",
-                    "partition_seconds_unavailable_lower", "partition_seconds_unavailable_upper"):
+                    "pause_s", "pause_upper_s"):
         parts = sum(r[measure] for c, r in by_cause.items() if c != "all")
         assert parts == pytest.approx(by_cause["all"][measure]), measure
     assert by_cause["crash"]["lost_partitions"] >= 1 and by_cause["restart"]["lost_partitions"] == 0
 
 
-def test_a_quiet_topic_moving_with_nothing_waiting_costs_no_unavailability(landed):
+def test_a_quiet_topic_moving_with_nothing_waiting_costs_no_pause(landed):
     """turbulent-minute's audit topic gets a record per partition every 10 s: its partitions
     move with nothing to read, and the next record comes seconds later. Only time in which a
     record waited counts (truth and gold alike), so those handoffs cost nothing."""
@@ -99,7 +100,7 @@ def test_a_quiet_topic_moving_with_nothing_waiting_costs_no_unavailability(lande
              if h.topic.endswith("audit") and h.released_by in ("revoke", "exit") and row is not None]
     idle = [h for h in quiet if h["revoke_ms"] is not None and h["first_fetch_ms"] - h["revoke_ms"] > 2000]
     assert idle, "no quiet-topic handoff waited seconds for its next record"
-    assert all(h["unavailable_s"] == 0.0 for h in idle), idle
+    assert all((h["pause_s"], h["pause_upper_s"]) == (0.0, 0.0) for h in idle), idle
 
 
 def test_assignor_models_give_the_assignments_the_groups_made(landed):
@@ -170,7 +171,8 @@ def test_every_run_gets_ranked_recommendations_whose_evidence_queries_run(spark,
         for r in found:
             if r["target_assignor"] is not None and r["kind"] != "enforce_policy":
                 assert r["config_change"] and r["rollout"] and r["evidence"], (name, r["kind"])
-                assert r["duplicates_saved"] is not None and r["pause_saved_s"] is not None, (name, r["kind"])
+                assert r["predicted_duplicates_saved"] is not None and r["predicted_pause_saved_s"] is not None, \
+                    (name, r["kind"])
             assert spark.sql(r["evidence_query"], args={"group_id": r["group_id"]}).count() > 0, (name, r["kind"])
 
 
@@ -207,11 +209,11 @@ def test_handoffs_of_one_key_pair_up_in_time_order():
     truth handoff meets its own row, not the last one of the key."""
     gold_rows = [{"topic": "t", "partition": 0, "prev_agent_id": "a", "next_agent_id": "a", "assigned_ms": assigned,
                   "first_fetch_ms": assigned + 10, "first_fetch_offset": 1580, "cause": "subscription_change",
-                  "duplicates_confirmed": dups, "unavailable_s": pause, "unavailable_lower_s": pause,
-                  "unavailable_upper_s": pause} for assigned, dups, pause in ((2_000, 46, 1.031), (1_000, 40, 0.07))]
+                  "duplicates": dups, "duplicates_upper": dups, "pause_s": pause, "pause_upper_s": pause}
+                 for assigned, dups, pause in ((2_000, 46, 1.031), (1_000, 40, 0.07))]
     gold = gold_for_run({"handoffs": gold_rows, "clients": {"a": "run-1-m3.1"}}, "run-1")
     truth = [Handoff("t", 0, "m3", "m3.1", "m3", "m3.1", last, 1580, dups, pause, "revoke", 0, "subscription_change")
              for last, dups, pause in ((1619, 40, 0.072), (1625, 46, 1.033))]
     pairs = matched(truth, gold)
-    assert [row["duplicates_confirmed"] for _, row in pairs] == [40, 46]
+    assert [row["duplicates"] for _, row in pairs] == [40, 46]
     assert not [problem for h, row in pairs for problem in check(h, row)]

@@ -10,20 +10,20 @@ from lens_runtime.errors import LensError
 
 RANGE = RunCosts(scenario="rolling-restart", assignor="range", commit="batch", episodes=1, handoffs_gold=36,
                  handoffs_truth=36, duplicates_gold=1939, duplicates_gold_upper=1939, duplicates_truth=1939,
-                 unavailable_gold_s=6.62, unavailable_gold_upper_s=6.62, unavailable_truth_s=6.66)
+                 pause_gold_s=6.62, pause_gold_upper_s=6.62, pause_truth_s=6.66)
 COOPERATIVE = RunCosts(scenario="rolling-restart", assignor="cooperative-sticky", commit="batch", episodes=2,
                        handoffs_gold=12, handoffs_truth=12, duplicates_gold=378, duplicates_gold_upper=378,
-                       duplicates_truth=378, unavailable_gold_s=10.69, unavailable_gold_upper_s=10.69,
-                       unavailable_truth_s=10.71)
+                       duplicates_truth=378, pause_gold_s=10.69, pause_gold_upper_s=10.69,
+                       pause_truth_s=10.71)
 REVOKE = RunCosts(scenario="rolling-restart", assignor="range", commit="revoke", episodes=1, handoffs_gold=36,
                   handoffs_truth=36, duplicates_gold=0, duplicates_gold_upper=0, duplicates_truth=0,
-                  unavailable_gold_s=13.1, unavailable_gold_upper_s=13.1, unavailable_truth_s=13.2)
+                  pause_gold_s=13.1, pause_gold_upper_s=13.1, pause_truth_s=13.2)
 STATIC = RunCosts(scenario="static-rolling-restart", assignor="range", commit="batch", episodes=1, handoffs_gold=12,
                   handoffs_truth=12, duplicates_gold=470, duplicates_gold_upper=470, duplicates_truth=470,
-                  unavailable_gold_s=8.6, unavailable_gold_upper_s=8.6, unavailable_truth_s=8.62)
+                  pause_gold_s=8.6, pause_gold_upper_s=8.6, pause_truth_s=8.62)
 CRASH = RunCosts(scenario="crash", assignor="cooperative-sticky", commit="batch", episodes=2, handoffs_gold=3,
                  handoffs_truth=3, duplicates_gold=167, duplicates_gold_upper=911, duplicates_truth=256,
-                 unavailable_gold_s=4.37, unavailable_gold_upper_s=18.01, unavailable_truth_s=16.22)
+                 pause_gold_s=4.37, pause_gold_upper_s=18.01, pause_truth_s=16.22)
 RUNS = [RANGE, COOPERATIVE, REVOKE, STATIC, CRASH]
 
 
@@ -45,7 +45,7 @@ def test_the_per_run_table_reads_in_80_columns_with_bounds_where_gold_has_them()
 
 def test_each_top_recommendation_sits_under_the_measured_cost_and_says_a_negative_saving_as_a_cost():
     top = {"title": "Commit processed offsets on revoke", "config_change": ["lens.commit.on.revoke=true"],
-           "duplicates_saved": 2327.0, "pause_saved_s": -0.7}
+           "predicted_duplicates_saved": 2327.0, "predicted_pause_saved_s": -0.7}
     text = _text("\n".join(recommendation_lines([RANGE, CRASH], {RANGE.label: top})))
     assert "measured: 1,939 duplicates, 6.6 paused partition-s" in text
     assert "predicted: saves 2,327 duplicates, costs 0.7 more paused partition-s" in text
@@ -64,10 +64,10 @@ def test_the_findings_follow_the_measured_direction():
 
 
 def test_a_shorter_pause_is_not_explained_as_a_longer_one():
-    faster = RunCosts(**{**REVOKE.__dict__, "unavailable_gold_s": 5.7, "unavailable_gold_upper_s": 5.7})
+    faster = RunCosts(**{**REVOKE.__dict__, "pause_gold_s": 5.7, "pause_gold_upper_s": 5.7})
     said = " ".join(findings([RANGE, faster]))
     assert "cut paused partition-seconds by 14% (6.6 -> 5.7)" in said and "The pause grows" not in said
-    level = RunCosts(**{**REVOKE.__dict__, "unavailable_gold_s": 6.8, "unavailable_gold_upper_s": 6.8})
+    level = RunCosts(**{**REVOKE.__dict__, "pause_gold_s": 6.8, "pause_gold_upper_s": 6.8})
     said = " ".join(findings([RANGE, level]))  # +3%: noise, neither "raised" nor explained
     assert "left paused partition-seconds about the same (6.6 -> 6.8)" in said and "The pause grows" not in said
     assert change(10, 10, "x") == "left x about the same (10 -> 10)"

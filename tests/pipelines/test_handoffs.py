@@ -20,14 +20,16 @@ def _one_handoff(auto_commit_after_revoke: bool, next_starts_at: int) -> dict:
 
 def test_auto_commit_after_revoke_counts_as_committed():
     h = _one_handoff(auto_commit_after_revoke=True, next_starts_at=100)
-    assert (h["committed_at_revoke"], h["duplicates_estimated"], h["duplicates_confirmed"]) == (100, 0, 0)
-    assert h["unavailable_s"] == 0.75 and h["revoke_callback_ms"] == 4.0
+    assert (h["committed_at_revoke"], h["uncommitted_at_revoke"], h["duplicates"], h["duplicates_upper"]) == \
+        (100, 0, 0, 0)
+    assert (h["pause_s"], h["pause_upper_s"]) == (0.75, 0.75) and h["revoke_callback_ms"] == 4.0
 
 
 def test_uncommitted_records_are_read_again():
     h = _one_handoff(auto_commit_after_revoke=False, next_starts_at=50)
     # processed 0..99, committed 50: records 50..99 are duplicated
-    assert (h["committed_at_revoke"], h["duplicates_estimated"], h["duplicates_confirmed"]) == (50, 50, 50)
+    assert (h["committed_at_revoke"], h["uncommitted_at_revoke"], h["duplicates"], h["duplicates_upper"]) == \
+        (50, 50, 50, 50)
     assert (h["prev_agent_id"] != h["next_agent_id"]) and h["release_kind"] == "revoked"
 
 
@@ -39,7 +41,7 @@ def test_commit_after_next_owner_started_does_not_count():
     m2.at(2_500).joins().assigned(P0).at(2_750).fetches(P0, 50)
     m1.at(3_000).commits(P0, 100, mode="auto")      # too late: m2 already read from 50
     [h] = handoffs_of(ownership_intervals(fleet.events))
-    assert (h["committed_at_revoke"], h["duplicates_estimated"]) == (50, 50)
+    assert (h["committed_at_revoke"], h["uncommitted_at_revoke"]) == (50, 50)
 
 
 def test_owner_revoked_before_reading_passes_the_duplicates_on():
@@ -53,10 +55,10 @@ def test_owner_revoked_before_reading_passes_the_duplicates_on():
     m3.at(3_500).joins().assigned(P0).at(3_750).fetches(P0, 50)
     first, second = sorted(handoffs_of(ownership_intervals(fleet.events)), key=lambda h: h["revoke_ms"])
     assert (first["prev_agent_id"], first["next_agent_id"]) == (m1.agent_id, m2.agent_id)
-    assert (first["duplicates_estimated"], first["duplicates_confirmed"]) == (50, 50)
-    assert second["duplicates_confirmed"] is None  # m2 processed nothing: nothing of its own to read again
+    assert (first["uncommitted_at_revoke"], first["duplicates"], first["duplicates_upper"]) == (50, 50, 50)
+    assert second["duplicates"] is None  # m2 processed nothing: nothing of its own to read again
     # the partition was idle from m1's revoke (2.0 s) to m3's first fetch (3.75 s), counted once
-    assert (first["unavailable_s"], second["unavailable_s"]) == (1.0, 0.75)
+    assert (first["pause_s"], first["pause_upper_s"], second["pause_s"], second["pause_upper_s"]) == (1.0, 1.0, 0.75, 0.75)
 
 
 def test_crashed_owner_bounds_are_confirmed_by_the_first_owner_that_reads():
@@ -66,9 +68,9 @@ def test_crashed_owner_bounds_are_confirmed_by_the_first_owner_that_reads():
     m2.at(4_000).joins().assigned(P0).at(4_500).revokes(P0)   # m1 crashed after 1.0 s
     m3.at(5_000).joins().assigned(P0).at(5_200).fetches(P0, 50).at(6_200).processes(P0, upto=120, lag=30)
     crash, idle = sorted(handoffs_of(ownership_intervals(fleet.events)), key=lambda h: h["assigned_ms"])
-    assert crash["release_kind"] == "crash" and crash["duplicates_lower"] == 50
-    assert crash["duplicates_lower"] <= crash["duplicates_upper"] <= 151 - 50  # capped by m3's log end
-    assert idle["duplicates_lower"] is None and idle["unavailable_s"] == 0.7
+    assert crash["release_kind"] == "crash" and crash["duplicates"] == 50
+    assert crash["duplicates"] <= crash["duplicates_upper"] <= 151 - 50  # capped by m3's log end
+    assert idle["duplicates"] is None and (idle["pause_s"], idle["pause_upper_s"]) == (0.7, 0.7)
 
 
 def test_progress_reported_after_a_stall_does_not_bound_the_lost_pause():
@@ -81,8 +83,8 @@ def test_progress_reported_after_a_stall_does_not_bound_the_lost_pause():
     m2.at(20_000).joins().assigned(P0).at(20_100).fetches(P0, 0)   # the group gave P0 to m2 during the stall
     m1.at(25_000).exceeds_poll_interval().at(25_001).processes(P0, upto=99).at(25_002).loses(P0)
     [lost] = [h for h in handoffs_of(ownership_intervals(fleet.events)) if h["release_kind"] == "lost"]
-    assert (lost["unavailable_lower_s"], lost["unavailable_upper_s"]) == (0.1, 19.1)
-    assert lost["duplicates_confirmed"] == 100
+    assert (lost["pause_s"], lost["pause_upper_s"]) == (0.1, 19.1)
+    assert (lost["duplicates"], lost["duplicates_upper"]) == (100, 100)
 
 
 def _revoke_then_fetch(**fetch) -> dict:
@@ -96,23 +98,21 @@ def _revoke_then_fetch(**fetch) -> dict:
     return h
 
 
-def test_an_idle_partition_is_unavailable_only_while_a_record_waits():
+def test_an_idle_partition_pauses_only_while_a_record_waits():
     waiting = _revoke_then_fetch(produced_ms=3_000)      # produced before the revoke: waited 10 -> 12 s
     arrived = _revoke_then_fetch(produced_ms=10_200)     # produced between revoke and assignment
     idle = _revoke_then_fetch(produced_ms=11_000)        # produced after the assignment: nothing waited
-    assert (waiting["unavailable_s"], arrived["unavailable_s"], idle["unavailable_s"]) == (2.0, 1.8, 0.0)
-    assert waiting["duplicates_confirmed"] == idle["duplicates_confirmed"] == 20
+    assert [(h["pause_s"], h["pause_upper_s"]) for h in (waiting, arrived, idle)] == [(2.0, 2.0), (1.8, 1.8), (0.0, 0.0)]
+    assert waiting["duplicates"] == idle["duplicates"] == idle["duplicates_upper"] == 20
 
 
 def test_a_first_record_found_late_gives_bounds_never_a_silent_zero():
     found = _revoke_then_fetch(window_ms=5_000)  # handed out within the 5 s before 12 s, offset known
-    assert found["unavailable_s"] is None
-    assert (found["unavailable_lower_s"], found["unavailable_upper_s"]) == (0.0, 2.0)
-    assert found["duplicates_confirmed"] == 20
+    assert (found["pause_s"], found["pause_upper_s"]) == (0.0, 2.0)  # bounds, not one figure
+    assert (found["duplicates"], found["duplicates_upper"]) == (20, 20)
     unknown = _revoke_then_fetch(window_ms=1_000, offset=-1001)  # the committed offset could not be asked
-    assert unknown["duplicates_confirmed"] is None
-    assert (unknown["duplicates_lower"], unknown["duplicates_upper"]) == (0, 20)
-    assert (unknown["unavailable_lower_s"], unknown["unavailable_upper_s"]) == (1.0, 2.0)
+    assert (unknown["duplicates"], unknown["duplicates_upper"], unknown["uncommitted_at_revoke"]) == (0, 20, 20)
+    assert (unknown["pause_s"], unknown["pause_upper_s"]) == (1.0, 2.0)
 
 
 def test_a_partition_given_back_twice_from_one_offset_is_two_handoffs():
@@ -129,5 +129,5 @@ def test_a_partition_given_back_twice_from_one_offset_is_two_handoffs():
     first, second = sorted(handoffs_of(ownership_intervals(fleet.events)), key=lambda h: h["assigned_ms"])
     assert first["same_owner"] and second["same_owner"]
     assert first["first_fetch_offset"] == second["first_fetch_offset"] == 1580
-    assert (first["duplicates_confirmed"], first["unavailable_s"]) == (40, 0.07)
-    assert (second["duplicates_confirmed"], second["unavailable_s"]) == (46, 1.031)
+    assert (first["duplicates"], first["pause_s"], first["pause_upper_s"]) == (40, 0.07, 0.07)
+    assert (second["duplicates"], second["pause_s"], second["pause_upper_s"]) == (46, 1.031, 1.031)

@@ -41,3 +41,18 @@ def test_rows_of_a_long_scope_keeps_exactly_its_rows(spark, tmp_path, monkeypatc
     monkeypatch.setattr(lake, "LISTED_VALUES_MAX", 2)
     joined = sorted(tuple(r) for r in lake.rows_of(spark, path, TABLE, "group_id", scope).collect())
     assert listed == joined == [r for r in rows if r[0] in scope]
+
+
+def test_a_table_gains_a_declared_column_on_its_next_write(spark, tmp_path):
+    """A nullable column added to a table's declaration: the next replace adds it (rows written
+    before read null in it), and stored rows read through the declaration carry it too."""
+    path = str(tmp_path)
+    lake.replace_scope(spark, path, TABLE, spark.createDataFrame([("a", 1, "x"), ("b", 1, "y")], ROWS_DDL), ["a", "b"])
+    grown = Table("test/rows", grain=TABLE.grain, keys=TABLE.keys, written_by=TABLE.written_by,
+                  columns=(("group_id", "string"), ("key", "bigint"), ("value", "string"), ("added", "double")))
+    stored = lake.declared(lake.read(spark, path, grown), grown)
+    assert stored.columns == grown.column_names() and stored.where("added IS NOT NULL").count() == 0
+
+    lake.replace_scope(spark, path, grown, spark.createDataFrame([("a", 1, "x", 2.5)], grown.ddl()), ["a"])
+    assert lake.read(spark, path, grown).schema == grown.schema()
+    assert sorted(tuple(r) for r in lake.read(spark, path, grown).collect()) == [("a", 1, "x", 2.5), ("b", 1, "y", None)]

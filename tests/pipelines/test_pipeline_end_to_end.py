@@ -39,16 +39,14 @@ def test_handoffs_carry_pause_and_duplicates(spark, landed):
     fleet, results, config, _ = landed
     assert results["ingest"]["rows"] == len(fleet.events)
     handoffs = _rows(spark, config, catalog.HANDOFFS, ["assigned_ms", "partition"])
-    got = [(h["partition"], h["same_owner"], h["release_kind"], h["unavailable_s"], h["duplicates_confirmed"],
-            h["duplicates_estimated"], h["duplicates_lower"], h["duplicates_upper"]) for h in handoffs]
+    got = [(h["partition"], h["same_owner"], h["release_kind"], h["pause_s"], h["pause_upper_s"],
+            h["uncommitted_at_revoke"], h["duplicates"], h["duplicates_upper"]) for h in handoffs]
     assert got == [
-        (0, True, "revoked", 0.7, 20, 20, 20, 20),
-        (1, False, "revoked", 0.8, 0, 0, 0, 0),
-        (0, True, "revoked", 0.7, 0, 0, 0, 0),
-        (1, False, "crash", None, None, 30, 30, 231),
+        (0, True, "revoked", 0.7, 0.7, 20, 20, 20),
+        (1, False, "revoked", 0.8, 0.8, 0, 0, 0),
+        (0, True, "revoked", 0.7, 0.7, 0, 0, 0),
+        (1, False, "crash", 0.2, 65.2, 30, 30, 231),  # a crash: bounds
     ]
-    crash = handoffs[-1]
-    assert (crash["unavailable_lower_s"], crash["unavailable_upper_s"]) == (0.2, 65.2)
 
 
 def test_episodes_and_causes(spark, landed):
@@ -69,7 +67,8 @@ def test_metrics_add_up(spark, landed):
     assert day_all["duplicates_upper"] == 20 + 231
     assert day_all["lost_partitions"] == 1
     assert day_all["records_processed"] == 100 + 50 + 70 + 30 + 20 + 181
-    assert day_all["partition_seconds_unavailable"] == pytest.approx(0.7 + 0.8 + 0.7)
+    assert day_all["pause_s"] == pytest.approx(0.7 + 0.8 + 0.7 + 0.2)  # the crash's lower bound counts
+    assert day_all["pause_upper_s"] == pytest.approx(0.7 + 0.8 + 0.7 + 65.2)
     assert day_all["revoke_callback_s"] == pytest.approx(0.003 + 0.002)  # a revoke of two partitions counts once
     assert day_all["commit_on_revoke_coverage"] == 0.0  # three graceful handoffs, no commit inside a revoke
     # Days and "all" are sums of the hourly rows by cause (one hour here: both grains agree).

@@ -35,8 +35,8 @@ def test_gold_duplicates_equal_redelivered_records(spark, kafka, unique, tmp_pat
 
     run_pipeline(spark, config, DATA_STAGES, progress=lambda m: None)
     handoffs = lake.read(spark, config.lake_path, catalog.HANDOFFS)
-    got = handoffs.agg(F.sum("duplicates_confirmed").alias("d"), F.count("*").alias("n"),
-                       F.min("unavailable_s").alias("u")).first()
+    got = handoffs.agg(F.sum("duplicates").alias("d"), F.count("*").alias("n"),
+                       F.min("pause_s").alias("u")).first()
     assert got["d"] == truth
     assert got["n"] >= 4 and got["u"] >= 0
     causes = {r["cause"] for r in lake.read(spark, config.lake_path, catalog.EPISODES).collect()}

@@ -26,9 +26,9 @@ def test_a_group_already_on_the_configuration_the_rules_pick_gets_no_change():
     what_if, found = _recommend(static_cooperative_restarts())
     assert [r["kind"] for r in found] == ["healthy"]
     current = next(w for w in what_if if w["is_current"])
-    assert current["rebalances"] == 0 and current["duplicates"] == 0
+    assert current["predicted_rebalances"] == 0 and current["predicted_duplicates"] == 0
     # the model of the current configuration reproduces what gold measured
-    assert abs(current["pause_s"] - current["measured_pause_s"]) <= 0.1 * current["measured_pause_s"]
+    assert abs(current["predicted_pause_s"] - current["measured_pause_s"]) <= 0.1 * current["measured_pause_s"]
 
 
 def test_an_eager_group_that_restarts_and_crashes_gets_static_membership_and_a_shorter_session_priced():
@@ -40,7 +40,8 @@ def test_an_eager_group_that_restarts_and_crashes_gets_static_membership_and_a_s
     assert changes["session_timeout"]["config_change"] == ["session.timeout.ms=9000"]  # three heartbeats
     assert changes["session_timeout"]["tradeoff"]
     for r in changes.values():
-        assert r["pause_saved_s"] > 0 and r["duplicates_saved"] >= 0 and r["evidence"] and r["rollout"]
+        assert r["predicted_pause_saved_s"] > 0 and r["predicted_duplicates_saved"] >= 0 and r["evidence"] \
+            and r["rollout"]
         assert ":group_id" in r["evidence_query"] and "busy" not in r["evidence_query"]  # a parameter, not text
     ranks = [r["rank"] for r in found]
     assert ranks == sorted(ranks) == list(range(1, len(found) + 1))

@@ -30,7 +30,7 @@ def test_since_takes_an_age_or_an_iso_time_and_names_the_fix_otherwise():
 
 def _daily(rows: list[tuple]) -> pl.DataFrame:
     return pl.DataFrame(rows, orient="row", schema=["day", "rebalances", "duplicates", "duplicates_upper",
-                                                    "paused_partition_s", "paused_partition_s_upper",
+                                                    "pause_s", "pause_upper_s",
                                                     "records_processed", "duplicates_change"])
 
 
@@ -40,7 +40,7 @@ def test_the_headline_sums_the_days_keeps_the_bounds_and_names_the_costliest_cau
     head = Headline.of(daily)
     assert (head.rebalances, head.duplicates, head.duplicates_upper, head.last_day_change) == (5, 140, 190, -60)
     causes = pl.DataFrame({"cause": ["start", "crash", "restart"], "duplicates": [500, 40, 100],
-                           "paused_partition_s": [9.0, 1.5, 2.0]})
+                           "pause_s": [9.0, 1.5, 2.0]})
     sentence = headline_sentence(head, causes)
     assert "3.5 to 8.0 partition-seconds" in sentence and "140 to 190 records were processed twice" in sentence
     assert "from restart (71% of the duplicates)" in sentence  # the group forming is nobody's fault
@@ -48,5 +48,5 @@ def test_the_headline_sums_the_days_keeps_the_bounds_and_names_the_costliest_cau
 
 def test_a_quiet_group_says_so():
     head = Headline.of(_daily([(date(2026, 11, 25), 0, 0, 0, 0.0, 0.0, 5_000, None)]))
-    assert headline_sentence(head, pl.DataFrame({"cause": [], "duplicates": [], "paused_partition_s": []})) \
+    assert headline_sentence(head, pl.DataFrame({"cause": [], "duplicates": [], "pause_s": []})) \
         == "No rebalance cost anything in this window."

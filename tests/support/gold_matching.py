@@ -58,7 +58,7 @@ def through(chain: list[dict[str, Any]]) -> dict[str, Any]:
 
     return {**first, "next_agent_id": last["next_agent_id"], "first_fetch_offset": last["first_fetch_offset"],
             "first_fetch_ms": last["first_fetch_ms"],
-            **{c: total(c) for c in ("unavailable_s", "unavailable_lower_s", "unavailable_upper_s")}}
+            **{c: total(c) for c in ("pause_s", "pause_upper_s")}}
 
 
 def _key(h: Handoff) -> tuple:
@@ -85,17 +85,20 @@ def check(truth: Handoff, gold: dict[str, Any]) -> list[str]:
     where = f"{truth.topic}/{truth.partition} {truth.prev_process}->{truth.next_process} ({truth.released_by})"
     problems = [] if gold["cause"] == truth.cause or truth.cause == "start" else \
         [f"{where}: cause gold {gold['cause']} != truth {truth.cause}"]
-    if truth.released_by in ("revoke", "exit", "lost"):
-        if gold["duplicates_confirmed"] != truth.duplicates:
-            problems.append(f"{where}: duplicates gold {gold['duplicates_confirmed']} != truth {truth.duplicates}")
-    elif not gold["duplicates_lower"] <= truth.duplicates <= gold["duplicates_upper"]:
+    if truth.released_by in ("revoke", "exit", "lost"):  # exact: the bounds meet at the truth
+        if not gold["duplicates"] == gold["duplicates_upper"] == truth.duplicates:
+            problems.append(f"{where}: duplicates gold [{gold['duplicates']}, {gold['duplicates_upper']}] "
+                            f"!= truth {truth.duplicates}")
+    elif not gold["duplicates"] <= truth.duplicates <= gold["duplicates_upper"]:
         problems.append(f"{where}: truth duplicates {truth.duplicates} outside "
-                        f"[{gold['duplicates_lower']}, {gold['duplicates_upper']}]")
-    if truth.released_by in ("revoke", "exit"):
-        if gold["unavailable_s"] is None or abs(gold["unavailable_s"] - truth.pause_s) > TOLERANCE_S:
-            problems.append(f"{where}: unavailable gold {gold['unavailable_s']} s vs truth {truth.pause_s:.3f} s")
+                        f"[{gold['duplicates']}, {gold['duplicates_upper']}]")
+    if truth.released_by in ("revoke", "exit"):  # exact
+        pause = gold["pause_s"] if gold["pause_s"] == gold["pause_upper_s"] else None
+        if pause is None or abs(pause - truth.pause_s) > TOLERANCE_S:
+            problems.append(f"{where}: pause gold [{gold['pause_s']}, {gold['pause_upper_s']}] s "
+                            f"vs truth {truth.pause_s:.3f} s")
     else:
-        low, high = gold["unavailable_lower_s"], gold["unavailable_upper_s"]
+        low, high = gold["pause_s"], gold["pause_upper_s"]
         if low is None or high is None or not low - TOLERANCE_S <= truth.pause_s <= high + TOLERANCE_S:
             problems.append(f"{where}: truth pause {truth.pause_s:.3f} s outside [{low}, {high}]")
     return problems

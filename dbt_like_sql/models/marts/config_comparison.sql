@@ -11,7 +11,7 @@ with what_if as (
 
 select
     *,
-    rank() over (partition by group_id order by predicted_duplicates asc, predicted_paused_partition_s asc)
+    rank() over (partition by group_id order by predicted_duplicates asc, predicted_pause_s asc)
         as cost_rank,
     {{ built_through_batch() }} as built_through_batch
 from what_if

@@ -26,9 +26,9 @@ select
     handoffs.next_agent_id,
     next_members.client_id as next_client_id,
     handoffs.released_at,
-    timestamp_millis(unix_millis(handoffs.released_at) + cast(handoffs.paused_s * 1000 as bigint)) as resumed_at,
-    handoffs.paused_s,
-    handoffs.paused_upper_s,
+    timestamp_millis(unix_millis(handoffs.released_at) + cast(handoffs.pause_s * 1000 as bigint)) as resumed_at,
+    handoffs.pause_s,
+    handoffs.pause_upper_s,
     handoffs.duplicates,
     handoffs.duplicates_upper,
     {{ built_through_batch() }} as built_through_batch

@@ -12,8 +12,8 @@ select
     group_id,
     cast(period_start as date) as `day`,
     rebalances,
-    paused_partition_s,
-    paused_partition_s_upper,
+    pause_s,
+    pause_upper_s,
     duplicates,
     duplicates_upper,
     lost_partitions,
@@ -22,8 +22,8 @@ select
     commit_on_revoke_coverage,
     rebalances - lag(rebalances) over (partition by group_id order by period_start) as rebalances_change,
     duplicates - lag(duplicates) over (partition by group_id order by period_start) as duplicates_change,
-    paused_partition_s - lag(paused_partition_s) over (partition by group_id order by period_start)
-        as paused_partition_s_change,
+    pause_s - lag(pause_s) over (partition by group_id order by period_start)
+        as pause_change_s,
     {{ built_through_batch() }} as built_through_batch
 from metrics
 where grain = 'day' and cause = 'all'

@@ -16,8 +16,8 @@ select
     sum(lost_partitions) as lost_partitions,
     sum(duplicates) as duplicates,
     sum(duplicates_upper) as duplicates_upper,
-    sum(paused_partition_s) as paused_partition_s,
-    sum(paused_partition_s_upper) as paused_partition_s_upper,
+    sum(pause_s) as pause_s,
+    sum(pause_upper_s) as pause_upper_s,
     {{ built_through_batch() }} as built_through_batch
 from members
 group by group_id, coalesce(host, 'unknown')

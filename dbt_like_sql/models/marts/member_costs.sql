@@ -18,8 +18,8 @@ per_member as (
         sum(case when release_kind != 'revoked' then 1 else 0 end) as lost_partitions,
         sum(duplicates) as duplicates,
         sum(duplicates_upper) as duplicates_upper,
-        sum(paused_s) as paused_partition_s,
-        sum(paused_upper_s) as paused_partition_s_upper
+        sum(pause_s) as pause_s,
+        sum(pause_upper_s) as pause_upper_s
     from handoffs
     where cause != 'start'
     group by group_id, prev_agent_id
@@ -27,7 +27,7 @@ per_member as (
 
 select
     *,
-    row_number() over (partition by group_id order by duplicates desc, paused_partition_s desc, agent_id asc)
+    row_number() over (partition by group_id order by duplicates desc, pause_s desc, agent_id asc)
         as cost_rank,
     {{ built_through_batch() }} as built_through_batch
 from per_member

@@ -17,8 +17,8 @@ costs as (
         episode_id,
         sum(duplicates) as duplicates,
         sum(duplicates_upper) as duplicates_upper,
-        sum(paused_s) as paused_partition_s,
-        sum(paused_upper_s) as paused_partition_s_upper
+        sum(pause_s) as pause_s,
+        sum(pause_upper_s) as pause_upper_s
     from handoffs
     where episode_id is not null
     group by episode_id
@@ -28,8 +28,8 @@ select
     episodes.*,
     coalesce(costs.duplicates, 0) as duplicates,
     coalesce(costs.duplicates_upper, 0) as duplicates_upper,
-    coalesce(costs.paused_partition_s, 0.0) as paused_partition_s,
-    coalesce(costs.paused_partition_s_upper, 0.0) as paused_partition_s_upper,
+    coalesce(costs.pause_s, 0.0) as pause_s,
+    coalesce(costs.pause_upper_s, 0.0) as pause_upper_s,
     {{ built_through_batch() }} as built_through_batch
 from episodes
 left join costs on episodes.episode_id = costs.episode_id

@@ -1,5 +1,5 @@
 -- One row per partition handoff: the gold row with times as timestamps and the figures
--- the marts sum (duplicates: confirmed, else the lower bound, as gold/metrics counts them).
+-- the marts sum (macros/point_figure.sql: exact, else the lower bound; 0 where gold has none).
 with source as (
     select * from {{ source('lens', 'handoffs') }}
 )
@@ -18,8 +18,9 @@ select
     timestamp_millis(coalesce(revoke_ms, assigned_ms)) as released_at,
     timestamp_millis(episode_start_ms) as episode_started_at,
     commit_in_revoke,
-    coalesce(unavailable_s, 0.0) as paused_s,
-    coalesce(unavailable_upper_s, unavailable_s, 0.0) as paused_upper_s,
-    coalesce(duplicates_confirmed, duplicates_lower, 0) as duplicates,
-    coalesce(duplicates_confirmed, duplicates_upper, 0) as duplicates_upper
+    {{ point_figure('pause_s', '0.0') }} as pause_s,
+    -- an upper bound is unknown only where its figure is: both count 0
+    coalesce(pause_upper_s, 0.0) as pause_upper_s,
+    {{ point_figure('duplicates', '0') }} as duplicates,
+    coalesce(duplicates_upper, 0) as duplicates_upper
 from source

@@ -12,12 +12,12 @@ select
     array_join(config_change, '\n') as config_change,
     predicted_duplicates_saved,
     measured_duplicates_saved,
-    predicted_pause_saved_s as predicted_paused_partition_s_saved,
-    measured_pause_saved_s as measured_paused_partition_s_saved,
-    duplicates_before,
-    duplicates_after,
-    pause_before_s as paused_partition_s_before,
-    pause_after_s as paused_partition_s_after,
+    predicted_pause_saved_s,
+    measured_pause_saved_s,
+    measured_duplicates_before,
+    measured_duplicates_after,
+    measured_pause_before_s,
+    measured_pause_after_s,
     holds,
     rerun_group_id
 from source

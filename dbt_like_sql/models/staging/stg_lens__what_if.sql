@@ -13,13 +13,13 @@ select
     commit_on_revoke,
     session_timeout_ms,
     max_poll_interval_ms,
-    rebalances as predicted_rebalances,
-    handoffs as predicted_handoffs,
-    partitions_moved as predicted_partitions_moved,
-    duplicates as predicted_duplicates,
-    pause_s as predicted_paused_partition_s,
-    duplicates_saved,
-    pause_saved_s as paused_partition_s_saved,
+    predicted_rebalances,
+    predicted_handoffs,
+    predicted_partitions_moved,
+    predicted_duplicates,
+    predicted_pause_s,
+    predicted_duplicates_saved,
+    predicted_pause_saved_s,
     measured_duplicates,
-    measured_pause_s as measured_paused_partition_s
+    measured_pause_s
 from source

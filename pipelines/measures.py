@@ -1,0 +1,221 @@
+"""The vocabulary of the figures, declared once: what each measure is called from gold to the
+report, its unit and meaning, the grammar of the names built on it, and the computations
+every reader of a bounded figure shares (the point figure, the midpoint, exactness).
+
+Pure Python (no Spark), so gold's per-group pass, the recommend stage's what-if and the
+tests import it alike. The README's "What the figures mean" table is generated from here
+(``python -m pipelines.measures --write``) and a test keeps the two in step; the dbt twin of
+``point_figure`` is ``dbt_like_sql/macros/point_figure.sql``.
+
+The rule for bounds: a figure is what surely happened, the exact figure where gold knows
+it, else its lower bound (the point figure a dashboard sums); ``<figure>_upper`` is the
+most it can have been, equal to the figure when exact. There is no ``_lower`` column.
+"""
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+Number = float | int
+
+
+@dataclass(frozen=True)
+class Measure:
+    """One measure: its column name (unit last), the unit in words, and what it counts."""
+
+    name: str
+    unit: str
+    meaning: str
+
+
+MEASURES: tuple[Measure, ...] = (
+    Measure("duplicates", "records",
+            "records the previous owner processed that a later owner reads again"),
+    Measure("pause_s", "partition-seconds",
+            "partition-seconds during which a partition's records waited to be consumed again "
+            "(the report's words: paused partition-seconds)"),
+    Measure("uncommitted_at_revoke", "records",
+            "records the previous owner had processed past its last commit when it let the partition go "
+            "(`gold/handoffs`; what a new owner starting from that commit reads again, the duplicates' upper "
+            "bound when the new owner's first offset is unknown)"),
+)
+
+
+@dataclass(frozen=True)
+class Qualifier:
+    """A word a figure's name takes: a ``prefix`` before the measure, a ``suffix`` after it (in
+    the order listed), or a ``unit`` that replaces the measure's own; ``word`` lists alternatives
+    with " / "."""
+
+    word: str
+    place: str  # "prefix" | "suffix" | "unit"
+    meaning: str
+    example: str
+
+
+QUALIFIERS: tuple[Qualifier, ...] = (
+    Qualifier("_upper", "suffix", "the most the figure can have been; equal to the figure when exact",
+              "duplicates_upper, pause_upper_s"),
+    Qualifier("predicted_", "prefix", "a what-if replay's figure (`gold/what_if`, `gold/recommendations`)",
+              "predicted_pause_s"),
+    Qualifier("measured_", "prefix", "observed: gold's figure set beside a prediction (the midpoint of its "
+              "bounds), or a scenario's ground truth (`gold/verifications`)", "measured_duplicates"),
+    Qualifier("_saved", "suffix", "the current configuration's figure minus the candidate's",
+              "predicted_pause_saved_s"),
+    Qualifier("_before / _after", "suffix", "the figure without and with a change",
+              "predicted_duplicates_before, measured_pause_after_s"),
+    Qualifier("_change", "suffix", "period over period (this day's figure minus the day before's)",
+              "pause_change_s"),
+    Qualifier("_pct", "unit", "a share in percent of the figure it qualifies (the unit it ends with)",
+              "predicted_duplicates_saved_pct"),
+)
+
+# What changed for readers of the marts when the vocabulary landed (the one figure that moved).
+FIGURE_CHANGE = ("The pause the marts sum (`pause_s`) is the point figure of every handoff: a bounded pause (a "
+                 "crash, a lost partition, a first record found at a progress tick) counts its lower bound, where "
+                 "the marts' pause columns under their older names counted only exact pauses (a bounded one "
+                 "counted 0); the recommendations' evidence sentences sum it the same way. `gold/metrics` keeps its "
+                 "lower-bound sum as `pause_s` and drops its exact-only sum. Every other figure is the same number "
+                 "under its new name.")
+
+
+UNITS = ("_s", "_pct")  # seconds; a share in percent (a unit of its own: it replaces the measure's)
+
+
+def _split_unit(name: str) -> tuple[str, str]:
+    """(a figure's name without its unit, the unit suffix): ``pause_s`` -> (``pause``, ``_s``)."""
+    for unit in UNITS:
+        if name.endswith(unit):
+            return name[:-len(unit)], unit
+    return name, ""
+
+
+def _grammar() -> re.Pattern[str]:
+    """[prefix] measure [suffix ...] [unit], from the qualifiers' data."""
+    def words(*of: Qualifier) -> list[str]:
+        return [w.strip() for q in of for w in q.word.split("/")]
+
+    prefixes = "|".join(words(*(q for q in QUALIFIERS if q.place == "prefix")))
+    suffixes = "".join(f"(?:{'|'.join(words(q))})?" for q in QUALIFIERS if q.place == "suffix")
+    stems = "|".join(re.escape(_split_unit(m.name)[0]) for m in MEASURES)
+    units = "|".join(dict.fromkeys([*UNITS, *words(*(q for q in QUALIFIERS if q.place == "unit"))]))
+    return re.compile(rf"^(?:{prefixes})?(?P<stem>{stems}){suffixes}(?P<unit>{units})?$")
+
+
+GRAMMAR = _grammar()
+# A column name that speaks of a measure: the measures' words, and the older words for them.
+MENTIONS = re.compile(r"(?:^|_)(?:pause|paused|unavailable|duplicates)(?:_|$)")
+
+
+def follows_grammar(column: str) -> bool:
+    """``column`` names a measure by the grammar: prefix, the measure's word, suffixes, its unit
+    (or ``_pct``) last; ``predicted_pause_saved_s`` does, ``paused_partition_s`` does not."""
+    found = GRAMMAR.match(column)
+    if found is None:
+        return False
+    unit = next(_split_unit(m.name)[1] for m in MEASURES if _split_unit(m.name)[0] == found["stem"])
+    return (found["unit"] or "") in (unit, *[q.word for q in QUALIFIERS if q.place == "unit"])
+
+
+def upper_name(figure: str) -> str:
+    """The name of a figure's upper bound: ``_upper`` before the unit (``pause_s`` -> ``pause_upper_s``)."""
+    word, unit = _split_unit(figure)
+    return f"{word}_upper{unit}"
+
+
+def point_figure(exact: Number | None, lower: Number | None) -> Number | None:
+    """The figure a dashboard sums: the exact figure where it is known, else its lower bound
+    (what surely happened); None when neither is known."""
+    return exact if exact is not None else lower
+
+
+def midpoint(figure: Number | None, upper: Number | None) -> float | None:
+    """The middle of ``[figure, upper]`` (the figure itself when exact, or when no upper bound
+    is known); None when the figure is unknown."""
+    if figure is None:
+        return None
+    return (figure + (upper if upper is not None else figure)) / 2.0
+
+
+def exact(figure: Number | None, upper: Number | None) -> Number | None:
+    """The figure where it is exact (its bounds meet), else None: what a fit takes as an observation."""
+    return figure if figure is not None and figure == upper else None
+
+
+def measured_duplicates(handoff: Mapping[str, Any]) -> float | None:
+    """A ``gold/handoffs`` row's duplicates as set beside a prediction (``measured_duplicates``):
+    the midpoint of its bounds; None when unknown."""
+    return midpoint(handoff["duplicates"], handoff["duplicates_upper"])
+
+
+def measured_pause_s(handoff: Mapping[str, Any]) -> float | None:
+    """A ``gold/handoffs`` row's pause as set beside a prediction (``measured_pause_s``): the
+    midpoint of its bounds, but a lost partition's upper bound (a stalled owner read nothing
+    after its last progress, where that bound starts); None when unknown."""
+    if handoff["release_kind"] == "lost":
+        return handoff["pause_upper_s"]
+    return midpoint(handoff["pause_s"], handoff["pause_upper_s"])
+
+
+# --- the glossary as Markdown, kept in the README between these markers -------------------------
+
+BEGIN = "<!-- measures-table:begin -->"
+END = "<!-- measures-table:end -->"
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render_glossary() -> str:
+    """Markdown: the measures, the rule for bounds, the qualifiers, and the figure that changed."""
+    out = ["Generated from `pipelines/measures.py` by `python -m pipelines.measures --write`; a test keeps it "
+           "current.", "", "| measure | unit | what it counts |", "|---|---|---|"]
+    out += [f"| `{m.name}` | {m.unit} | {_cell(m.meaning)} |" for m in MEASURES]
+    out += ["", "**Bounds.** A figure is what surely happened: the exact figure where gold knows it, else its "
+                "lower bound. That point figure is what a dashboard sums (`pipelines.measures.point_figure`, "
+                "the dbt macro `point_figure`). `<figure>_upper` is the most it can have been, equal to the "
+                "figure when exact; there is no `_lower` column. Null: not known (a sum counts it 0).",
+            "", "| qualifier | where | meaning | example |", "|---|---|---|---|"]
+    out += [f"| `{q.word}` | {q.place} | {_cell(q.meaning)} | `{q.example}` |" for q in QUALIFIERS]
+    out += ["", "Qualifiers go around the measure and the unit comes last (`predicted_pause_saved_s`).",
+            "", f"**Changed with this vocabulary.** {FIGURE_CHANGE} The older names, and what each became, are "
+                "the table in `pipelines/migrations.py`, which renames them in place on an existing lake (one "
+                "line per table says what changed)."]
+    return "\n".join(out)
+
+
+def glossary_document(root: Path = ROOT) -> Path:
+    """The document that holds the glossary's markers (the README, or the doc it moved to)."""
+    found = [p for p in (root / "README.md", *sorted((root / "docs").glob("*.md"))) if p.is_file()
+             and BEGIN in p.read_text(encoding="utf-8")]
+    if len(found) != 1:
+        raise ValueError(f"expected the marker {BEGIN} in exactly one of README.md, docs/*.md; found {found}")
+    return found[0]
+
+
+def replace_glossary(text: str, glossary: str) -> str:
+    """``text`` with what lies between the markers replaced by ``glossary``."""
+    start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
+    return text[:start] + "\n" + glossary + "\n" + text[end:]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--write", action="store_true", help="replace the glossary in the document holding it")
+    args = parser.parse_args()
+    glossary = render_glossary()
+    if args.write:
+        doc = glossary_document()
+        doc.write_text(replace_glossary(doc.read_text(encoding="utf-8"), glossary), encoding="utf-8")
+    else:
+        print(glossary)
+
+
+if __name__ == "__main__":
+    main()

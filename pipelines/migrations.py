@@ -1,0 +1,225 @@
+"""Renamed columns, migrated in place on an existing lake: what the older names became
+(``pipelines.measures`` is the vocabulary they moved to), as data, and the two steps that
+apply it.
+
+- A gold table written under older names is rewritten with the new ones (``migrate``): one
+  Delta commit per table (overwriteSchema of a select with the renames), in its layout, so a
+  reader sees the old table or the new one. Gold is derived, but a rename costs one rewrite,
+  where recomputing it costs a replay of every event. Text that spoke the older names (the
+  recommendations' stored evidence SQL) is rewritten in the same commit.
+- A mart (``marts/<model>``) under older names is rebuilt whole by the next SQL build
+  (``stale_marts`` names them; ``pipelines.sql_build`` passes them to dbt as ``rebuild``).
+
+Both run under the lake's lock: the first stage or SQL build that opens an older lake applies
+them, each printing one line per table saying what changed; a lake already current costs a
+look at each table's schema. Idempotent: a migration applies only while its table still has
+an older column, so a run killed between tables is finished by the next one.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from pipelines import catalog, lake
+from pipelines.config import Progress
+
+POINT_FIGURE_PAUSE = "now the point figure: a bounded pause counts its lower bound, where it counted 0"
+
+
+@dataclass(frozen=True)
+class Rename:
+    """A column's older name and its new one (its values as they are)."""
+
+    old: str
+    new: str
+    note: str | None = None  # what changed beyond the name (a mart rebuilt with a changed figure)
+
+    def said(self) -> str:
+        return f"{self.old} -> {self.new}" + (f" ({self.note})" if self.note else "")
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    """A text column whose values spoke the older names (the recommendations' evidence SQL):
+    each older fragment replaced by what it reads now."""
+
+    column: str
+    replaced: tuple[tuple[str, str], ...]
+
+    def apply(self, text: str) -> str:
+        for old, new in self.replaced:
+            text = text.replace(old, new)
+        return text
+
+    def of(self, column: Column) -> Column:
+        for old, new in self.replaced:
+            column = F.replace(column, F.lit(old), F.lit(new))
+        return column
+
+
+@dataclass(frozen=True)
+class Migration:
+    """What became of one table's older columns; ``dropped``: older columns with no new one."""
+
+    path: str  # in the lake: "gold/handoffs", "marts/group_hourly_costs"
+    renames: tuple[Rename, ...]
+    dropped: tuple[str, ...] = ()
+    dropped_why: str = ""
+    rewrites: tuple[Rewrite, ...] = ()  # applied with the renames
+
+    def applies_to(self, columns: Iterable[str]) -> bool:
+        """The table still has an older column (a migrated table has none)."""
+        stored = set(columns)
+        return any(r.old in stored for r in self.renames) or any(c in stored for c in self.dropped)
+
+    def said(self, verb: str = "") -> str:
+        """The one line this migration prints."""
+        parts = ", ".join(r.said() for r in self.renames)
+        if self.rewrites:
+            parts += f"; {', '.join(w.column for w in self.rewrites)} rewritten in the new names"
+        if self.dropped:
+            parts += f"; dropped {', '.join(self.dropped)}" + (f" ({self.dropped_why})" if self.dropped_why else "")
+        return f"{self.path}: {verb}{parts}"
+
+
+def _renamed(pairs: str, note: dict[str, str] | None = None) -> tuple[Rename, ...]:
+    """``"old new, old new"`` as renames (``note``: by old name)."""
+    out = []
+    for pair in pairs.split(","):
+        old, new = pair.split()
+        out.append(Rename(old, new, (note or {}).get(old)))
+    return tuple(out)
+
+
+# The evidence queries the older recommend stage wrote (pipelines/recommend/rules.py's Q_COST_BY_CAUSE
+# and Q_WHAT_IF), in the new names: a stored recommendation's query runs on the migrated tables.
+EVIDENCE_QUERY = Rewrite("evidence_query", (
+    ("sum(coalesce(duplicates_confirmed, duplicates_lower)) AS duplicates, "
+     "sum(coalesce(duplicates_confirmed, duplicates_upper)) AS duplicates_upper, "
+     "sum(coalesce(unavailable_s, unavailable_lower_s)) AS paused_partition_s ",
+     "sum(duplicates) AS duplicates, sum(duplicates_upper) AS duplicates_upper, sum(pause_s) AS pause_s, "
+     "sum(pause_upper_s) AS pause_upper_s "),
+    ("SELECT config, rebalances, handoffs, partitions_moved, duplicates, pause_s, duplicates_saved, pause_saved_s ",
+     "SELECT config, predicted_rebalances, predicted_handoffs, predicted_partitions_moved, predicted_duplicates, "
+     "predicted_pause_s, predicted_duplicates_saved, predicted_pause_saved_s "),
+    ("ORDER BY duplicates_saved DESC", "ORDER BY predicted_duplicates_saved DESC"),
+))
+
+# Gold wrote its lower bounds equal to the exact figure where there was one, so each lower bound
+# column is the point figure (pipelines.measures.point_figure) as it stands.
+GOLD: tuple[Migration, ...] = (
+    Migration(catalog.HANDOFFS.path, _renamed(
+        "unavailable_lower_s pause_s, unavailable_upper_s pause_upper_s, duplicates_lower duplicates, "
+        "duplicates_estimated uncommitted_at_revoke"),
+        dropped=("unavailable_s", "duplicates_confirmed"),
+        dropped_why="exact ones are where pause_s = pause_upper_s, duplicates = duplicates_upper"),
+    Migration(catalog.METRICS.path, _renamed(
+        "partition_seconds_unavailable_lower pause_s, partition_seconds_unavailable_upper pause_upper_s"),
+        dropped=("partition_seconds_unavailable",), dropped_why="the sum of exact pauses only"),
+    Migration(catalog.WHAT_IF.path, _renamed(
+        "rebalances predicted_rebalances, handoffs predicted_handoffs, partitions_moved predicted_partitions_moved, "
+        "duplicates predicted_duplicates, pause_s predicted_pause_s, duplicates_saved predicted_duplicates_saved, "
+        "pause_saved_s predicted_pause_saved_s")),
+    Migration(catalog.RECOMMENDATIONS.path, _renamed(
+        "duplicates_before predicted_duplicates_before, duplicates_after predicted_duplicates_after, "
+        "duplicates_saved predicted_duplicates_saved, duplicates_saved_pct predicted_duplicates_saved_pct, "
+        "pause_before_s predicted_pause_before_s, pause_after_s predicted_pause_after_s, "
+        "pause_saved_s predicted_pause_saved_s, pause_saved_pct predicted_pause_saved_pct"),
+        rewrites=(EVIDENCE_QUERY,)),
+    Migration(catalog.VERIFICATIONS.path, _renamed(
+        "duplicates_before measured_duplicates_before, duplicates_after measured_duplicates_after, "
+        "pause_before_s measured_pause_before_s, pause_after_s measured_pause_after_s")),
+)
+
+_PAUSE = {"paused_partition_s": POINT_FIGURE_PAUSE}
+_COSTS = "paused_partition_s pause_s, paused_partition_s_upper pause_upper_s"
+MARTS: tuple[Migration, ...] = (
+    *(Migration(f"marts/{name}", _renamed(_COSTS, _PAUSE))
+      for name in ("group_hourly_costs", "group_cause_costs", "member_costs", "host_costs", "rebalance_episodes")),
+    Migration("marts/group_daily_costs", _renamed(
+        f"{_COSTS}, paused_partition_s_change pause_change_s", {**_PAUSE, "paused_partition_s_change": POINT_FIGURE_PAUSE})),
+    Migration("marts/episode_handoffs", _renamed(
+        "paused_s pause_s, paused_upper_s pause_upper_s", {"paused_s": POINT_FIGURE_PAUSE})),
+    Migration("marts/config_comparison", _renamed(
+        "predicted_paused_partition_s predicted_pause_s, duplicates_saved predicted_duplicates_saved, "
+        "paused_partition_s_saved predicted_pause_saved_s, measured_paused_partition_s measured_pause_s")),
+    Migration("marts/open_recommendations", _renamed(
+        "duplicates_before predicted_duplicates_before, duplicates_after predicted_duplicates_after, "
+        "duplicates_saved predicted_duplicates_saved, duplicates_saved_pct predicted_duplicates_saved_pct, "
+        "paused_partition_s_before predicted_pause_before_s, paused_partition_s_after predicted_pause_after_s, "
+        "paused_partition_s_saved predicted_pause_saved_s, paused_partition_s_saved_pct predicted_pause_saved_pct")),
+    Migration("marts/recommendation_checks", _renamed(
+        "predicted_paused_partition_s_saved predicted_pause_saved_s, "
+        "measured_paused_partition_s_saved measured_pause_saved_s, duplicates_before measured_duplicates_before, "
+        "duplicates_after measured_duplicates_after, paused_partition_s_before measured_pause_before_s, "
+        "paused_partition_s_after measured_pause_after_s")),
+)
+TABLES = {t.path: t for t in (*catalog.TABLES, *catalog.CLOSED_LOOP_TABLES)}
+
+
+def _columns(spark: SparkSession, location: str) -> list[str] | None:
+    """The Delta table's columns at ``location``; None when there is no table (known without
+    Spark for a local lake)."""
+    from delta.tables import DeltaTable
+
+    if "://" not in location and not (Path(location) / "_delta_log").is_dir():
+        return None
+    if not DeltaTable.isDeltaTable(spark, location):
+        return None
+    return spark.read.format("delta").load(location).columns
+
+
+def migrated_rows(spark: SparkSession, lake_path: str, migration: Migration) -> DataFrame:
+    """The table's rows under the new names: its declared columns in order (a renamed one from
+    its older column, a rewritten one rewritten), then any stored column the declaration and
+    the migration do not name."""
+    table = TABLES[migration.path]
+    rows = lake.read(spark, lake_path, table)
+    stored = rows.columns
+    by_new = {r.new: r for r in migration.renames}
+    rewrites = {w.column: w for w in migration.rewrites}
+    consumed = {r.old for r in migration.renames} | set(migration.dropped)
+    declared = []
+    for name, kind in table.all_columns():
+        if name in stored and name in rewrites:
+            declared.append(rewrites[name].of(F.col(f"`{name}`")).alias(name))
+        elif name in stored:
+            declared.append(F.col(f"`{name}`"))
+        elif name in by_new and by_new[name].old in stored:
+            declared.append(F.col(f"`{by_new[name].old}`").cast(kind).alias(name))
+        else:
+            declared.append(F.lit(None).cast(kind).alias(name))
+    names = set(table.column_names())
+    kept = [F.col(f"`{c}`") for c in stored if c not in consumed and c not in names]
+    return rows.select(*declared, *kept)
+
+
+def migrate(spark: SparkSession, lake_path: str, progress: Progress = print) -> list[str]:
+    """Rewrite each gold table still under older names with the new ones (the caller holds the
+    lake's lock); the lines printed, one per table migrated."""
+    said = []
+    for migration in GOLD:
+        table = TABLES[migration.path]
+        columns = _columns(spark, table.location(lake_path))
+        if columns is None or not migration.applies_to(columns):
+            continue
+        lake.rewrite(spark, lake_path, table, migrated_rows(spark, lake_path, migration))
+        said.append(migration.said())
+        progress(said[-1])
+    return said
+
+
+def stale_marts(spark: SparkSession, lake_path: str, progress: Progress = print) -> list[str]:
+    """The marts still under older names, which the next SQL build rebuilds whole; prints one
+    line per mart."""
+    stale = []
+    for migration in MARTS:
+        columns = _columns(spark, f"{lake_path.rstrip('/')}/{migration.path}")
+        if columns is not None and migration.applies_to(columns):
+            stale.append(migration.path.split("/", 1)[1])
+            progress(migration.said("rebuilt, "))
+    return stale

@@ -1,0 +1,133 @@
+"""A gold table under older column names is renamed in place (pipelines/migrations.py): one
+commit and one line per table, the figures moved to their new names, the layout kept, and
+nothing done a second time. On small hand-built tables of the older schema (the whole upgrade
+of a lake written by the older code: tests/hardening/test_lake_upgrade.py)."""
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+from delta.tables import DeltaTable
+
+from pipelines import catalog, lake, migrations
+from pipelines.recommend import rules
+
+OLD_DROPPED_TYPES = {"unavailable_s": "double", "duplicates_confirmed": "bigint",
+                     "partition_seconds_unavailable": "double"}
+
+
+def _older(table: catalog.Table) -> list[tuple[str, str]]:
+    """The table's columns as the older code declared them: renamed back, the dropped ones added."""
+    migration = next(m for m in migrations.GOLD if m.path == table.path)
+    back = {r.new: r.old for r in migration.renames}
+    return [(back.get(name, name), kind) for name, kind in table.all_columns()] + \
+        [(name, OLD_DROPPED_TYPES[name]) for name in migration.dropped]
+
+
+def _write_older(spark, lake_path: str, table: catalog.Table, rows: list[dict]) -> None:
+    columns = _older(table)
+    frame = spark.createDataFrame([tuple(r.get(n) for n, _ in columns) for r in rows],
+                                  ", ".join(f"`{n}` {k}" for n, k in columns))
+    (frame.write.format("delta").option("delta.dataSkippingStatsColumns", ",".join(table.stats_columns))
+     .option("delta.enableDeletionVectors", "true").save(table.location(lake_path)))
+
+
+HANDOFF = {"handoff_id": "h1", "group_id": "g", "topic": "t", "partition": 0, "release_kind": "crash",
+           "unavailable_s": None, "unavailable_lower_s": 0.2, "unavailable_upper_s": 65.2, "duplicates_confirmed": None,
+           "duplicates_lower": 30, "duplicates_upper": 231, "duplicates_estimated": 30, "cause": "crash"}
+GRACEFUL = {**HANDOFF, "handoff_id": "h2", "release_kind": "revoked", "unavailable_s": 0.7, "unavailable_lower_s": 0.7,
+            "unavailable_upper_s": 0.7, "duplicates_confirmed": 20, "duplicates_lower": 20, "duplicates_upper": 20,
+            "duplicates_estimated": 20, "cause": "scale_out"}
+METRIC = {"group_id": "g", "grain": "day", "cause": "all", "rebalances": 3, "partition_seconds_unavailable": 1.4,
+          "partition_seconds_unavailable_lower": 1.6, "partition_seconds_unavailable_upper": 66.6, "duplicates": 50,
+          "duplicates_upper": 251}
+
+
+def test_an_older_gold_table_is_renamed_in_place_once(spark, tmp_path):
+    lake_path = str(tmp_path / "lake")
+    _write_older(spark, lake_path, catalog.HANDOFFS, [HANDOFF, GRACEFUL])
+    _write_older(spark, lake_path, catalog.METRICS, [METRIC])
+    versions = {t.path: lake.version(spark, lake_path, t) for t in (catalog.HANDOFFS, catalog.METRICS)}
+
+    said: list[str] = []
+    assert migrations.migrate(spark, lake_path, said.append) == said
+    assert said == [
+        "gold/handoffs: unavailable_lower_s -> pause_s, unavailable_upper_s -> pause_upper_s, "
+        "duplicates_lower -> duplicates, duplicates_estimated -> uncommitted_at_revoke; dropped unavailable_s, "
+        "duplicates_confirmed (exact ones are where pause_s = pause_upper_s, duplicates = duplicates_upper)",
+        "gold/metrics: partition_seconds_unavailable_lower -> pause_s, partition_seconds_unavailable_upper -> "
+        "pause_upper_s; dropped partition_seconds_unavailable (the sum of exact pauses only)"]
+
+    handoffs = {r.handoff_id: r.asDict() for r in lake.read(spark, lake_path, catalog.HANDOFFS).collect()}
+    assert lake.read(spark, lake_path, catalog.HANDOFFS).schema == catalog.HANDOFFS.schema()
+    assert {k: handoffs["h1"][k] for k in ("pause_s", "pause_upper_s", "duplicates", "duplicates_upper",
+                                           "uncommitted_at_revoke")} == \
+        {"pause_s": 0.2, "pause_upper_s": 65.2, "duplicates": 30, "duplicates_upper": 231, "uncommitted_at_revoke": 30}
+    assert (handoffs["h2"]["pause_s"], handoffs["h2"]["pause_upper_s"], handoffs["h2"]["duplicates"]) == (0.7, 0.7, 20)
+    [metric] = lake.read(spark, lake_path, catalog.METRICS).collect()
+    assert lake.read(spark, lake_path, catalog.METRICS).schema == catalog.METRICS.schema()
+    assert (metric.pause_s, metric.pause_upper_s, metric.duplicates) == (1.6, 66.6, 50)
+
+    # one commit per table, the layout's table properties kept
+    for table in (catalog.HANDOFFS, catalog.METRICS):
+        assert lake.version(spark, lake_path, table) == versions[table.path] + 1
+        properties = DeltaTable.forPath(spark, table.location(lake_path)).detail().first().properties
+        assert properties["delta.dataSkippingStatsColumns"] == ",".join(table.stats_columns)
+
+    # a current lake: nothing to say, nothing written
+    assert migrations.migrate(spark, lake_path, said.append) == []
+    assert lake.version(spark, lake_path, catalog.HANDOFFS) == versions[catalog.HANDOFFS.path] + 1
+
+
+def test_a_lake_without_the_tables_is_left_alone(spark, tmp_path):
+    assert migrations.migrate(spark, str(tmp_path / "empty"), print) == []
+    assert migrations.stale_marts(spark, str(tmp_path / "empty"), print) == []
+    assert not (tmp_path / "empty").exists()
+
+
+def test_a_column_the_migration_does_not_know_is_kept(spark, tmp_path):
+    lake_path = str(tmp_path / "lake")
+    _write_older(spark, lake_path, catalog.METRICS, [METRIC])
+    older = lake.read(spark, lake_path, catalog.METRICS)
+    older.selectExpr("*", "'x' AS a_users_own_column").write.format("delta").mode("overwrite") \
+        .option("overwriteSchema", "true").save(catalog.METRICS.location(lake_path))
+    migrations.migrate(spark, lake_path, lambda _line: None)
+    migrated = lake.read(spark, lake_path, catalog.METRICS)
+    assert migrated.columns == [*catalog.METRICS.column_names(), "a_users_own_column"]
+    assert migrated.first().a_users_own_column == "x"
+
+
+def _value(i: int, name: str, kind: str):
+    """A value of ``kind`` that tells the columns apart (complex types: null)."""
+    return {"string": f"{name}-{i}", "bigint": 1000 + i, "int": i, "double": i + 0.25, "boolean": i % 2 == 0,
+            "timestamp": datetime(2026, 1, 1, 0, i % 60)}.get(kind)
+
+
+@pytest.mark.parametrize("migration", migrations.GOLD, ids=lambda m: m.path)
+def test_every_renamed_gold_column_carries_its_older_values(spark, tmp_path, migration):
+    """Each column of an older row reads, after the migration, under its new name (or its own)."""
+    lake_path, table = str(tmp_path / "lake"), migrations.TABLES[migration.path]
+    older = {name: _value(i, name, kind) for i, (name, kind) in enumerate(_older(table))}
+    _write_older(spark, lake_path, table, [older])
+    [line] = migrations.migrate(spark, lake_path, lambda _line: None)
+    assert line.startswith(f"{migration.path}: ")
+    [row] = [r.asDict() for r in lake.read(spark, lake_path, table).collect()]
+    back = {r.new: r.old for r in migration.renames}
+    assert row == {name: older[back.get(name, name)] for name in table.column_names()}
+
+
+# The evidence queries the landed head's recommend stage wrote (its rules.Q_COST_BY_CAUSE, Q_WHAT_IF).
+OLDER_QUERIES = {
+    "Q_COST_BY_CAUSE": "SELECT cause, count(*) AS handoffs, sum(coalesce(duplicates_confirmed, duplicates_lower)) AS "
+                       "duplicates, sum(coalesce(duplicates_confirmed, duplicates_upper)) AS duplicates_upper, "
+                       "sum(coalesce(unavailable_s, unavailable_lower_s)) AS paused_partition_s "
+                       "FROM delta.`{lake}/gold/handoffs` WHERE group_id = :group_id GROUP BY cause",
+    "Q_WHAT_IF": "SELECT config, rebalances, handoffs, partitions_moved, duplicates, pause_s, duplicates_saved, "
+                 "pause_saved_s FROM delta.`{lake}/gold/what_if` WHERE group_id = :group_id ORDER BY duplicates_saved DESC",
+    "Q_MEMBERS": rules.Q_MEMBERS, "Q_EPISODES": rules.Q_EPISODES,  # unchanged
+}
+
+
+def test_a_stored_evidence_query_is_rewritten_to_the_one_the_rules_write_now():
+    for name, older in OLDER_QUERIES.items():
+        assert migrations.EVIDENCE_QUERY.apply(older) == getattr(rules, name), name
