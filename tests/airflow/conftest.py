@@ -78,8 +78,8 @@ class StandaloneAirflow:
     workers, a free port; driven through its REST API as an operator would.
 
     Started in a process group of its own and stopped with SIGINT to that group (the signal it
-    stops cleanly on), then SIGTERM to the group for what SIGINT left, then SIGKILL; ``stop`` says
-    what had to be killed."""
+    stops cleanly on), then SIGTERM to what SIGINT left, then SIGKILL; ``stop`` says what is still
+    running after that (nothing, or the test fails)."""
 
     def __init__(self, home: Path, dags: Path, environ: dict[str, str] | None = None) -> None:
         self.home, self.port = home, _free_port()
@@ -148,57 +148,70 @@ class StandaloneAirflow:
         raise AssertionError(f"{what}: not within {timeout_s:.0f} s; airflow's log ends:\n{self.tail()}")
 
     def _processes(self) -> list[psutil.Process]:
-        """Every process of standalone's group, and every descendant of it (one may have started a
-        session of its own): what a stop must end."""
+        """Every running process this Airflow started: standalone's group, its descendants, and any
+        process whose environment names this AIRFLOW_HOME (a task's supervisor starts a session of
+        its own; a task's Spark JVM inherits the environment)."""
         assert self.process is not None
-        group, found = self.process.pid, {}
-        try:
-            root = psutil.Process(group)
-            found = {p.pid: p for p in (root, *root.children(recursive=True))}
-        except psutil.NoSuchProcess:
-            pass
+        group, home, found = self.process.pid, str(self.home), {}
         for p in psutil.process_iter():
-            try:
-                if os.getpgid(p.pid) == group:
+            with contextlib.suppress(psutil.Error, ProcessLookupError):
+                if os.getpgid(p.pid) == group or p.environ().get("AIRFLOW_HOME") == home:
                     found[p.pid] = p
-            except (ProcessLookupError, psutil.NoSuchProcess):
-                pass
-        return list(found.values())
+        with contextlib.suppress(psutil.NoSuchProcess):
+            found.update({c.pid: c for c in psutil.Process(group).children(recursive=True)})
+        return [p for p in found.values() if _running(p)]
 
     def stop(self, int_grace_s: float = 60, term_grace_s: float = 30) -> list[str]:
         """SIGINT to the process group (standalone's clean stop: it stops its parts), then SIGTERM to
-        the group and to every process left after ``int_grace_s``, then SIGKILL to what is left
-        ``term_grace_s`` later. Returns what SIGINT and SIGTERM both left (killed): empty when the
-        stop worked.
+        every process of this Airflow left after ``int_grace_s``, then SIGKILL to what is left
+        ``term_grace_s`` later. Returns what is still running after all that: empty when the stop
+        worked. Prints what needed SIGTERM or SIGKILL.
 
-        Why SIGTERM after SIGINT: on SIGINT standalone terminates its four parts, then joins the
-        threads that read their output (airflow/cli/commands/standalone_command.py), which end only
-        when every process holding that output has closed it: a part's own child still running
-        keeps standalone waiting. SIGTERM to the group ends each of them directly."""
+        Why more than SIGINT: on SIGINT standalone terminates its four parts, then joins the threads
+        that read their output (airflow/cli/commands/standalone_command.py), which end only when
+        every process holding that output has closed it. Seen here on an idle standalone: a minute
+        after SIGINT, standalone, the scheduler and the LocalExecutor's four workers still ran;
+        SIGTERM ended the first two, and the workers, blocked on their queue (they ignore SIGINT,
+        and most likely handle SIGTERM with the handler they inherit from the scheduler they were
+        forked from), needed SIGKILL. A part that exited is a zombie until its parent reaps it:
+        gone, not running (the old check, by psutil.wait_procs, counted zombies as running)."""
         if self.process is None:
             return []
-        group, processes = self.process.pid, self._processes()
-        for sig, grace_s in ((signal.SIGINT, int_grace_s), (signal.SIGTERM, term_grace_s)):
-            try:
-                os.killpg(group, sig)
-            except ProcessLookupError:
-                pass
-            for p in processes:  # a descendant in a group of its own
-                with contextlib.suppress(psutil.NoSuchProcess, ProcessLookupError):
-                    if os.getpgid(p.pid) != group:
-                        p.send_signal(sig)
-            _, processes = psutil.wait_procs(processes, timeout=grace_s)
+        processes = self._processes()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGINT)
+        for sig, grace_s in ((signal.SIGTERM, int_grace_s), (signal.SIGKILL, term_grace_s)):
+            deadline = time.monotonic() + grace_s
+            while time.monotonic() < deadline and any(_running(p) for p in processes):
+                time.sleep(0.5)
+            processes = [p for p in {q.pid: q for q in (*processes, *self._processes())}.values() if _running(p)]
             if not processes:
                 break
-        left = []
-        for p in processes:
-            with contextlib.suppress(psutil.NoSuchProcess, ProcessLookupError):
-                left.append(" ".join(p.cmdline())[:120])
-                p.kill()
+            print(f"airflow stop: {signal.Signals(sig).name} to {len(processes)} left: {_names(processes)}")
+            for p in processes:
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    p.send_signal(sig)
         psutil.wait_procs(processes, timeout=10)
-        self.process.wait(10)
+        left = _names(self._processes())
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(10)
         self.process = None
         return left
+
+
+def _running(p: psutil.Process) -> bool:
+    try:
+        return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _names(processes: list[psutil.Process]) -> list[str]:
+    names = []
+    for p in processes:
+        with contextlib.suppress(psutil.Error):
+            names.append(f"{p.pid} {' '.join(p.cmdline())[:100]}")
+    return names
 
 
 @pytest.fixture
