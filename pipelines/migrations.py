@@ -151,7 +151,8 @@ MARTS: tuple[Migration, ...] = (
         "duplicates_before predicted_duplicates_before, duplicates_after predicted_duplicates_after, "
         "duplicates_saved predicted_duplicates_saved, duplicates_saved_pct predicted_duplicates_saved_pct, "
         "paused_partition_s_before predicted_pause_before_s, paused_partition_s_after predicted_pause_after_s, "
-        "paused_partition_s_saved predicted_pause_saved_s, paused_partition_s_saved_pct predicted_pause_saved_pct")),
+        "paused_partition_s_saved predicted_pause_saved_s, paused_partition_s_saved_pct predicted_pause_saved_pct"),
+        rewrites=(EVIDENCE_QUERY,)),  # rebuilt from gold/recommendations, whose queries the migration rewrote
     Migration("marts/recommendation_checks", _renamed(
         "predicted_paused_partition_s_saved predicted_pause_saved_s, "
         "measured_paused_partition_s_saved measured_pause_saved_s, duplicates_before measured_duplicates_before, "
