@@ -113,7 +113,7 @@ MENTIONS = re.compile(r"(?:^|_)(?:pause|paused|unavailable|duplicates)(?:_|$)")
 
 def follows_grammar(column: str) -> bool:
     """``column`` names a measure by the grammar: prefix, the measure's word, suffixes, its unit
-    (or ``_pct``) last; ``predicted_pause_saved_s`` does, ``paused_partition_s`` does not."""
+    (or ``_pct``) last; ``predicted_pause_saved_s`` does, ``pause`` (no unit) does not."""
     found = GRAMMAR.match(column)
     if found is None:
         return False
