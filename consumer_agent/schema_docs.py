@@ -33,7 +33,8 @@ def _type(spec: dict[str, Any], defs: dict[str, Any]) -> str:
     return " \\| ".join(kinds)
 
 
-def _cell(text: str) -> str:
+def cell(text: str) -> str:
+    """``text`` as one Markdown table cell (pipes escaped, one line)."""
     return text.replace("|", "\\|").replace("\n", " ")
 
 
@@ -42,7 +43,7 @@ def _rows(prefix: str, spec: dict[str, Any], defs: dict[str, Any]) -> list[str]:
     rows = []
     for name, field in spec.get("properties", {}).items():
         rows.append(f"| `{prefix}{name}` | {_type(field, defs)} | {'yes' if name in required else 'no'} | "
-                    f"{_cell(field.get('description', ''))} |")
+                    f"{cell(field.get('description', ''))} |")
         items = field.get("items", {})
         if "properties" in items:
             rows += _rows(f"{prefix}{name}[].", items, defs)
@@ -54,7 +55,7 @@ def render_table() -> str:
     schema = contract_schema()
     defs = schema["$defs"]
     out = [f"Generated from `consumer_agent/telemetry-v1.schema.json` by `python -m consumer_agent.schema_docs "
-           f"--write`; a test keeps it current. {_cell(schema['description'])}", "",
+           f"--write`; a test keeps it current. {cell(schema['description'])}", "",
            "**Envelope** (every event)", "", "| field | type | required | description |", "|---|---|---|---|"]
     out += _rows("", schema, defs)
     body_defs: dict[str, list[str]] = {}
@@ -63,7 +64,7 @@ def render_table() -> str:
     for def_name, kinds in body_defs.items():
         spec = defs[def_name]
         out += ["", f"**body of {', '.join(f'`{k}`' for k in kinds)}**"
-                + (f": {_cell(spec['description'])}" if spec.get("description") else ""), "",
+                + (f": {cell(spec['description'])}" if spec.get("description") else ""), "",
                 "| field | type | required | description |", "|---|---|---|---|"]
         out += _rows("", spec, defs)
         for name, field in spec["properties"].items():
@@ -78,10 +79,11 @@ def render_table() -> str:
     return "\n".join(out)
 
 
-def replace_table(document: str, table: str) -> str:
-    """``document`` with the text between the markers replaced by ``table``."""
-    start, end = document.index(BEGIN) + len(BEGIN), document.index(END)
-    return document[:start] + "\n" + table + "\n" + document[end:]
+def replace_between(document: str, block: str, begin: str = BEGIN, end: str = END) -> str:
+    """``document`` with the text between the markers ``begin`` and ``end`` replaced by ``block``
+    (every generated block of the docs is kept this way)."""
+    start, stop = document.index(begin) + len(begin), document.index(end)
+    return document[:start] + "\n" + block + "\n" + document[stop:]
 
 
 def main() -> None:
@@ -90,7 +92,7 @@ def main() -> None:
     args = parser.parse_args()
     table = render_table()
     if args.write:
-        CONTRACT_DOC.write_text(replace_table(CONTRACT_DOC.read_text(), table))
+        CONTRACT_DOC.write_text(replace_between(CONTRACT_DOC.read_text(), table))
     else:
         print(table)
 

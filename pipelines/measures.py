@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from consumer_agent.schema_docs import cell, replace_between
+
 Number = float | int
 
 
@@ -168,21 +170,17 @@ END = "<!-- measures-table:end -->"
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def render_glossary() -> str:
     """Markdown: the measures, the rule for bounds, the qualifiers, and the figure that changed."""
     out = ["Generated from `pipelines/measures.py` by `python -m pipelines.measures --write`; a test keeps it "
            "current.", "", "| measure | unit | what it counts |", "|---|---|---|"]
-    out += [f"| `{m.name}` | {m.unit} | {_cell(m.meaning)} |" for m in MEASURES]
+    out += [f"| `{m.name}` | {m.unit} | {cell(m.meaning)} |" for m in MEASURES]
     out += ["", "**Bounds.** A figure is what surely happened: the exact figure where gold knows it, else its "
                 "lower bound. That point figure is what a dashboard sums (`pipelines.measures.point_figure`, "
                 "the dbt macro `point_figure`). `<figure>_upper` is the most it can have been, equal to the "
                 "figure when exact; there is no `_lower` column. Null: not known (a sum counts it 0).",
             "", "| qualifier | where | meaning | example |", "|---|---|---|---|"]
-    out += [f"| `{q.word}` | {q.place} | {_cell(q.meaning)} | `{q.example}` |" for q in QUALIFIERS]
+    out += [f"| `{q.word}` | {q.place} | {cell(q.meaning)} | `{q.example}` |" for q in QUALIFIERS]
     out += ["", "Qualifiers go around the measure and the unit comes last (`predicted_pause_saved_s`).",
             "", f"**Changed with this vocabulary.** {FIGURE_CHANGE} The older names, and what each became, are "
                 "the table in `pipelines/migrations.py`, which renames them in place on an existing lake (one "
@@ -199,12 +197,6 @@ def glossary_document(root: Path = ROOT) -> Path:
     return found[0]
 
 
-def replace_glossary(text: str, glossary: str) -> str:
-    """``text`` with what lies between the markers replaced by ``glossary``."""
-    start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
-    return text[:start] + "\n" + glossary + "\n" + text[end:]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--write", action="store_true", help="replace the glossary in the document holding it")
@@ -212,7 +204,7 @@ def main() -> None:
     glossary = render_glossary()
     if args.write:
         doc = glossary_document()
-        doc.write_text(replace_glossary(doc.read_text(encoding="utf-8"), glossary), encoding="utf-8")
+        doc.write_text(replace_between(doc.read_text(encoding="utf-8"), glossary, BEGIN, END), encoding="utf-8")
     else:
         print(glossary)
 
