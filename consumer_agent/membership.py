@@ -72,7 +72,8 @@ class Membership:
         self.committed: dict[Key, int] = {}
         self.awaiting_first: dict[Key, float] = {}  # assigned (monotonic time), no record handed out yet
         self.unwatched: dict[Key, float] = {}       # the same, after the watch for the first record ended
-        self.start_offsets: dict[Key, int] = {}     # unwatched: the committed offset the fetch started from
+        self.asked_starts: dict[Key, tuple[float, int]] = {}  # unwatched: (assigned at, committed offset) answered
+        self.start_offsets: dict[Key, int] = {}     # unwatched: the committed offset the fetch surely started from
         self.frontier: dict[Key, int] = {}          # processed frontier at the last progress tick
 
     @property
@@ -162,6 +163,7 @@ class Membership:
         for key in keys:
             self.awaiting_first[key] = now
             self.unwatched.pop(key, None)
+            self.asked_starts.pop(key, None)
             self.start_offsets.pop(key, None)
         self._emit("partitions_assigned", contract.PartitionsChange(
             partitions=self._partition_states(partitions), incremental=self._cooperative, callback_ms=callback_ms,
@@ -180,6 +182,7 @@ class Membership:
         for key in keys:
             self.awaiting_first.pop(key, None)
             self.unwatched.pop(key, None)
+            self.asked_starts.pop(key, None)
             self.start_offsets.pop(key, None)
             self.frontier.pop(key, None)
             self.committed.pop(key, None)

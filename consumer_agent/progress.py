@@ -5,9 +5,22 @@ consumer's ``_hook`` flag is True; testing it is all the hot path adds. ``Progre
 that flag and keeps it True only while something needs the messages: in explicit mode
 (records go in flight), while a newly assigned partition awaits its first record, and
 for one poll after each progress interval (``arm_tick``, on the emitter thread).
+
+A first record handed out after the watch ended carries the group's committed offset only
+when that is certainly where the fetch started. The offset is asked off the application
+thread, and confluent-kafka serializes calls on one client: the question waits until the
+application leaves poll(), by when it may have been handed the first record and committed
+past it (issue 37: 1016 reported, the fetch had started at 899). So the answer is only a
+candidate; the application thread confirms it at a later tick (``_found_first``) if the
+partition's position, read after the answer came, is still unknown (nothing handed out,
+so none of its records committed) and the member recorded no commit of it since the
+assignment. Otherwise the offset is reported unknown and gold bounds the duplicates
+instead of confirming a wrong figure. (An offset the application commits asynchronously,
+or stores, for a partition it has read nothing of is the rule's one blind spot.)
 """
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -15,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Message, TopicPartition
 
 from consumer_agent import contract
+from consumer_agent.inflight import Key
 from consumer_agent.membership import Emit, Membership
 from consumer_agent.processed import Processed
 
@@ -25,9 +39,10 @@ MAX_PROGRESS_PARTITIONS = 100
 # A partition that hands out no record this long after its assignment stops being watched
 # record by record, so an idle partition cannot keep the slow path on. Its first record is
 # still reported: the emitter thread asks the group's committed offset (where the fetch
-# starts: the first record's offset), and each progress tick looks at the partition's
-# position, which librdkafka leaves unknown until a record is handed out. A backlogged
-# partition can starve another's fetches well past this (33-99 s seen beside a hot partition).
+# started, if nothing can have moved it since: see above), and each progress tick looks at
+# the partition's position, which librdkafka leaves unknown until a record is handed out.
+# A backlogged partition can starve another's fetches well past this (33-99 s seen beside a
+# hot partition).
 FIRST_FETCH_WATCH_S = 30.0
 COMMITTED_TIMEOUT_S = 10.0
 _monotonic = time.monotonic
@@ -54,32 +69,37 @@ class Progress:
         self._emit_health = emit_health
         self._tick_due = False
         self._last_tick = _monotonic()
-        self._to_look_up: list[tuple[str, int]] = []  # unwatched partitions whose start offset is not asked yet
+        self._to_look_up: list[tuple[Key, float]] = []  # unwatched (partition, assigned at), start not asked yet
+        self._lookup: threading.Thread | None = None     # the thread asking, while it runs
         self.rearm()
 
     def arm_tick(self) -> None:
-        """Emitter thread, every progress interval: ask where newly unwatched partitions start
-        (a broker round trip, kept off the application thread), then make the next poll take
-        the slow path once."""
-        keys = []
-        while self._to_look_up:  # list.pop is atomic: the application thread may append meanwhile
-            keys.append(self._to_look_up.pop())
-        if keys:
-            self._guard(self._look_up_starts, keys)
+        """Emitter thread, every progress interval: ask where newly unwatched partitions start,
+        then make the next poll take the slow path once. The question (a broker round trip
+        that waits for the application to leave poll()) runs on a thread of its own, one at a
+        time, so it holds up neither the application nor the telemetry."""
+        if self._to_look_up and (self._lookup is None or not self._lookup.is_alive()):
+            queued = []
+            while self._to_look_up:  # list.pop is atomic: the application thread may append meanwhile
+                queued.append(self._to_look_up.pop())
+            self._lookup = threading.Thread(target=self._guard, args=(self._look_up_starts, queued),
+                                            name="rebalance-lens-start-offsets", daemon=True)
+            self._lookup.start()
         self._tick_due = True
         try:
             self._consumer._hook = True
         except ReferenceError:  # the consumer was freed meanwhile; its emitter is stopping
             pass
 
-    def _look_up_starts(self, keys: list[tuple[str, int]]) -> None:
-        """The group's committed offsets of ``keys``: nothing was handed out, so nothing of theirs
-        was committed by this member since the assignment; their fetch started there."""
+    def _look_up_starts(self, queued: list[tuple[Key, float]]) -> None:
+        """The group's committed offsets of the queued (partition, assigned at): candidates for
+        where their fetch started, while the same assignment is unwatched (a tick confirms them)."""
         member = self._member
-        for tp in self._consumer.committed([TopicPartition(t, p) for t, p in keys], timeout=COMMITTED_TIMEOUT_S):
+        assigned = dict(queued)
+        for tp in self._consumer.committed([TopicPartition(t, p) for t, p in assigned], timeout=COMMITTED_TIMEOUT_S):
             key = (tp.topic, tp.partition)
-            if key in member.unwatched and tp.error is None and tp.offset >= 0:
-                member.start_offsets[key] = tp.offset
+            if tp.error is None and tp.offset >= 0 and member.unwatched.get(key) == assigned[key]:
+                member.asked_starts[key] = (assigned[key], tp.offset)
 
     def rearm(self) -> None:
         """Recompute the consumer's ``_hook`` flag: after a tick, a first fetch, or a change of assignment."""
@@ -130,7 +150,7 @@ class Progress:
             if now - assigned_at > FIRST_FETCH_WATCH_S and not self._explicit:  # explicit mode sees every record
                 del member.awaiting_first[key]
                 member.unwatched[key] = assigned_at
-                self._to_look_up.append(key)
+                self._to_look_up.append((key, assigned_at))
         # After a stall past max.poll.interval.ms (or a fencing) the first poll returns the error
         # before the lost callback runs: the partitions are no longer this member's, and a progress
         # event for them would pass for the owner's last sign of life (gold bounds the pause by it).
@@ -159,11 +179,18 @@ class Progress:
 
     def _found_first(self, now: float, window_ms: float) -> None:
         """Report the first record of unwatched partitions whose position moved since the last
-        tick: one was handed out within ``window_ms``; its offset is where the fetch started."""
+        tick: one was handed out within ``window_ms``; its offset is where the fetch started,
+        known only if an earlier tick confirmed the looked-up candidate. Candidates are taken
+        before the positions are read: a position still unknown then was unknown when each
+        answer came, and confirms it (unless the member committed the partition itself)."""
         member = self._member
+        answers = {key: member.asked_starts.pop(key) for key in list(member.asked_starts)}
         for tp in self._consumer.position([TopicPartition(t, p) for t, p in member.unwatched]):
             key = (tp.topic, tp.partition)
             if tp.offset < 0:
+                assigned_at, offset = answers.get(key, (None, None))
+                if assigned_at == member.unwatched[key] and key not in member.committed:
+                    member.start_offsets[key] = offset
                 continue
             assigned_at = member.unwatched.pop(key)
             start = member.start_offsets.pop(key, contract.OFFSET_UNKNOWN)
