@@ -38,8 +38,8 @@ if TYPE_CHECKING:
 MAX_PROGRESS_PARTITIONS = 100
 # A partition that hands out no record this long after its assignment stops being watched
 # record by record, so an idle partition cannot keep the slow path on. Its first record is
-# still reported: the emitter thread asks the group's committed offset (where the fetch
-# started, if nothing can have moved it since: see above), and each progress tick looks at
+# still reported: the agent asks the group's committed offset (where the fetch started, if
+# a tick confirms nothing can have moved it since: see above), and each progress tick looks at
 # the partition's position, which librdkafka leaves unknown until a record is handed out.
 # A backlogged partition can starve another's fetches well past this (33-99 s seen beside a
 # hot partition).
