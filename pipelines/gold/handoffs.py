@@ -37,7 +37,9 @@ L_p, fastest rate r seen). The group detected the loss at the next assignment (t
   its fastest observed rate until it was replaced; capped by what existed, i.e. the log
   end the next owner reported at its first progress (position + lag) minus first_fetch;
 - the pause within [first_fetch - t_d, first_fetch - t_p]: it stopped somewhere
-  between its last progress and the detection.
+  between its last progress and the detection;
+- a first fetch found at a tick without its offset: duplicates within [0, the upper
+  bound above counted from its last commit seen instead of first_fetch].
 
 A ``lost`` owner knew its offsets at the lost callback (exact duplicates), but not when
 the coordinator took the partition: the pause within [first_fetch - min(lost, next
@@ -127,12 +129,12 @@ def handoff(prev: dict[str, Any], nxt: dict[str, Any], reader: dict[str, Any] | 
         "commit_in_revoke": prev["commit_in_revoke"],
     }
     last_progress = prev["last_progress_ms"] or prev["assigned_ms"]
+    # a first record found at a progress tick without the group's committed offset: the next
+    # owner started at or after the last commit seen, so at most what was processed past it
+    offset_unknown = ff_off is None and reader["first_fetch_ms"] is not None
     if kind in ("revoked", "lost"):
         uncommitted = _dups(prev["last_processed_at_release"], committed)
         confirmed = _dups(prev["last_processed_at_release"], ff_off)
-        # a first record found at a progress tick without the group's committed offset: at most
-        # what the previous owner processed past its last commit (the next owner starts at or after it)
-        offset_unknown = ff_off is None and reader["first_fetch_ms"] is not None
         lower, upper = (0, uncommitted) if offset_unknown else (confirmed, confirmed)
         if kind == "revoked":
             low, high = _waited(reader, end, prev["released_ms"], prev["released_ms"])
@@ -143,13 +145,15 @@ def handoff(prev: dict[str, Any], nxt: dict[str, Any], reader: dict[str, Any] | 
         row.update(pause_s=point_figure(pause, low), pause_upper_s=high, duplicates=point_figure(confirmed, lower),
                    duplicates_upper=upper, uncommitted_at_revoke=uncommitted)
     else:
-        lower = _dups(prev["last_progress_processed_offset"], ff_off)
+        last = prev["last_progress_processed_offset"]
+        start = committed if offset_unknown else ff_off  # where the next owner started, or at least
+        lower = 0 if offset_unknown and last is not None else _dups(last, ff_off)
         upper = None
-        if lower is not None and prev["last_progress_ms"] is not None:
+        if lower is not None and start is not None and prev["last_progress_ms"] is not None:
             window_s = max(0.0, (nxt["assigned_ms"] - prev["last_progress_ms"]) / 1000.0)
-            upper = lower + math.ceil((prev["max_rate_per_s"] or 0.0) * window_s)
-            if reader["first_progress_log_end"] is not None and ff_off is not None:
-                upper = max(lower, min(upper, reader["first_progress_log_end"] - ff_off))
+            upper = _dups(last, start) + math.ceil((prev["max_rate_per_s"] or 0.0) * window_s)
+            if reader["first_progress_log_end"] is not None:
+                upper = max(lower, min(upper, reader["first_progress_log_end"] - start))
         low, high = _waited(reader, end, nxt["assigned_ms"], last_progress)
         row.update(pause_s=point_figure(None, low), pause_upper_s=high, duplicates=point_figure(None, lower),
                    duplicates_upper=upper,

@@ -131,3 +131,18 @@ def test_a_partition_given_back_twice_from_one_offset_is_two_handoffs():
     assert first["first_fetch_offset"] == second["first_fetch_offset"] == 1580
     assert (first["duplicates"], first["pause_s"], first["pause_upper_s"]) == (40, 0.07, 0.07)
     assert (second["duplicates"], second["pause_s"], second["pause_upper_s"]) == (46, 1.031, 1.031)
+
+
+def test_a_crashed_owners_successor_found_late_without_its_offset_bounds_the_duplicates():
+    """m1 processed 0..99 (committed 50, 100 records/s) and crashed; m2's first record was found
+    at a tick without the group's committed offset: it started at or after 50, and m1 processed
+    at most to 150 (its fastest rate for the 3 s until m2's assignment, capped by m2's log end 151)."""
+    fleet = Fleet()
+    m1, m2 = fleet.member("m1"), fleet.member("m2")
+    m1.at(0).joins().assigned(P0).fetches(P0, 0).at(1_000).processes(P0, upto=99).commits(P0, 50)
+    m2.at(4_000).joins().assigned(P0).at(40_000).fetches(P0, -1001, window_ms=1_000)
+    m2.at(41_000).processes(P0, upto=120, lag=30)
+    [crash] = handoffs_of(ownership_intervals(fleet.events))
+    assert crash["release_kind"] == "crash" and crash["first_fetch_offset"] is None
+    assert (crash["duplicates"], crash["duplicates_upper"]) == (0, 151 - 50)
+    assert (crash["pause_s"], crash["pause_upper_s"]) == (35.0, 39.0)  # stopped between 1 s and 4 s
