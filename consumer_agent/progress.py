@@ -96,7 +96,11 @@ class Progress:
         where their fetch started, while the same assignment is unwatched (a tick confirms them)."""
         member = self._member
         assigned = dict(queued)
-        for tp in self._consumer.committed([TopicPartition(t, p) for t, p in assigned], timeout=COMMITTED_TIMEOUT_S):
+        try:
+            answers = self._consumer.committed([TopicPartition(t, p) for t, p in assigned], timeout=COMMITTED_TIMEOUT_S)
+        except RuntimeError:  # the application closed the consumer while the question waited: no failure
+            return
+        for tp in answers:
             key = (tp.topic, tp.partition)
             if tp.error is None and tp.offset >= 0 and member.unwatched.get(key) == assigned[key]:
                 member.asked_starts[key] = (assigned[key], tp.offset)

@@ -44,19 +44,18 @@ def _poll_until(consumer: InstrumentedConsumer, condition, timeout_s: float = 30
 
 
 def _held_agent(monkeypatch) -> SimpleNamespace:
-    """Hooks into the agents' threads: the committed-offset lookup sets ``started`` and asks
-    only once ``go`` is set, then sets ``done``; ticks are armed only while ``ticks`` is set
-    (cleared under ``lock``: no tick is being armed after), ``armed`` counts them."""
-    held = SimpleNamespace(started=threading.Event(), go=threading.Event(), done=threading.Event(),
-                           ticks=threading.Event(), lock=threading.Lock(), armed=0)
+    """Hooks into the agents' threads: the committed-offset lookup sets ``started`` when it
+    calls the client and asks only once ``go`` is set; ticks are armed only while ``ticks`` is
+    set (cleared under ``lock``: no tick is being armed after), ``armed`` counts them."""
+    held = SimpleNamespace(started=threading.Event(), go=threading.Event(), ticks=threading.Event(),
+                           lock=threading.Lock(), armed=0)
     held.ticks.set()
-    look_up, arm_tick = progress.Progress._look_up_starts, progress.Progress.arm_tick
+    committed, arm_tick = InstrumentedConsumer.committed, progress.Progress.arm_tick
 
-    def held_look_up(self, queued):
+    def held_committed(self, *args, **kwargs):
         held.started.set()
         held.go.wait(60)
-        look_up(self, queued)
-        held.done.set()
+        return committed(self, *args, **kwargs)
 
     def held_arm_tick(self):
         with held.lock:
@@ -64,16 +63,19 @@ def _held_agent(monkeypatch) -> SimpleNamespace:
                 arm_tick(self)
                 held.armed += 1
 
-    monkeypatch.setattr(progress.Progress, "_look_up_starts", held_look_up)
+    monkeypatch.setattr(InstrumentedConsumer, "committed", held_committed)
     monkeypatch.setattr(progress.Progress, "arm_tick", held_arm_tick)
     return held
 
 
-def _answered(m2: InstrumentedConsumer, held: SimpleNamespace) -> None:
-    """Let the held lookup ask and wait for its answer without polling (confluent-kafka lets
-    another thread's call into the client only while the application is not in poll())."""
+def _answered(held: SimpleNamespace) -> None:
+    """Let the held lookup ask, and wait for its thread to end without polling (confluent-kafka
+    lets another thread's call into the client only while the application is not in poll())."""
     held.go.set()
-    assert held.done.wait(15), "the committed-offset lookup did not answer"
+    for thread in threading.enumerate():
+        if thread.name == "rebalance-lens-start-offsets":
+            thread.join(15)
+            assert not thread.is_alive(), "the committed-offset lookup did not answer"
 
 
 def _late_first_record(kafka, unique: str, monkeypatch, protocol: str, delay_s: float, read_first: bool) -> None:
@@ -112,7 +114,7 @@ def _late_first_record(kafka, unique: str, monkeypatch, protocol: str, delay_s: 
                 held.ticks.clear()
             m2.poll(0.2)  # runs a tick armed before
         else:
-            _answered(m2, held)
+            _answered(held)
             armed = held.armed
             _poll_until(m2, lambda _msg: held.armed > armed)
             m2.poll(0.2)  # runs the tick armed after the answer: it confirms the answer as the start
@@ -124,7 +126,7 @@ def _late_first_record(kafka, unique: str, monkeypatch, protocol: str, delay_s: 
         if read_first:
             _poll_until(m2, lambda msg: msg is not None and not msg.error() and msg.offset() == 7)
             m2.commit(offsets=[TopicPartition(topic, 0, 8)], asynchronous=False)  # past where it started
-            _answered(m2, held)  # 8
+            _answered(held)  # 8
             held.ticks.set()
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and not log.of(m2.agent_id, "first_fetch"):
