@@ -10,8 +10,9 @@ the exact duplicates and pause bounds that contain the real first delivery.
 
 The race (issue 37): the agent asks the committed offset off the application thread, and
 the answer can come after m2 was handed the first record and committed past it (here m2
-reads 5..7 and commits 8 first); then the offset must be reported unknown, never 8, and
-gold must bound the duplicates, [0, 5], around the truth, 5. The test holds the agent's
+reads 5..7 and commits 8 first, a commit the agent sees or one it cannot see yet); then the
+offset must be reported unknown, never 8, and gold must bound the duplicates, [0, 5],
+around the truth, 5. The test holds the agent's
 lookup and its ticks (``_held_agent``) so that it, not the threads' timing, decides the
 order; under the classic and the consumer group protocol.
 
@@ -25,7 +26,7 @@ import time
 from types import SimpleNamespace
 
 import pytest
-from confluent_kafka import TopicPartition
+from confluent_kafka import Consumer, TopicPartition
 
 from consumer_agent import InstrumentedConsumer, progress
 from consumer_agent.contract import OFFSET_UNKNOWN
@@ -78,10 +79,12 @@ def _answered(held: SimpleNamespace) -> None:
             assert not thread.is_alive(), "the committed-offset lookup did not answer"
 
 
-def _late_first_record(kafka, unique: str, monkeypatch, protocol: str, delay_s: float, read_first: bool) -> None:
+def _late_first_record(kafka, unique: str, monkeypatch, protocol: str, delay_s: float, order: str) -> None:
     """m1 leaves 5 duplicates; m2's first record comes at least ``delay_s`` after its assignment,
-    after the agent's lookup started; it is answered before m2 reads or (``read_first``) after
-    m2 read 5..7 and committed 8."""
+    after the agent's lookup started. ``order``: the lookup is ``answered`` before m2 reads, or
+    after m2 read 5..7 and ``committed`` 8, or committed it where the agent cannot see the
+    commit (``committed-unseen``: as an auto-commit or another thread's commit still in flight)."""
+    read_first = order != "answered"
     held = _held_agent(monkeypatch)
     topic = kafka.create_topic(f"agent-late-{unique}", partitions=1)
     kafka.seed(topic, (f"r-{i}" for i in range(20)), partition=0)
@@ -125,7 +128,8 @@ def _late_first_record(kafka, unique: str, monkeypatch, protocol: str, delay_s: 
         assert first.offset() == 5
         if read_first:
             _poll_until(m2, lambda msg: msg is not None and not msg.error() and msg.offset() == 7)
-            m2.commit(offsets=[TopicPartition(topic, 0, 8)], asynchronous=False)  # past where it started
+            commit = Consumer.commit if order == "committed-unseen" else InstrumentedConsumer.commit
+            commit(m2, offsets=[TopicPartition(topic, 0, 8)], asynchronous=False)  # past where it started
             _answered(held)  # 8
             held.ticks.set()
         deadline = time.monotonic() + 10
@@ -154,14 +158,15 @@ def _late_first_record(kafka, unique: str, monkeypatch, protocol: str, delay_s: 
     assert h["pause_s"] - 0.05 <= truth_s <= h["pause_upper_s"] + 0.05, (h, truth_s)
 
 
-@pytest.mark.parametrize("protocol", ["range", "consumer"])
-@pytest.mark.parametrize("read_first", [False, True], ids=["answered-first", "read-and-committed-first"])
-def test_a_late_first_record_carries_its_start_offset_only_when_certain(kafka, unique, monkeypatch, protocol,
-                                                                        read_first):
+@pytest.mark.parametrize(("order", "protocol"), [
+    ("answered", "range"), ("answered", "consumer"), ("committed", "consumer"), ("committed-unseen", "range"),
+    pytest.param("committed", "range", marks=pytest.mark.slow),
+    pytest.param("committed-unseen", "consumer", marks=pytest.mark.slow)])
+def test_a_late_first_record_carries_its_start_offset_only_when_certain(kafka, unique, monkeypatch, order, protocol):
     monkeypatch.setattr(progress, "FIRST_FETCH_WATCH_S", 2.0)
-    _late_first_record(kafka, unique, monkeypatch, protocol, delay_s=4.0, read_first=read_first)
+    _late_first_record(kafka, unique, monkeypatch, protocol, delay_s=4.0, order=order)
 
 
 @pytest.mark.slow
 def test_a_first_record_45_s_after_the_assignment_is_reported(kafka, unique, monkeypatch):
-    _late_first_record(kafka, unique, monkeypatch, "range", delay_s=45.0, read_first=False)
+    _late_first_record(kafka, unique, monkeypatch, "range", delay_s=45.0, order="answered")
