@@ -10,11 +10,11 @@ the exact duplicates and pause bounds that contain the real first delivery.
 
 The race (issue 37): the agent asks the committed offset off the application thread, and
 the answer can come after m2 was handed the first record and committed past it (here m2
-reads 5..7 and commits 8 first, a commit the agent sees or one it cannot see yet); then the
-offset must be reported unknown, never 8, and gold must bound the duplicates, [0, 5],
-around the truth, 5. The test holds the agent's
-lookup and its ticks (``_held_agent``) so that it, not the threads' timing, decides the
-order; under the classic and the consumer group protocol.
+reads 5..7 and commits 8 first, a commit the agent sees or one it cannot see yet), or
+after m2 committed 8 without reading; then the offset must be reported unknown, never 8,
+and gold must bound the duplicates, [0, 5], around the truth, 5. The test holds the
+agent's lookup and its ticks (``_held_agent``) so that it, not the threads' timing,
+decides the order; under the classic and the consumer group protocol.
 
 The default suite shortens the watch to 2 s; the slow suite runs the agent's real 30 s
 watch with a 45 s delay.
@@ -83,8 +83,8 @@ def _late_first_record(kafka, unique: str, monkeypatch, protocol: str, delay_s: 
     """m1 leaves 5 duplicates; m2's first record comes at least ``delay_s`` after its assignment,
     after the agent's lookup started. ``order``: the lookup is ``answered`` before m2 reads, or
     after m2 read 5..7 and ``committed`` 8, or committed it where the agent cannot see the
-    commit (``committed-unseen``: as an auto-commit or another thread's commit still in flight)."""
-    read_first = order != "answered"
+    commit (``committed-unseen``: as an auto-commit or another thread's commit still in
+    flight), or after m2 committed 8 before reading anything (``committed-unread``)."""
     held = _held_agent(monkeypatch)
     topic = kafka.create_topic(f"agent-late-{unique}", partitions=1)
     kafka.seed(topic, (f"r-{i}" for i in range(20)), partition=0)
@@ -112,21 +112,25 @@ def _late_first_record(kafka, unique: str, monkeypatch, protocol: str, delay_s: 
         m2.subscribe([topic], on_assign=on_assign)
         _poll_until(m2, lambda _msg: bool(assigned))
         _poll_until(m2, lambda _msg: held.started.is_set(), delay_s + 10)  # the watch ended
-        if read_first:
-            with held.lock:
-                held.ticks.clear()
-            m2.poll(0.2)  # runs a tick armed before
-        else:
+        if order == "answered":
             _answered(held)
             armed = held.armed
             _poll_until(m2, lambda _msg: held.armed > armed)
             m2.poll(0.2)  # runs the tick armed after the answer: it confirms the answer as the start
+        else:
+            with held.lock:
+                held.ticks.clear()
+            m2.poll(0.2)  # runs a tick armed before
+        if order == "committed-unread":
+            m2.commit(offsets=[TopicPartition(topic, 0, 8)], asynchronous=False)  # it has read nothing yet
+            _answered(held)  # 8
+            held.ticks.set()
         _poll_until(m2, lambda _msg: time.monotonic() - assigned[0] > delay_s, delay_s + 10)
         m2.resume([TopicPartition(topic, 0)])
         first = _poll_until(m2, lambda msg: msg is not None and not msg.error())
         first_ms = time.time_ns() // 1_000_000
         assert first.offset() == 5
-        if read_first:
+        if order in ("committed", "committed-unseen"):
             _poll_until(m2, lambda msg: msg is not None and not msg.error() and msg.offset() == 7)
             commit = Consumer.commit if order == "committed-unseen" else InstrumentedConsumer.commit
             commit(m2, offsets=[TopicPartition(topic, 0, 8)], asynchronous=False)  # past where it started
@@ -138,7 +142,7 @@ def _late_first_record(kafka, unique: str, monkeypatch, protocol: str, delay_s: 
             log.refresh(0.1)
         [found] = log.wait_for(lambda lg: lg.of(m2.agent_id, "first_fetch"), 10, "m2's first_fetch")
         body = found["body"]
-        start = OFFSET_UNKNOWN if read_first else 5
+        start = 5 if order == "answered" else OFFSET_UNKNOWN
         assert (body["seen"], body["offset"], body["timestamp_ms"]) == (False, start, None)
         assert body["since_assign_ms"] >= delay_s * 1000
         assert found["event_time_ms"] - body["window_ms"] <= first_ms <= found["event_time_ms"] + 50
@@ -153,14 +157,15 @@ def _late_first_record(kafka, unique: str, monkeypatch, protocol: str, delay_s: 
     assert h["committed_at_revoke"] == 5  # m1's commit: m2's own commit of 8 is not the previous owner's
     # m1 processed 0..9 and committed 5, m2 started at 5: 5 read again; without where m2
     # started, at most what m1 left uncommitted
-    assert (h["duplicates"], h["duplicates_upper"]) == ((0, 5) if read_first else (5, 5))
+    assert (h["duplicates"], h["duplicates_upper"]) == ((5, 5) if order == "answered" else (0, 5))
     truth_s = (first_ms - revoke_ms) / 1000
     assert h["pause_s"] - 0.05 <= truth_s <= h["pause_upper_s"] + 0.05, (h, truth_s)
 
 
 @pytest.mark.parametrize(("order", "protocol"), [
     ("answered", "range"), ("answered", "consumer"), ("committed", "consumer"), ("committed-unseen", "range"),
-    pytest.param("committed", "range", marks=pytest.mark.slow),
+    ("committed-unread", "consumer"), pytest.param("committed", "range", marks=pytest.mark.slow),
+    pytest.param("committed-unread", "range", marks=pytest.mark.slow),
     pytest.param("committed-unseen", "consumer", marks=pytest.mark.slow)])
 def test_a_late_first_record_carries_its_start_offset_only_when_certain(kafka, unique, monkeypatch, order, protocol):
     monkeypatch.setattr(progress, "FIRST_FETCH_WATCH_S", 2.0)
