@@ -8,15 +8,16 @@ for one poll after each progress interval (``arm_tick``, on the emitter thread).
 
 A first record handed out after the watch ended carries the group's committed offset only
 when that is certainly where the fetch started. The offset is asked off the application
-thread, and confluent-kafka serializes calls on one client: the question waits until the
+thread, and confluent-kafka serializes calls on one client: the question can wait until the
 application leaves poll(), by when it may have been handed the first record and committed
 past it (issue 37: 1016 reported, the fetch had started at 899). So the answer is only a
 candidate; the application thread confirms it at a later tick (``_found_first``) if the
 partition's position, read after the answer came, is still unknown (nothing handed out,
 so none of its records committed) and the member recorded no commit of it since the
 assignment. Otherwise the offset is reported unknown and gold bounds the duplicates
-instead of confirming a wrong figure. (An offset the application commits asynchronously,
-or stores, for a partition it has read nothing of is the rule's one blind spot.)
+instead of confirming a wrong figure. Blind spots: a commit of a partition the application
+has read nothing of that the agent has not yet seen acknowledged (asynchronous, or of
+stored offsets), and other clients' commits.
 """
 from __future__ import annotations
 
@@ -192,9 +193,9 @@ class Progress:
         for tp in self._consumer.position([TopicPartition(t, p) for t, p in member.unwatched]):
             key = (tp.topic, tp.partition)
             if tp.offset < 0:
-                assigned_at, offset = answers.get(key, (None, None))
-                if assigned_at == member.unwatched[key] and key not in member.committed:
-                    member.start_offsets[key] = offset
+                answer = answers.get(key)
+                if answer is not None and answer[0] == member.unwatched[key] and key not in member.committed:
+                    member.start_offsets[key] = answer[1]
                 continue
             assigned_at = member.unwatched.pop(key)
             start = member.start_offsets.pop(key, contract.OFFSET_UNKNOWN)
