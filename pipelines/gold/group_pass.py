@@ -25,8 +25,10 @@ from pipelines.gold.members import KINDS as MEMBER_KINDS, members_of
 from pipelines.gold.unseen import coverage_by_hour, rounds_of, split
 
 # What the pass reads of each ownership interval (``catalog.OWNERSHIP``).
-INTERVAL_FIELDS = ("assign_event_id", "topic", "partition", "agent_id", "assigned_ms", "release_kind", "released_ms",
-                   "next_assigned_ms", "committed_at_release", "first_fetch_offset")
+INTERVAL_FIELDS = ("group_id", "assign_event_id", "topic", "partition", "agent_id", "member_id", "assigned_ms",
+                   "release_kind", "released_ms", "release_event_id", "callback_ms", "commit_in_revoke",
+                   "last_processed_at_release", "committed_at_release", "committed_max", "first_fetch_offset",
+                   "next_assigned_ms")
 # The kinds of event the pass reads (what the stage keeps in ``catalog.REBALANCE_EVENTS``).
 KINDS = frozenset(CLUSTER_KINDS | MEMBER_KINDS)
 

@@ -46,12 +46,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from pipelines.catalog import HANDOFFS
 from pipelines.gold.causes import Bodies
 
 ROUND_GAP_MS = 1_000  # a round's events follow each other this closely (the ground truth's rebalance gap)
 HOUR_MS = 3_600_000
 CHANGES = ("partitions_assigned", "partitions_revoked", "partitions_lost")
 TP = tuple[str, int]
+HANDOFF_COLUMNS = HANDOFFS.column_names()
 
 
 @dataclass(frozen=True)
@@ -126,37 +128,67 @@ def _dups(last: int | None, start: int | None) -> int | None:
     return None if last is None or start is None else max(0, last + 1 - start)
 
 
-def _parts(h: dict[str, Any], prev: dict[str, Any] | None, rounds: list[Round]) -> list[dict[str, Any]]:
-    """``h`` (spanning an unseen owner) as its two parts; ``prev``: its previous owner's interval."""
+def _to_unseen(h: dict[str, Any], prev: dict[str, Any] | None, rounds: list[Round]) -> dict[str, Any]:
+    """The part of ``h`` from its previous owner (interval ``prev``) to an unseen one."""
     i = _round_at(rounds, _release_ms(h) or h["assigned_ms"])
     taken = rounds[i] if i < len(rounds) else None
-    last = h["last_processed_at_revoke"]
     reported = None if prev is None else (prev["committed_at_release"] if prev["committed_at_release"] is not None
                                           else prev["first_fetch_offset"])
-    unseen = dict.fromkeys(("agent_id", "member_id"))
-    to_unseen = {
+    lower, upper = h["uncommitted_at_revoke"], _dups(h["last_processed_at_revoke"], reported)
+    return {
         **h, "handoff_id": f"{h['handoff_id']}~unseen", "unseen_owner": True, "same_owner": False,
-        "next_agent_id": unseen["agent_id"], "next_member_id": unseen["member_id"],
+        "next_agent_id": None, "next_member_id": None,
         "assigned_ms": taken.end_ms if taken else h["assigned_ms"],
         "generation": taken.generation if taken else h["generation"],
         "first_fetch_ms": None, "first_fetch_offset": None, "first_fetch_window_ms": None,
-        "first_fetch_timestamp_ms": None, "pause_s": None, "pause_upper_s": None,
-        "duplicates": h["uncommitted_at_revoke"], "duplicates_upper": _dups(last, reported)}
-    if to_unseen["duplicates_upper"] is not None and to_unseen["duplicates"] is not None:
-        to_unseen["duplicates_upper"] = max(to_unseen["duplicates"], to_unseen["duplicates_upper"])
+        "first_fetch_timestamp_ms": None, "pause_s": None, "pause_upper_s": None, "duplicates": lower,
+        "duplicates_upper": None if upper is None else max(upper, lower or 0)}
+
+
+def _from_unseen(h: dict[str, Any]) -> dict[str, Any]:
+    """The part of ``h`` from an unseen owner to its next owner: only the next owner's own wait is known."""
     waited = None
     if h["first_fetch_ms"] is not None and h["first_fetch_window_ms"] is not None:
         produced = h["first_fetch_timestamp_ms"]
         begin = h["assigned_ms"] if produced is None else max(h["assigned_ms"], produced)
         waited = max(0.0, (h["first_fetch_ms"] - h["first_fetch_window_ms"] - begin) / 1000.0)
-    from_unseen = {
+    return {
         **h, "handoff_id": f"unseen~{h['handoff_id']}", "unseen_owner": True, "same_owner": False,
         "prev_agent_id": None, "prev_member_id": None, "prev_assigned_ms": None, "release_kind": None,
         "revoke_ms": None, "last_processed_at_revoke": None, "committed_at_revoke": None,
         "uncommitted_at_revoke": None, "revoke_callback_ms": None, "revoke_event_id": None,
         "commit_in_revoke": False, "pause_s": waited, "pause_upper_s": None, "duplicates": None,
         "duplicates_upper": None}
-    return [to_unseen, from_unseen]
+
+
+def _left_to_unseen(i: dict[str, Any], rounds: list[Round]) -> bool:
+    """Whether interval ``i``, the last an instrumented member held of its partition, went on to an
+    unseen owner: released before a round that gave it to no instrumented member (an eager round
+    gives every partition to someone; in an incremental group, a later round shows the group went on)."""
+    if i["release_kind"] not in ("revoked", "lost") or i["next_assigned_ms"] is not None:
+        return False
+    k = _round_at(rounds, i["released_ms"])
+    return k < len(rounds) and (i["topic"], i["partition"]) not in rounds[k].assigned and (
+        rounds[k].eager or k + 1 < len(rounds))
+
+
+def _leaving(i: dict[str, Any]) -> dict[str, Any]:
+    """Interval ``i``'s handoff to a next owner nobody saw, before it is cut (``_to_unseen``)."""
+    committed = max((o for o in (i["committed_at_release"], i["committed_max"]) if o is not None), default=None)
+    row = dict.fromkeys(HANDOFF_COLUMNS)
+    row.update(handoff_id=f"{i['assign_event_id']}>:{i['topic']}/{i['partition']}", group_id=i["group_id"],
+               topic=i["topic"], partition=i["partition"], prev_agent_id=i["agent_id"],
+               prev_member_id=i["member_id"], prev_assigned_ms=i["assigned_ms"], release_kind=i["release_kind"],
+               revoke_ms=i["released_ms"], assigned_ms=i["released_ms"],
+               last_processed_at_revoke=i["last_processed_at_release"], committed_at_revoke=committed,
+               uncommitted_at_revoke=_dups(i["last_processed_at_release"], committed),
+               revoke_callback_ms=i["callback_ms"], revoke_event_id=i["release_event_id"],
+               commit_in_revoke=i["commit_in_revoke"])
+    return row
+
+
+def _prev_key(h: dict[str, Any]) -> tuple[str, str, int]:
+    return h["handoff_id"].split(">", 1)[0], h["topic"], h["partition"]
 
 
 def _base(handoff_id: str) -> str:
@@ -165,18 +197,20 @@ def _base(handoff_id: str) -> str:
 
 def split(handoffs: list[dict[str, Any]], intervals: list[dict[str, Any]], rounds: list[Round]
           ) -> list[dict[str, Any]]:
-    """``handoffs`` with each one that spans an unseen owner replaced by its two parts. Parts
-    stored by an earlier run stay unless this run brings their pair again (then it is re-split)."""
-    fresh = {h["handoff_id"] for h in handoffs if not h.get("unseen_owner")}
+    """``handoffs`` with each one that spans an unseen owner replaced by its two parts, and a part to
+    an unseen owner for each last interval of a partition that went on to one. Parts stored by an
+    earlier run stay unless this run brings their pair (or their previous owner's next) again."""
+    fresh = [h for h in handoffs if not h.get("unseen_owner")]
     prev_of = {(i["assign_event_id"], i["topic"], i["partition"]): i for i in intervals}
-    out = []
-    for h in handoffs:
-        if h.get("unseen_owner"):
-            if _base(h["handoff_id"]) not in fresh:
-                out.append(h)
-        elif spans_unseen(h, rounds):
-            prev = prev_of.get((h["handoff_id"].split(">", 1)[0], h["topic"], h["partition"]))
-            out.extend(_parts(h, prev, rounds))
+    leaving = [(_leaving(i), i) for i in intervals if _left_to_unseen(i, rounds)]
+    redone = {h["handoff_id"] for h in fresh} | {h["handoff_id"] for h, _ in leaving}
+    moved_on = {_prev_key(h) for h in fresh} | {_prev_key(h) for h, _ in leaving}
+    out = [h for h in handoffs if h.get("unseen_owner") and _base(h["handoff_id"]) not in redone
+           and not (h["handoff_id"].endswith("~unseen") and _prev_key(h) in moved_on)]
+    out += [_to_unseen(h, i, rounds) for h, i in leaving]
+    for h in fresh:
+        if spans_unseen(h, rounds):
+            out += [_to_unseen(h, prev_of.get(_prev_key(h)), rounds), _from_unseen(h)]
         else:
             out.append({**h, "unseen_owner": False})
     return out
