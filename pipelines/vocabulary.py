@@ -37,6 +37,8 @@ CAUSES: tuple[Cause, ...] = (
     Cause("scale_in", "member removed", "#88d27a"),
     Cause("scale_out", "member added", "#54a24b"),
     Cause("start", "group forming", "#9aa5b1"),
+    # no instrumented member triggered it, and gold sees owners without the agent (pipelines.gold.unseen)
+    Cause("unseen_member", "member without the agent", "#d6a5c9"),
     Cause("unknown", "unknown", "#bab0ac"),
 )
 CAUSE_NAMES: tuple[str, ...] = tuple(c.name for c in CAUSES)
@@ -68,6 +70,8 @@ RECOMMENDATION_KINDS: tuple[RecommendationKind, ...] = (
     RecommendationKind("enforce_policy", "when to call enforce_rebalance", False),
     RecommendationKind("storm", "a warning: a rebalance storm", False),
     RecommendationKind("mixed_protocols", "a warning: eager and cooperative members in one group", False),
+    RecommendationKind("coverage", "a warning: too few of the group's members run the agent to price a change",
+                       False),
     RecommendationKind("healthy", "the verdict when no change pays", False),
 )
 RECOMMENDATION_KIND_NAMES: tuple[str, ...] = tuple(k.name for k in RECOMMENDATION_KINDS)
