@@ -76,9 +76,10 @@ class Progress:
 
     def arm_tick(self) -> None:
         """Emitter thread, every progress interval: ask where newly unwatched partitions start,
-        then make the next poll take the slow path once. The question (a broker round trip
-        that waits for the application to leave poll()) runs on a thread of its own, one at a
-        time, so it holds up neither the application nor the telemetry."""
+        then make the next poll take the slow path once. The question runs on a thread of its
+        own, one at a time, so the telemetry never waits for it. The client serializes calls:
+        it waits for the application to leave poll(), and the application's next call waits
+        for its broker round trip (up to ``COMMITTED_TIMEOUT_S`` if the coordinator is slow)."""
         if self._to_look_up and (self._lookup is None or not self._lookup.is_alive()):
             queued = []
             while self._to_look_up:  # list.pop is atomic: the application thread may append meanwhile
