@@ -110,17 +110,16 @@ def test_partial_adoption_gold_sees_around_the_members_without_the_agent(landed)
     to_plain = [t for t in truth.handoffs if t.prev_instrumented and not t.next_instrumented]
     from_plain = [t for t in truth.handoffs if not t.prev_instrumented and t.next_instrumented]
     assert to_plain and from_plain
-    parts = [h for h in rows if h["unseen_owner"]]
-    for t in to_plain:
-        part = min((h for h in parts if h["next_agent_id"] is None and (h["topic"], h["partition"]) == (t.topic, t.partition)
-                    and process[h["prev_agent_id"]] == t.prev_process),
-                   key=lambda h: abs(h["revoke_ms"] * 1_000_000 - t.at_wall_ns))
+    for t in to_plain:  # the previous owner's part to the unseen one, its duplicates bounded from what it reported
+        mine = [h for h in rows if h["next_agent_id"] is None and (h["topic"], h["partition"]) == (t.topic, t.partition)
+                and process[h["prev_agent_id"]] == t.prev_process]
+        part = min(mine, key=lambda h: abs(h["revoke_ms"] * 1_000_000 - t.at_wall_ns))
+        assert part["unseen_owner"] and part["pause_s"] is None  # nobody saw the plain owner's first record
         assert part["duplicates"] <= t.duplicates <= part["duplicates_upper"], (t, part)
-        assert part["pause_s"] is None  # nobody saw the plain owner's first record
-    for t in from_plain:
-        [part] = [h for h in parts if h["prev_agent_id"] is None and (h["topic"], h["partition"]) == (t.topic, t.partition)
-                  and process[h["next_agent_id"]] == t.next_process and h["first_fetch_offset"] == t.first_offset_next]
-        assert part["pause_s"] <= t.pause_s + TOLERANCE_S and part["duplicates"] is None, (t, part)
+    for t in from_plain:  # the unseen owner's part to the next one (through owners that read nothing, as truth)
+        [part] = gold[(t.topic, t.partition, None, t.next_process, t.first_offset_next)]
+        assert part["unseen_owner"] and part["duplicates"] is None, (t, part)
+        assert part["pause_s"] <= t.pause_s + TOLERANCE_S, (t, part)  # at least the next owner's own wait
 
     [day] = [m for m in landed["metrics"] if m["group_id"] == run.manifest["group_id"] and m["cause"] == "all"]
     want = truth.coverage_json()["coverage"]
@@ -161,6 +160,8 @@ def test_assignor_models_give_the_assignments_the_groups_made(landed):
     the follow-up round that hands the withheld partitions over."""
     checked, mismatches, partial = Counter(), [], []
     for name, run in landed["runs"].items():
+        if not load(name).fully_instrumented:  # a round's members without the agent are missing from its replay
+            continue
         events = landed["events"][run.manifest["group_id"]]
         counts = partition_counts(events)
         for r in rounds_of(events):

@@ -21,6 +21,9 @@ def gold_for_run(landed: dict[str, Any], run_id: str) -> dict[tuple, list[dict[s
     (gold confirms them at the first owner that reads), its pause and bounds the sums of
     its links'.
 
+    A part to an owner without the agent (``unseen_owner``, next agent null) ends a chain; the
+    part from it is keyed with no previous process.
+
     A key can hold several handoffs: two eager rebalances in quick succession (members that
     re-subscribe at different moments) give a process its partition back twice, and when it
     commits nothing in between it reads from the same committed offset both times.
@@ -37,7 +40,7 @@ def gold_for_run(landed: dict[str, Any], run_id: str) -> dict[tuple, list[dict[s
         chain: list[dict[str, Any]] = []
         for h in links:
             chain.append(h)
-            if h["first_fetch_ms"] is None:  # its next owner read nothing: the chain goes on
+            if h["first_fetch_ms"] is None and h["next_agent_id"] is not None:  # it read nothing: the chain goes on
                 continue
             h = through(chain)
             chain = []
