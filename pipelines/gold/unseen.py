@@ -187,6 +187,31 @@ def _leaving(i: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
+def _arriving(i: dict[str, Any]) -> dict[str, Any]:
+    """Interval ``i``'s handoff from a previous owner nobody saw, before it is cut (``_from_unseen``)."""
+    row = dict.fromkeys(HANDOFF_COLUMNS)
+    row.update({c: i[c] for c in ("group_id", "topic", "partition", "assigned_ms", "generation", "first_fetch_ms",
+                                  "first_fetch_offset", "first_fetch_window_ms", "first_fetch_timestamp_ms")},
+               handoff_id=f">{i['assign_event_id']}:{i['topic']}/{i['partition']}", next_agent_id=i["agent_id"],
+               next_member_id=i["member_id"])
+    return row
+
+
+def _first_rounds(rounds: list[Round]) -> dict[str, int]:
+    """Per topic, the first round that assigned any of its partitions to an instrumented member."""
+    first: dict[str, int] = {}
+    for k, r in enumerate(rounds):
+        for topic, _ in r.assigned:
+            first.setdefault(topic, k)
+    return first
+
+
+def _came_from_unseen(i: dict[str, Any], rounds: list[Round], first_round: dict[str, int]) -> bool:
+    """Whether interval ``i``, the first an instrumented member held of its partition, came from an
+    unseen owner: it began in a later round than the topic's first (someone held it before)."""
+    return _round_at(rounds, i["assigned_ms"]) > first_round.get(i["topic"], len(rounds))
+
+
 def _prev_key(h: dict[str, Any]) -> tuple[str, str, int]:
     return h["handoff_id"].split(">", 1)[0], h["topic"], h["partition"]
 
@@ -197,17 +222,24 @@ def _base(handoff_id: str) -> str:
 
 def split(handoffs: list[dict[str, Any]], intervals: list[dict[str, Any]], rounds: list[Round]
           ) -> list[dict[str, Any]]:
-    """``handoffs`` with each one that spans an unseen owner replaced by its two parts, and a part to
-    an unseen owner for each last interval of a partition that went on to one. Parts stored by an
+    """``handoffs`` with each one that spans an unseen owner replaced by its two parts, a part to an
+    unseen owner for each last interval of a partition that went on to one, and a part from one for
+    each first interval of a partition that came from one. Parts stored by an
     earlier run stay unless this run brings their pair (or their previous owner's next) again."""
     fresh = [h for h in handoffs if not h.get("unseen_owner")]
     prev_of = {(i["assign_event_id"], i["topic"], i["partition"]): i for i in intervals}
     leaving = [(_leaving(i), i) for i in intervals if _left_to_unseen(i, rounds)]
-    redone = {h["handoff_id"] for h in fresh} | {h["handoff_id"] for h, _ in leaving}
+    first_round, firsts = _first_rounds(rounds), {}
+    for i in intervals:  # each partition's first instrumented interval
+        key = (i["topic"], i["partition"])
+        if key not in firsts or i["assigned_ms"] < firsts[key]["assigned_ms"]:
+            firsts[key] = i
+    arriving = [_arriving(i) for i in firsts.values() if _came_from_unseen(i, rounds, first_round)]
+    redone = {h["handoff_id"] for h in (*fresh, *arriving)} | {h["handoff_id"] for h, _ in leaving}
     moved_on = {_prev_key(h) for h in fresh} | {_prev_key(h) for h, _ in leaving}
     out = [h for h in handoffs if h.get("unseen_owner") and _base(h["handoff_id"]) not in redone
            and not (h["handoff_id"].endswith("~unseen") and _prev_key(h) in moved_on)]
-    out += [_to_unseen(h, i, rounds) for h, i in leaving]
+    out += [_to_unseen(h, i, rounds) for h, i in leaving] + [_from_unseen(h) for h in arriving]
     for h in fresh:
         if spans_unseen(h, rounds):
             out += [_to_unseen(h, prev_of.get(_prev_key(h)), rounds), _from_unseen(h)]
