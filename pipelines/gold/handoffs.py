@@ -29,15 +29,33 @@ is the group's committed offset the fetch started from, or unknown (then the dup
 are bounded by [0, uncommitted_at_revoke]: the new owner starts at or after the last commit seen).
 
 A crashed owner (``unreleased``: never released, found when someone else was assigned
-the partition) left no offsets, only its last progress event (time t_p, last processed
-L_p, fastest rate r seen). The group detected the loss at the next assignment (t_d):
+the partition at t_d) left no offsets, only what it sent while alive. Its duplicates are the
+records it handed out (delivered: what a consumer's position counts) from where the next owner
+started (first_fetch, the group's committed offset) on, so the bounds bracket the offset of the
+last record it handed out:
 
-- duplicates lower = max(0, L_p + 1 - first_fetch): it processed at least up to L_p;
-- duplicates upper = lower + ceil(r * (t_d - t_p)): it cannot have processed faster than
-  its fastest observed rate until it was replaced; capped by what existed, i.e. the log
-  end the next owner reported at its first progress (position + lag) minus first_fetch;
-- the pause within [first_fetch - t_d, first_fetch - t_p]: it stopped somewhere
-  between its last progress and the detection.
+- at least the highest of: its position at its last progress tick (t_p) minus one, the last
+  processed offset then, its own first fetch offset and its last commit minus one: each a
+  record it had handed out by then; with none of them, nothing is known handed out (lower 0);
+- at most that position minus one plus what it can have handed out after the tick, at its
+  fastest observed rate r, until ``silent_until`` (below); and never past the log end the
+  next reader reported at its first progress (position + lag), a record that did not exist
+  yet cannot have been handed out; without either, no upper bound.
+
+``silent_until``: the agent ticks every progress interval from a timer of its own, at the
+first poll after the timer fires, and a poll that hands out records is the only way records
+leave the consumer; each tick's event is queued at once and produced within the emitter's
+linger. So an owner that went on polling past t_p + (its longest observed tick interval)
+ticked again, and that tick reached the telemetry topic unless the process died within
+``SEND_ALLOWANCE_MS`` of it: its last record was handed out by t_p + longest interval +
+allowance (or by t_d, if sooner). An owner that never ticked for the partition (a crash within
+an interval of its assignment) is bounded by t_d alone. Why not the liveness of other
+events (commits, health): they come when the application acts, not on a clock, so their
+absence says nothing; they only prove it alive (lower bounds above).
+
+The pause of a crash is within [first_fetch - silent_until, first_fetch - last sign of life]:
+its last record was handed out between its last tick (or first fetch, or assignment) and
+``silent_until``.
 
 A ``lost`` owner knew its offsets at the lost callback (exact duplicates), but not when
 the coordinator took the partition: the pause within [first_fetch - min(lost, next
@@ -61,6 +79,11 @@ from typing import Any
 
 from pipelines.measures import point_figure
 
+# How long a progress event can take from its tick to the telemetry topic: queued at once,
+# produced within the emitter's linger.ms (50) plus a round trip; a process that died later
+# than this after a tick had sent it.
+SEND_ALLOWANCE_MS = 500
+
 
 def _seconds(later: int | None, earlier: int | None) -> float | None:
     return None if later is None or earlier is None else (later - earlier) / 1000.0
@@ -73,6 +96,38 @@ def _dups(last_processed: int | None, start: int | None) -> int | None:
 def _max_known(*offsets: int | None) -> int | None:
     known = [o for o in offsets if o is not None and o >= 0]
     return max(known) if known else None
+
+
+def _before(offset: int | None) -> int | None:
+    """The record before a NEXT-to-read offset (what a position or a commit says was handed out)."""
+    return None if offset is None else offset - 1
+
+
+def _silent_until_ms(prev: dict[str, Any], nxt: dict[str, Any]) -> int:
+    """The latest a crashed owner ``prev`` can have handed out a record (module docstring)."""
+    longest = prev.get("max_progress_interval_ms")  # .get: an interval kept before the column
+    if prev["last_progress_ms"] is None or longest is None:
+        return nxt["assigned_ms"]
+    return min(nxt["assigned_ms"], prev["last_progress_ms"] + math.ceil(longest) + SEND_ALLOWANCE_MS)
+
+
+def _crash_dups(prev: dict[str, Any], reader: dict[str, Any], until_ms: int,
+                committed: int | None) -> tuple[int, int | None]:
+    """(lower, upper) of the records a crashed owner ``prev`` handed out that ``reader`` read again."""
+    at_tick = _max_known(_before(prev.get("last_progress_position")), prev["last_progress_processed_offset"])
+    surely = _max_known(at_tick, prev["first_fetch_offset"], _before(committed))
+    highest = []
+    if at_tick is not None and prev["last_progress_ms"] is not None:
+        after_s = max(0.0, (until_ms - prev["last_progress_ms"]) / 1000.0)
+        highest.append(at_tick + math.ceil((prev["max_rate_per_s"] or 0.0) * after_s))
+    if reader["first_progress_log_end"] is not None:
+        highest.append(reader["first_progress_log_end"] - 1)
+    start = reader["first_fetch_offset"]
+    lower = _dups(surely, start) or 0
+    # an unknown start is at or after the last commit seen (the group's committed offset)
+    earliest = start if start is not None else committed
+    upper = _dups(min(highest), earliest) if highest and earliest is not None else None
+    return lower, None if upper is None else max(lower, upper)
 
 
 def _pause_end_ms(nxt: dict[str, Any]) -> tuple[int | None, int | None]:
@@ -143,14 +198,10 @@ def handoff(prev: dict[str, Any], nxt: dict[str, Any], reader: dict[str, Any] | 
         row.update(pause_s=point_figure(pause, low), pause_upper_s=high, duplicates=point_figure(confirmed, lower),
                    duplicates_upper=upper, uncommitted_at_revoke=uncommitted)
     else:
-        lower = _dups(prev["last_progress_processed_offset"], ff_off)
-        upper = None
-        if lower is not None and prev["last_progress_ms"] is not None:
-            window_s = max(0.0, (nxt["assigned_ms"] - prev["last_progress_ms"]) / 1000.0)
-            upper = lower + math.ceil((prev["max_rate_per_s"] or 0.0) * window_s)
-            if reader["first_progress_log_end"] is not None and ff_off is not None:
-                upper = max(lower, min(upper, reader["first_progress_log_end"] - ff_off))
-        low, high = _waited(reader, end, nxt["assigned_ms"], last_progress)
+        until = _silent_until_ms(prev, nxt)
+        lower, upper = _crash_dups(prev, reader, until, committed)
+        alive = max(last_progress, (prev["first_fetch_ms"] or 0) - int(prev["first_fetch_window_ms"] or 0))
+        low, high = _waited(reader, end, until, alive)
         row.update(pause_s=point_figure(None, low), pause_upper_s=high, duplicates=point_figure(None, lower),
                    duplicates_upper=upper,
                    uncommitted_at_revoke=_dups(prev["last_progress_processed_offset"], committed))

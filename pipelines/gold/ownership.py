@@ -14,7 +14,10 @@ Offsets follow the contract: position and committed are the NEXT offset to read,
 ``last_processed_offset`` is the last record processed, OFFSET_UNKNOWN (-1001) is unknown.
 ``first_progress_log_end`` (position + lag at the owner's first progress event) is a
 log end offset reached after the owner started: it caps what any earlier owner can
-have processed. ``committed_max`` is the highest offset the owner committed for the partition while
+have processed. ``last_progress_position`` is the position at the owner's last progress (the
+records handed out by then) and ``max_progress_interval_ms`` the longest time it took between
+two of its progress ticks: a crashed owner's silence is measured against it
+(``pipelines.gold.handoffs``). ``committed_max`` is the highest offset the owner committed for the partition while
 it held it and until the next owner's first fetch: with auto-commit librdkafka
 commits after the revoke callback, and that commit decides where the next owner starts.
 A member that stalled past ``max.poll.interval.ms`` (moved to the stale state) no longer
@@ -93,9 +96,11 @@ class PartitionFold:
             if row["first_progress_log_end"] is None:
                 row["first_progress_log_end"] = f["log_end"]
             row.update(last_progress_ms=t, last_progress_processed_offset=_known(f["last_processed_offset"]),
-                       last_progress_lag=f["lag"])
+                       last_progress_lag=f["lag"], last_progress_position=_known(f["position"]))
             if f["max_rate"] is not None:
                 row["max_rate_per_s"] = max(row["max_rate_per_s"] or 0.0, f["max_rate"])
+            if f["interval_ms"] is not None:  # .get: a state kept before the column
+                row["max_progress_interval_ms"] = max(row.get("max_progress_interval_ms") or 0.0, f["interval_ms"])
         elif (kind == "commit" and f["request_error"] is None and f["offset_error"] is None
               and _known(f["offset"]) is not None):
             # Counts until the next owner's first fetch. Facts come in order, so a later one has

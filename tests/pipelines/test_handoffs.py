@@ -73,6 +73,54 @@ def test_crashed_owner_bounds_are_confirmed_by_the_first_owner_that_reads():
     assert idle["duplicates"] is None and (idle["pause_s"], idle["pause_upper_s"]) == (0.7, 0.7)
 
 
+def _crash(m1_acts, assigned_ms: int = 10_000) -> dict:
+    """m1 owns P0 and is killed after ``m1_acts`` (its telemetry); m2 is assigned at ``assigned_ms``,
+    reads from the committed offset 100 0.2 s later and reports a log end of 1,000 a second after."""
+    fleet = Fleet()
+    m1, m2 = fleet.member("m1"), fleet.member("m2")
+    m1_acts(m1.at(0).joins().assigned(P0))
+    m2.at(assigned_ms).joins().assigned(P0).at(assigned_ms + 200).fetches(P0, 100)
+    m2.at(assigned_ms + 1_200).processes(P0, upto=900, lag=99)
+    [h] = handoffs_of(ownership_intervals(fleet.events))
+    assert h["release_kind"] == "crash"
+    return h
+
+
+def test_a_crashed_owner_is_bounded_by_the_tick_it_did_not_send():
+    """50 records/s, a tick a second (the longest 1.2 s), the last at 3.2 s with 149 handed out:
+    its next tick would have reached the topic by 3.2 + 1.2 + 0.5 s, so it handed out at most
+    ceil(50 * 1.7) = 85 more records, and its last record came between 3.2 s and 4.9 s."""
+    def m1_acts(m1):
+        m1.at(50).fetches(P0, 0).at(1_000).processes(P0, upto=49).at(2_200).processes(P0, upto=99, interval_ms=1_200)
+        m1.at(2_300).commits(P0, 100).at(3_200).processes(P0, upto=149)
+
+    h = _crash(m1_acts)
+    assert (h["duplicates"], h["duplicates_upper"]) == (50, 50 + 85)
+    assert (h["pause_s"], h["pause_upper_s"]) == (5.3, 7.0)
+
+
+def test_a_crash_detected_before_its_next_tick_was_due_is_bounded_by_the_detection():
+    """Ticks every 5 s (30 records/s), the last at 1 s; m2 is assigned at 4 s, before the next
+    tick was due: at most 3 s more of records, ceil(30 * 3) = 90."""
+    h = _crash(lambda m1: m1.at(50).fetches(P0, 0).at(1_000).processes(P0, upto=149, interval_ms=5_000),
+               assigned_ms=4_000)
+    assert (h["duplicates"], h["duplicates_upper"]) == (50, 50 + 90)
+    assert (h["pause_s"], h["pause_upper_s"]) == (0.2, 3.2)
+
+
+def test_a_crash_before_the_first_tick_still_has_both_bounds():
+    """Killed before its first progress tick: it handed out its first record (offset 100), and
+    at most what existed at m2's first progress (log end 1,000)."""
+    h = _crash(lambda m1: m1.at(50).fetches(P0, 100))
+    assert (h["duplicates"], h["duplicates_upper"]) == (1, 900)
+    assert (h["pause_s"], h["pause_upper_s"]) == (0.2, 10.15)
+
+
+def test_a_crashed_owner_seen_reading_nothing_surely_duplicated_nothing():
+    h = _crash(lambda m1: m1)
+    assert (h["duplicates"], h["duplicates_upper"], h["pause_s"], h["pause_upper_s"]) == (0, 900, 0.2, 10.2)
+
+
 def test_progress_reported_after_a_stall_does_not_bound_the_lost_pause():
     """A member back from a stall past max.poll.interval.ms may report progress before its lost
     callback (agents before the fix did): its partitions were already taken, so the pause is
