@@ -28,8 +28,8 @@ from pipelines.gold.ownership import CHANGES
 # of its kind (the others null).
 #
 # A progress fact carries what the fold takes from it: records processed, the log end it saw
-# (position + lag), the position, last processed offset and lag, the rate and the interval since
-# the agent's previous tick; a commit fact its offset and
+# (position + lag; of a run, the first and, ``first_ms``, when), the position, last processed
+# offset and lag, the rate and the interval since the agent's previous tick; a commit fact its offset and
 # (``first_ms``, ``first_offset``) the earliest commit's time and offset. So a run of progress
 # or commit facts can be summed into one fact of the same shape (``runs``) and the Python fold
 # walks the runs, not every event.
@@ -123,9 +123,9 @@ def runs(rows: DataFrame) -> DataFrame:
     A run is cut at every fact that changes the partition's intervals (``RUN_ENDS``: which
     interval a member's fact updates, and whether the next owner has read, change only there)
     and at ``before_ms``, where the fold keeps its state. What the fold takes from a run equals
-    what it takes from its facts one by one: the sum of records, the first log end, the last
-    position, offsets and lag, the highest rate and interval; of commits the highest offset, and the highest at the
-    earliest millisecond (``PartitionFold.feed``). Stalled progress and failed commits, which
+    what it takes from its facts one by one: the sum of records, the first log end and its
+    time, the last position, offsets and lag, the highest rate and interval; of commits the
+    highest offset, and the highest at the earliest millisecond (``PartitionFold.feed``). Stalled progress and failed commits, which
     the fold ignores, are dropped here.
     """
     upto = (Window.partitionBy("group_id", "topic", "partition").orderBy("event_time_ms", "agent_id", "seq")
@@ -141,7 +141,7 @@ def runs(rows: DataFrame) -> DataFrame:
                      F.min(F.when(F.col("log_end").isNotNull(), F.struct("event_time_ms", "seq", "log_end")))
                      .alias("first"))
                 .select(*keys, "last.*", "processed", "max_rate", "interval_ms", "first.log_end",
-                        F.lit(False).alias("stalled")))
+                        F.col("first.event_time_ms").alias("first_ms"), F.lit(False).alias("stalled")))
     ok = (F.col("request_error").isNull() & F.col("offset_error").isNull() & F.col("offset").isNotNull()
           & (F.col("offset") != OFFSET_UNKNOWN))
     commits = (cut.where((F.col("kind") == "commit") & ok).groupBy(*keys)

@@ -37,10 +37,14 @@ last record it handed out:
 - at least the highest of: its position at its last progress tick (t_p) minus one, the last
   processed offset then, its own first fetch offset and its last commit minus one: each a
   record it had handed out by then; with none of them, nothing is known handed out (lower 0);
-- at most that position minus one plus what it can have handed out after the tick, at its
-  fastest observed rate r, until ``silent_until`` (below); and never past the log end the
-  next reader reported at its first progress (position + lag), a record that did not exist
-  yet cannot have been handed out; without either, no upper bound.
+- at most the record before the log end at its last tick (position + lag) plus what was
+  produced after the tick until ``silent_until`` (below), at the faster of the rates the log
+  grew at between its first and last ticks and between its last tick and the next reader's
+  first progress: a record not yet produced cannot have been handed out. Not its own fastest
+  rate: an owner catching up a backlog hands records out far faster than at any tick (seen:
+  163 records past such a bound), but never faster than the log grows past its end. And
+  never past the log end the next reader reported at its first progress; with neither
+  (no tick with a lag, no reader's progress), no upper bound.
 
 ``silent_until``: the agent ticks every progress interval from a timer of its own, at the
 first poll after the timer fires, and a poll that hands out records is the only way records
@@ -111,17 +115,31 @@ def _silent_until_ms(prev: dict[str, Any], nxt: dict[str, Any]) -> int:
     return min(nxt["assigned_ms"], prev["last_progress_ms"] + math.ceil(longest) + SEND_ALLOWANCE_MS)
 
 
+def _log_end(position: int | None, lag: int | None) -> int | None:
+    return None if position is None or position <= 0 or lag is None else position + lag
+
+
+def _growth_per_ms(earlier: tuple[int | None, int | None], later: tuple[int | None, int | None]) -> float | None:
+    """Records per ms the log grew between two (log end, time) points, if both are known and apart."""
+    (end_a, at_a), (end_b, at_b) = earlier, later
+    if None in (end_a, at_a, end_b, at_b) or at_b <= at_a:
+        return None
+    return max(0, end_b - end_a) / (at_b - at_a)
+
+
 def _crash_dups(prev: dict[str, Any], reader: dict[str, Any], until_ms: int,
                 committed: int | None) -> tuple[int, int | None]:
     """(lower, upper) of the records a crashed owner ``prev`` handed out that ``reader`` read again."""
-    at_tick = _max_known(_before(prev.get("last_progress_position")), prev["last_progress_processed_offset"])
-    surely = _max_known(at_tick, prev["first_fetch_offset"], _before(committed))
-    highest = []
-    if at_tick is not None and prev["last_progress_ms"] is not None:
-        after_s = max(0.0, (until_ms - prev["last_progress_ms"]) / 1000.0)
-        highest.append(at_tick + math.ceil((prev["max_rate_per_s"] or 0.0) * after_s))
-    if reader["first_progress_log_end"] is not None:
-        highest.append(reader["first_progress_log_end"] - 1)
+    position = prev.get("last_progress_position")  # .get: an interval kept before the column
+    surely = _max_known(_before(position), prev["last_progress_processed_offset"], prev["first_fetch_offset"],
+                        _before(committed))
+    after = (reader["first_progress_log_end"], reader.get("first_progress_log_end_ms"))
+    highest = [] if after[0] is None else [after[0] - 1]
+    last = (_log_end(position, prev["last_progress_lag"]), prev["last_progress_ms"])
+    rates = [r for r in (_growth_per_ms((prev["first_progress_log_end"], prev.get("first_progress_log_end_ms")), last),
+                         _growth_per_ms(last, after)) if r is not None]
+    if rates:
+        highest.append(last[0] - 1 + math.ceil(max(rates) * max(0, until_ms - last[1])))
     start = reader["first_fetch_offset"]
     lower = _dups(surely, start) or 0
     # an unknown start is at or after the last commit seen (the group's committed offset)

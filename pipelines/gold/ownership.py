@@ -12,9 +12,10 @@ into ``lost``.
 
 Offsets follow the contract: position and committed are the NEXT offset to read,
 ``last_processed_offset`` is the last record processed, OFFSET_UNKNOWN (-1001) is unknown.
-``first_progress_log_end`` (position + lag at the owner's first progress event) is a
-log end offset reached after the owner started: it caps what any earlier owner can
-have processed. ``last_progress_position`` is the position at the owner's last progress (the
+``first_progress_log_end`` (position + lag at the owner's first progress event that had
+both, at ``first_progress_log_end_ms``) is a log end offset reached after the owner started:
+it caps what any earlier owner can have processed; with the log end at the last progress it
+says how fast the log grew. ``last_progress_position`` is the position at the owner's last progress (the
 records handed out by then) and ``max_progress_interval_ms`` the longest time it took between
 two of its progress ticks: a crashed owner's silence is measured against it
 (``pipelines.gold.handoffs``). ``committed_max`` is the highest offset the owner committed for the partition while
@@ -93,8 +94,8 @@ class PartitionFold:
             if f["stalled"]:  # a stalled member's progress is not its owner's
                 return
             row["processed"] += f["processed"]
-            if row["first_progress_log_end"] is None:
-                row["first_progress_log_end"] = f["log_end"]
+            if row["first_progress_log_end"] is None and f["log_end"] is not None:
+                row.update(first_progress_log_end=f["log_end"], first_progress_log_end_ms=f["first_ms"])
             row.update(last_progress_ms=t, last_progress_processed_offset=_known(f["last_processed_offset"]),
                        last_progress_lag=f["lag"], last_progress_position=_known(f["position"]))
             if f["max_rate"] is not None:
