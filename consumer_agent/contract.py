@@ -43,6 +43,7 @@ LEAVING_STATES = frozenset(s.value for s in (ConsumerProtocolState.PREPARE_LEAVI
 # KIP-848 member that stalls passes through the leaving states too, with another reason.
 LEAVE_REASONS = frozenset({"close", "unsubscribe"})
 STALE_STATE = ConsumerProtocolState.STALE.value  # max.poll.interval.ms exceeded; ClassicState.STALE has the same name
+JOINING_STATE = ConsumerProtocolState.JOINING.value  # (re)joining the group; ClassicState.JOINING has the same name
 
 
 @dataclass(frozen=True)

@@ -177,7 +177,7 @@ HANDOFFS = Table(
         "last_processed_at_revoke bigint, committed_at_revoke bigint, uncommitted_at_revoke bigint, "
         "revoke_callback_ms double, revoke_event_id string, commit_in_revoke boolean, pause_s double, "
         "pause_upper_s double, duplicates bigint, duplicates_upper bigint, "
-        "episode_id string, episode_start_ms bigint, cause string"))
+        "episode_id string, episode_start_ms bigint, cause string, unseen_owner boolean"))
 EPISODES = Table(
     "gold/episodes", grain="one row per rebalance episode of a group, with its causes",
     keys=("episode_id",), written_by="gold",
@@ -205,7 +205,7 @@ METRICS = Table(
         "group_id string, grain string, period_start timestamp, cause string, rebalances bigint, "
         "partitions_moved bigint, pause_s double, pause_upper_s double, duplicates bigint, duplicates_upper bigint, "
         "lost_partitions bigint, commit_on_revoke_coverage double, revoke_callback_s double, "
-        "records_processed bigint, duplicate_rate double"))
+        "records_processed bigint, duplicate_rate double, covered_s double, owned_s double, coverage double"))
 
 # Gold's own state between runs (written by gold, read only by gold): per partition, the
 # ownership fold's state as of ``before_ms`` (the intervals later events can still change, as
@@ -224,6 +224,11 @@ REBALANCE_EVENTS = Table(
                      "group_id string, member_id string, group_instance_id string, client_id string, host string, "
                      "generation bigint, group_protocol string, assignor string, body string, validate_batch bigint"),
     scope=None, sort_by=("group_id", "event_time_ms"), stats_columns=("group_id", "validate_batch"))
+COVERAGE = Table(
+    "gold/coverage",
+    grain="one row per group and hour: the partition-seconds its members held, and how many of them ran the agent",
+    keys=("group_id", "hour_start"), written_by="gold",
+    columns=_columns("group_id string, hour_start timestamp, covered_s double, owned_s double"))
 PROCESSED = Table(
     "gold/records_processed", grain="one row per group and hour: the records its members processed",
     keys=("group_id", "hour_start"), written_by="gold",
@@ -271,6 +276,6 @@ VERIFICATIONS = Table(
 # The tables the pipeline's stages write (a run of every stage writes each), then the closed loop's.
 TABLES: tuple[Table, ...] = (BRONZE, QUARANTINE, VALIDATION_SUMMARY, STAGE_PROGRESS, EVENTS, SEQUENCES, MEMBER_STATES,
                              COMMITS,
-                             OWNERSHIP, HANDOFFS, EPISODES, MEMBERS, PROCESSED, METRICS, FOLD_STATE, REBALANCE_EVENTS, WHAT_IF,
+                             OWNERSHIP, HANDOFFS, EPISODES, MEMBERS, COVERAGE, PROCESSED, METRICS, FOLD_STATE, REBALANCE_EVENTS, WHAT_IF,
                              RECOMMENDATIONS)
 CLOSED_LOOP_TABLES: tuple[Table, ...] = (VERIFICATIONS,)

@@ -37,6 +37,8 @@ CAUSES: tuple[Cause, ...] = (
     Cause("scale_in", "member removed", "#88d27a"),
     Cause("scale_out", "member added", "#54a24b"),
     Cause("start", "group forming", "#9aa5b1"),
+    # no instrumented member triggered it, and gold sees owners without the agent (pipelines.gold.unseen)
+    Cause("unseen_member", "member without the agent", "#d6a5c9"),
     Cause("unknown", "unknown", "#bab0ac"),
 )
 CAUSE_NAMES: tuple[str, ...] = tuple(c.name for c in CAUSES)

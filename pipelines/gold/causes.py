@@ -15,7 +15,11 @@ owner is asked first, between its assignment and its release:
 Otherwise the owner stayed and gave the partition up because the group rebalanced, and
 the cause is that rebalance's trigger: a member joining (``scale_out``, ``restart`` when it
 replaces a member that left, ``start`` for the members that formed the group), leaving, changing its
-subscription, asking for a rebalance, stalling, crashing or losing its session elsewhere.
+subscription, asking for a rebalance, stalling (and rejoining after the stall: its return moves
+partitions too, under the same cause), crashing or losing its session elsewhere. A rebalance
+no instrumented member triggered, in a group where gold sees owners without the agent
+(``pipelines.gold.unseen``), is ``unseen_member``: a member without the agent joined, left or
+restarted. ``unknown`` stays for what telemetry cannot explain.
 
 Which rebalance moved a partition: under the classic protocol a rebalance is a generation.
 A trigger seen at generation g (a leave, a subscription change, a request, a stall) makes
@@ -23,7 +27,8 @@ the group rejoin at g + 1; a join belongs to the generation of the joiner's firs
 assignment; a crash or a loss to the generation that reassigned its partitions; a
 handoff to the generation of its next owner's assignment. A generation with no trigger of
 its own (a cooperative follow-up round, which moves the partitions the first round
-revoked) takes the previous generation's when it follows within the episode gap. The
+revoked) takes the previous generation's when it follows within the episode gap (an eager
+round is never a follow-up: it moves every partition on its own). The
 consumer protocol (KIP-848) has no group generation (the envelope carries the member
 epoch), so there a handoff's trigger is the latest one at or before its release, within
 the gap. Several triggers in one rebalance: the first in ``PRECEDENCE`` wins, and
@@ -37,7 +42,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from consumer_agent.contract import LEAVE_REASONS, LEAVING_STATES, STALE_STATE
+from consumer_agent.contract import JOINING_STATE, LEAVE_REASONS, LEAVING_STATES, STALE_STATE
 from pipelines.vocabulary import CAUSE_NAMES
 
 PRECEDENCE = CAUSE_NAMES  # the vocabulary declares the causes in precedence order
@@ -141,7 +146,7 @@ def triggers_of(bodies: Bodies) -> list[Trigger]:
         if e["kind"] == "partitions_assigned" and e["generation"] >= 0:
             first_generation.setdefault(e["agent_id"], e["generation"])
             generation_began.setdefault(e["generation"], e["event_time_ms"])
-    out = []
+    out = _returns(bodies)
     for e, b in bodies:
         kind, t = e["kind"], e["event_time_ms"]
         rejoin = e["generation"] + 1 if e["generation"] >= 0 else None
@@ -162,6 +167,25 @@ def triggers_of(bodies: Bodies) -> list[Trigger]:
         else:
             continue
         out.append(Trigger(t, e["agent_id"], cause, rejoin))
+    return sorted(out, key=lambda t: t.time_ms)
+
+
+def _returns(bodies: Bodies) -> list[Trigger]:
+    """A stalled member's return: its first move to a joining state after the stall (or its first
+    assignment), at the generation of that assignment (classic), caused by the stall."""
+    stalled: dict[str, int] = {}  # agent -> when it stalled
+    back: dict[str, int] = {}  # agent -> when it rejoined
+    out = []
+    for e, b in bodies:
+        agent = e["agent_id"]
+        if is_stall(e, b):
+            stalled.setdefault(agent, e["event_time_ms"])
+        elif agent in stalled and e["kind"] == "state_transition" and b["to_state"] == JOINING_STATE:
+            back.setdefault(agent, e["event_time_ms"])
+        elif agent in stalled and e["kind"] == "partitions_assigned":
+            del stalled[agent]
+            generation = e["generation"] if e["generation"] >= 0 else None
+            out.append(Trigger(back.pop(agent, e["event_time_ms"]), agent, "poll_interval_exceeded", generation))
     return out
 
 
@@ -182,44 +206,49 @@ def _owner_cause(h: dict[str, Any], mine: list[Trigger]) -> str | None:
 def handoff_causes(bodies: Bodies, triggers: list[Trigger], handoffs: list[dict[str, Any]],
                    gap_s: float) -> dict[str, tuple[str, Any]]:
     """handoff_id -> (cause, round key): the round key groups handoffs moved by one rebalance."""
+    fallback = "unseen_member" if any(h.get("unseen_owner") for h in handoffs) else "unknown"
     by_agent: dict[str, list[Trigger]] = defaultdict(list)
     for t in triggers:
         by_agent[t.agent_id].append(t)
     own = {h["handoff_id"]: _owner_cause(h, by_agent[h["prev_agent_id"]]) for h in handoffs}
     classic = bool(bodies) and bodies[0][0]["group_protocol"] == "classic"
     if classic:
-        return _by_generation(triggers, handoffs, own, bodies, gap_s)
-    return _by_time(triggers, handoffs, own, gap_s)
+        return _by_generation(triggers, handoffs, own, bodies, gap_s, fallback)
+    return _by_time(triggers, handoffs, own, gap_s, fallback)
 
 
 def _by_generation(triggers: list[Trigger], handoffs: list[dict[str, Any]], own: dict[str, str | None],
-                   bodies: Bodies, gap_s: float) -> dict[str, tuple[str, Any]]:
+                   bodies: Bodies, gap_s: float, fallback: str) -> dict[str, tuple[str, Any]]:
     causes: dict[int, list[str]] = defaultdict(list)
     for t in triggers:
         if t.generation is not None:
             causes[t.generation].append(t.cause)
     for h in handoffs:
-        if h["release_kind"] != "revoked":
+        if h["release_kind"] in ("lost", "crash"):
             causes[h["generation"]].append(own[h["handoff_id"]])
     span: dict[int, list[int]] = {}  # generation -> [first, last] assignment time
-    for e, _ in bodies:
+    eager: set[int] = set()
+    for e, b in bodies:
         if e["kind"] == "partitions_assigned" and e["generation"] >= 0:
             s = span.setdefault(e["generation"], [e["event_time_ms"], e["event_time_ms"]])
             s[0], s[1] = min(s[0], e["event_time_ms"]), max(s[1], e["event_time_ms"])
+            if not b["incremental"]:
+                eager.add(e["generation"])
     cause_of: dict[int, str] = {}
     previous: int | None = None
     for g in sorted(span):
         if causes.get(g):
             cause_of[g] = first_cause(causes[g])
-        elif previous is not None and previous in cause_of and span[g][0] - span[previous][1] <= gap_s * 1000:
+        elif (previous is not None and previous in cause_of and g not in eager
+              and span[g][0] - span[previous][1] <= gap_s * 1000):
             cause_of[g] = cause_of[previous]  # a follow-up round
         previous = g
-    return {h["handoff_id"]: (own[h["handoff_id"]] or cause_of.get(h["generation"], "unknown"), h["generation"])
+    return {h["handoff_id"]: (own[h["handoff_id"]] or cause_of.get(h["generation"], fallback), h["generation"])
             for h in handoffs}
 
 
 def _by_time(triggers: list[Trigger], handoffs: list[dict[str, Any]], own: dict[str, str | None],
-             gap_s: float) -> dict[str, tuple[str, Any]]:
+             gap_s: float, fallback: str) -> dict[str, tuple[str, Any]]:
     ordered = sorted(triggers, key=lambda t: t.time_ms)
     times = [t.time_ms for t in ordered]
     out = {}
@@ -229,6 +258,6 @@ def _by_time(triggers: list[Trigger], handoffs: list[dict[str, Any]], own: dict[
         i = bisect.bisect_right(times, release) - 1
         trigger = ordered[i] if i >= 0 and release - times[i] <= gap_s * 1000 else None
         if cause is None:
-            cause = trigger.cause if trigger else "unknown"
+            cause = trigger.cause if trigger else fallback
         out[h["handoff_id"]] = (cause, (trigger.time_ms, trigger.agent_id) if trigger else ("own", h["prev_agent_id"]))
     return out

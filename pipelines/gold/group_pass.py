@@ -22,7 +22,13 @@ import orjson
 from pipelines.gold.causes import Bodies, triggers_of
 from pipelines.gold.episodes import CLUSTER_KINDS, episodes_of
 from pipelines.gold.members import KINDS as MEMBER_KINDS, members_of
+from pipelines.gold.unseen import coverage_by_hour, rounds_of, split
 
+# What the pass reads of each ownership interval (``catalog.OWNERSHIP``).
+INTERVAL_FIELDS = ("group_id", "assign_event_id", "topic", "partition", "agent_id", "member_id", "assigned_ms",
+                   "release_kind", "released_ms", "release_event_id", "callback_ms", "commit_in_revoke",
+                   "last_processed_at_release", "committed_at_release", "committed_max", "first_fetch_offset",
+                   "next_assigned_ms")
 # The kinds of event the pass reads (what the stage keeps in ``catalog.REBALANCE_EVENTS``).
 KINDS = frozenset(CLUSTER_KINDS | MEMBER_KINDS)
 
@@ -45,14 +51,21 @@ def rebalance_bodies(events: Iterable[dict[str, Any]]) -> Bodies:
 
 
 def group_gold(events: Iterable[dict[str, Any]], handoffs: list[dict[str, Any]], last_seen: dict[str, int],
-               gap_s: float) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
-    """(handoffs with their cause and episode, episodes, members) of one group, from its rebalance
-    events (others are ignored), all its handoffs and when each agent was last seen."""
+               gap_s: float, intervals: list[dict[str, Any]]
+               ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """(handoffs with their cause and episode, episodes, members, coverage per hour) of one group,
+    from its rebalance events (others are ignored), all its handoffs and ownership intervals
+    (``INTERVAL_FIELDS`` of them), and when each agent was last seen. Handoffs across an owner
+    without the agent come back split in two (``pipelines.gold.unseen``)."""
     bodies = rebalance_bodies(events)
     triggers = triggers_of(bodies)
+    rounds = rounds_of(bodies, [t.time_ms for t in triggers])
+    handoffs = split(handoffs, intervals, rounds)
+    heartbeat_ms = max((b["heartbeat_interval_ms"] or 0 for e, b in bodies if e["kind"] == "member_config"), default=0)
+    coverage = coverage_by_hour(intervals, handoffs, rounds, last_seen, heartbeat_ms)
     episodes, owner_of = episodes_of(bodies, triggers, handoffs, gap_s)
     of_id = {e["episode_id"]: e for e in episodes}
     for h in handoffs:
         episode = of_id.get(owner_of.get(h["handoff_id"]), {})
         h.update(episode_id=episode.get("episode_id"), episode_start_ms=episode.get("start_ms"))
-    return handoffs, episodes, members_of(bodies, triggers, handoffs, last_seen)
+    return handoffs, episodes, members_of(bodies, triggers, handoffs, last_seen), coverage

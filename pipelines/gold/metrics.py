@@ -9,6 +9,10 @@ in the period, from the members' progress events. Revoke callback time counts ea
 revoke event once, in the episode of its first handoff (a revoke covers several
 partitions, which a slow reassignment can spread over two episodes). Commit-on-revoke
 coverage is the share of graceful handoffs whose owner committed inside the revoke.
+``coverage`` is the share of the group's partition-time its instrumented members held
+(``covered_s`` / ``owned_s``, from ``gold/coverage``: ``pipelines.gold.unseen``), a property of
+the group and period that every cause's row carries, like the records processed: below 1,
+members without the agent held the rest, and the figures count only what the agent saw.
 
 Everything is summed per group, hour and cause first, and the days and the ``all``
 cause are sums of those rows: the handoffs are aggregated once, where one aggregation
@@ -66,11 +70,14 @@ def records_processed(events: DataFrame) -> DataFrame:
             .agg(F.sum("p.processed").alias("records_processed")))
 
 
-def group_metrics(handoffs: DataFrame, episodes: DataFrame, processed: DataFrame) -> DataFrame:
-    """One row per (group, grain, period_start, cause); ``processed``: ``records_processed``'s rows."""
+def group_metrics(handoffs: DataFrame, episodes: DataFrame, processed: DataFrame, coverage: DataFrame) -> DataFrame:
+    """One row per (group, grain, period_start, cause); ``processed``: ``records_processed``'s rows,
+    ``coverage``: ``gold/coverage``'s."""
     processed = processed.withColumnRenamed("hour_start", "period_start")
+    coverage = coverage.withColumnRenamed("hour_start", "period_start")
     out = (_rolled_up(_hourly(handoffs, episodes), KEYS)
-           .join(_rolled_up(processed, KEYS[:3]), KEYS[:3], "left"))
+           .join(_rolled_up(processed, KEYS[:3]), KEYS[:3], "left")
+           .join(_rolled_up(coverage, KEYS[:3]), KEYS[:3], "left"))
     counts = ["rebalances", "partitions_moved", *FIGURES, "lost_partitions"]
     out = out.fillna(0, subset=[*counts, "revoke_callback_s", "records_processed"])
     graceful, processed = F.col("graceful_handoffs"), F.col("records_processed")
@@ -78,4 +85,5 @@ def group_metrics(handoffs: DataFrame, episodes: DataFrame, processed: DataFrame
         *KEYS, *counts,
         F.when(graceful > 0, F.col("graceful_committed_in_revoke") / graceful).alias("commit_on_revoke_coverage"),
         "revoke_callback_s", "records_processed",
-        F.when(processed > 0, F.col("duplicates") / processed).alias("duplicate_rate"))
+        F.when(processed > 0, F.col("duplicates") / processed).alias("duplicate_rate"),
+        "covered_s", "owned_s", F.when(F.col("owned_s") > 0, F.col("covered_s") / F.col("owned_s")).alias("coverage"))

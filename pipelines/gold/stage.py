@@ -17,6 +17,7 @@ without a state) is refolded from all its events: the same code from an empty st
 """
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from functools import reduce
 from typing import Any
 
@@ -28,7 +29,7 @@ from pipelines import catalog, lake
 from pipelines.config import PipelineConfig, Progress
 from pipelines.gold.facts import NEVER, facts, runs, stalled_at, stalls
 from pipelines.gold.group_apply import apply_per_group
-from pipelines.gold.group_pass import KINDS, group_gold
+from pipelines.gold.group_pass import INTERVAL_FIELDS, KINDS, group_gold
 from pipelines.gold.handoffs import handoffs_of
 from pipelines.gold.metrics import group_metrics, records_processed
 from pipelines.gold.ownership import PartitionFold
@@ -43,7 +44,8 @@ ENVELOPE_FOR_LOGIC = ["event_id", "kind", "event_time_ms", "agent_id", "seq", "g
 FOLD_INPUTS = ["partitions_change", "first_fetch", "progress", "commit", "state_transition"]
 FOLD_ROW_DDL = (f"interval struct<{catalog.OWNERSHIP.ddl(': ')}>, handoff struct<{catalog.HANDOFFS.ddl(': ')}>, "
                 f"state struct<{catalog.FOLD_STATE.ddl(': ')}>")
-GROUP_OUTPUTS = (("handoff", catalog.HANDOFFS), ("episode", catalog.EPISODES), ("member", catalog.MEMBERS))
+GROUP_OUTPUTS = (("handoff", catalog.HANDOFFS), ("episode", catalog.EPISODES), ("member", catalog.MEMBERS),
+                 ("coverage", catalog.COVERAGE))
 GROUP_ROW_DDL = ", ".join(f"{name} struct<{table.ddl(': ')}>" for name, table in GROUP_OUTPUTS)
 
 
@@ -111,7 +113,8 @@ def fold_partition(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         kept = fold.state()
         kept = None if kept is None else orjson.dumps(kept).decode()
     out: list[dict[str, Any]] = [{"interval": row, "handoff": None, "state": None} for row in fold.intervals]
-    out += [{"interval": None, "handoff": {**h, "episode_id": None, "episode_start_ms": None, "cause": None},
+    out += [{"interval": None, "handoff": {**h, "episode_id": None, "episode_start_ms": None, "cause": None,
+                                                "unseen_owner": None},
              "state": None} for h in handoffs_of(fold.intervals)]
     if kept is not None:
         out.append({"interval": None, "handoff": None,
@@ -208,7 +211,12 @@ def run(spark: SparkSession, config: PipelineConfig, progress: Progress = print)
         def per_group(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             events = [r["event"] for r in rows if r["event"] is not None]
             last_seen = {r["seen"]["agent_id"]: r["seen"]["ms"] for r in rows if r["seen"] is not None}
-            outputs = group_gold(events, [r["handoff"] for r in rows if r["handoff"] is not None], last_seen, gap)
+            outputs = group_gold(events, [r["handoff"] for r in rows if r["handoff"] is not None], last_seen, gap,
+                                 [r["interval"] for r in rows if r["interval"] is not None])
+            group_id = rows[0]["group_id"]
+            outputs[-1][:] = [{"group_id": group_id, "hour_start": datetime.fromtimestamp(c["hour_start_ms"] / 1000, UTC),
+                               "covered_s": c["covered_s"],
+                               "owned_s": c["owned_s"]} for c in outputs[-1]]
             empty = dict.fromkeys(name for name, _ in GROUP_OUTPUTS)
             return [{**empty, name: row} for (name, _), made in zip(GROUP_OUTPUTS, outputs) for row in made]
 
@@ -216,6 +224,8 @@ def run(spark: SparkSession, config: PipelineConfig, progress: Progress = print)
                        .unionByName(handoffs.select("group_id", F.struct(*handoffs.columns).alias("handoff")),
                                     allowMissingColumns=True)
                        .unionByName(seen.select("group_id", F.struct("agent_id", "ms").alias("seen")),
+                                    allowMissingColumns=True)
+                       .unionByName(intervals.select("group_id", F.struct(*INTERVAL_FIELDS).alias("interval")),
                                     allowMissingColumns=True))
         with lake.spilled(spark, apply_per_group(group_input, "group_id", per_group, GROUP_ROW_DDL),
                           spill_path(config, "gold_groups")) as grouped:
@@ -233,7 +243,7 @@ def run(spark: SparkSession, config: PipelineConfig, progress: Progress = print)
             with lake.spilled(spark, processed, spill_path(config, "gold_processed")) as hours:
                 lake.replace_scope(spark, config.lake_path, catalog.PROCESSED, hours, groups)
                 lake.replace_scope(spark, config.lake_path, catalog.METRICS,
-                                   group_metrics(of["handoff"], of["episode"], hours), groups)
+                                   group_metrics(of["handoff"], of["episode"], hours, of["coverage"]), groups)
             counts = grouped.agg(*[F.count(name).alias(f"{name}s") for name, _ in GROUP_OUTPUTS]).first().asDict()
         group_states = spark.createDataFrame(
             [(g, None, None, b, None, sorted(r.agent_id for r in stalled_then if r.group_id == g))

@@ -22,10 +22,12 @@ ASSIGNORS = ("range", "cooperative-sticky", "consumer", "roundrobin")
 
 
 def _plan() -> list[tuple[str, str]]:
-    """Each built-in scenario with an assignor, cycling so every protocol is exercised; only the fully
-    instrumented ones until gold prices handoffs around members it cannot see (issue 37)."""
+    """Each built-in scenario with an assignor, cycling over the fully instrumented ones so every
+    protocol is exercised; the partial-adoption one under eager range, where every rebalance moves
+    every partition (the most there is to see around members without the agent)."""
     names = builtin_names(fully_instrumented=True)
-    return [(name, ASSIGNORS[i % len(ASSIGNORS)]) for i, name in enumerate(names)]
+    plan = [(name, ASSIGNORS[i % len(ASSIGNORS)]) for i, name in enumerate(names)]
+    return plan + [(name, "range") for name in builtin_names() if name not in names]
 
 
 @pytest.fixture(scope="session")

@@ -76,6 +76,57 @@ def test_per_run_totals_match_ground_truth(landed, scenario):
                                                                 abs=TOLERANCE_S * len(graceful))
 
 
+def test_no_handoff_of_a_built_in_scenario_has_an_unknown_cause(landed):
+    """``unknown`` is for what telemetry cannot explain; every built-in scenario's moves are explained."""
+    unknown = [(h["group_id"], h["topic"], h["partition"], h["assigned_ms"]) for h in landed["handoffs"]
+               if h["cause"] == "unknown"]
+    assert not unknown
+
+
+def test_partial_adoption_gold_sees_around_the_members_without_the_agent(landed):
+    """Three members with the agent, plain ones that restart, leave and join (eager range):
+    handoffs between instrumented owners equal the truth (their cause: a member without the agent),
+    no gold handoff spans a plain owner (each such path is split at it, the parts priced only from
+    what the agent saw, bounds holding the truth), and coverage is the truth's within 1 point."""
+    run = landed["runs"]["partial-adoption"]
+    truth = GroundTruth.load(run.run_dir)
+    gold = gold_for_run(landed, run.manifest["run_id"])
+    seen = [h for h in truth.handoffs if h.prev_instrumented and h.next_instrumented]
+    problems = []
+    for handoff, row in matched(seen, gold):
+        expected = handoff if handoff.cause == "start" else dataclasses.replace(handoff, cause="unseen_member")
+        problems += [f"gold lacks {handoff}"] if row is None else check(expected, row)
+    assert seen and not problems, "\n".join(problems)
+
+    prefix = f"{run.manifest['run_id']}-"
+    process = {a: c[len(prefix):] for a, c in landed["clients"].items() if c.startswith(prefix)}
+    rows = [h for h in landed["handoffs"] if h["group_id"] == run.manifest["group_id"]]
+    plain = [i for i in truth.held if not i.instrumented]
+    for h in rows:  # no handoff between two instrumented owners has a plain owner's holding inside it
+        if h["prev_agent_id"] and h["next_agent_id"]:
+            inside = [i for i in plain if (i.topic, i.partition) == (h["topic"], h["partition"])
+                      and h["prev_assigned_ms"] * 1_000_000 < i.start_wall_ns and i.end_wall_ns < h["assigned_ms"] * 1_000_000]
+            assert not inside, (h, inside)
+    to_plain = [t for t in truth.handoffs if t.prev_instrumented and not t.next_instrumented]
+    from_plain = [t for t in truth.handoffs if not t.prev_instrumented and t.next_instrumented]
+    assert to_plain and from_plain
+    parts = [h for h in rows if h["unseen_owner"]]
+    for t in to_plain:
+        part = min((h for h in parts if h["next_agent_id"] is None and (h["topic"], h["partition"]) == (t.topic, t.partition)
+                    and process[h["prev_agent_id"]] == t.prev_process),
+                   key=lambda h: abs(h["revoke_ms"] * 1_000_000 - t.at_wall_ns))
+        assert part["duplicates"] <= t.duplicates <= part["duplicates_upper"], (t, part)
+        assert part["pause_s"] is None  # nobody saw the plain owner's first record
+    for t in from_plain:
+        [part] = [h for h in parts if h["prev_agent_id"] is None and (h["topic"], h["partition"]) == (t.topic, t.partition)
+                  and process[h["next_agent_id"]] == t.next_process and h["first_fetch_offset"] == t.first_offset_next]
+        assert part["pause_s"] <= t.pause_s + TOLERANCE_S and part["duplicates"] is None, (t, part)
+
+    [day] = [m for m in landed["metrics"] if m["group_id"] == run.manifest["group_id"] and m["cause"] == "all"]
+    want = truth.coverage_json()["coverage"]
+    assert day["coverage"] == pytest.approx(want, abs=0.01), (day["covered_s"], day["owned_s"], want)
+
+
 def test_metrics_by_cause_add_up_to_all_on_the_busy_fleet(landed):
     """turbulent-minute packs a restart, a crash, a scale-out and a subscription change
     closer than the episode gap: each keeps its own rows, and the causes sum to ``all``."""

@@ -21,7 +21,8 @@ FLEETS = {"busy": busy_fleet(), "poll_interval_exceeded": every_cause()["poll_in
 @pytest.mark.parametrize("name", sorted(FLEETS))
 def test_each_body_is_parsed_once_and_the_triggers_found_once(name, monkeypatch):
     fleet = FLEETS[name]
-    handoffs = handoffs_of(ownership_intervals(fleet.events))
+    intervals = ownership_intervals(fleet.events)
+    handoffs = handoffs_of(intervals)
     last_seen: dict[str, int] = {}
     for e in fleet.events:
         last_seen[e["agent_id"]] = max(e["event_time_ms"], last_seen.get(e["agent_id"], e["event_time_ms"]))
@@ -45,7 +46,7 @@ def test_each_body_is_parsed_once_and_the_triggers_found_once(name, monkeypatch)
     for module in [m for n, m in sys.modules.items() if n.startswith("pipelines.")]:
         if getattr(module, "triggers_of", None) is triggers_of:  # every module that could call it
             monkeypatch.setattr(module, "triggers_of", counting_triggers)
-    _, episodes, members = group_pass.group_gold(events, handoffs, last_seen, gap_s=10.0)
+    _, episodes, members, _ = group_pass.group_gold(events, handoffs, last_seen, gap_s=10.0, intervals=intervals)
 
     rebalance = [e for e in events if e["kind"] in group_pass.KINDS]
     assert episodes and members and any(e["kind"] == "client_error" for e in rebalance) == (name != "busy")

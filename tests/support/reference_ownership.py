@@ -116,9 +116,15 @@ def ownership_intervals(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]
 def gold_of_group(events: list[dict[str, Any]], gap_s: float) -> tuple[list[dict], list[dict], list[dict], list[dict]]:
     """(ownership intervals, handoffs, episodes, members) of one group from all its events: the
     intervals above, then gold's own handoffs and group pass."""
+    return group_of(events, gap_s)[:4]
+
+
+def group_of(events: list[dict[str, Any]], gap_s: float) -> tuple[list[dict], list[dict], list[dict], list[dict],
+                                                                    list[dict]]:
+    """``gold_of_group`` and the group's coverage per hour (``pipelines.gold.unseen``)."""
     intervals = ownership_intervals(events)
     last_seen: dict[str, int] = {}
     for e in events:
         last_seen[e["agent_id"]] = max(e["event_time_ms"], last_seen.get(e["agent_id"], e["event_time_ms"]))
-    handoffs, episodes, members = group_gold(events, handoffs_of(intervals), last_seen, gap_s)
-    return intervals, handoffs, episodes, members
+    handoffs, episodes, members, coverage = group_gold(events, handoffs_of(intervals), last_seen, gap_s, intervals)
+    return intervals, handoffs, episodes, members, coverage

@@ -19,6 +19,7 @@ select
     lost_partitions,
     records_processed,
     duplicate_rate,
+    coverage,
     commit_on_revoke_coverage,
     rebalances - lag(rebalances) over (partition by group_id order by period_start) as rebalances_change,
     duplicates - lag(duplicates) over (partition by group_id order by period_start) as duplicates_change,

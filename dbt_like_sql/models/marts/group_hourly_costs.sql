@@ -20,6 +20,7 @@ select
     lost_partitions,
     records_processed,
     duplicate_rate,
+    coverage,
     {{ built_through_batch() }} as built_through_batch
 from metrics
 where grain = 'hour' and cause = 'all'

@@ -18,6 +18,7 @@ select
     timestamp_millis(coalesce(revoke_ms, assigned_ms)) as released_at,
     timestamp_millis(episode_start_ms) as episode_started_at,
     commit_in_revoke,
+    coalesce(unseen_owner, false) as unseen_owner,
     {{ point_figure('pause_s', '0.0') }} as pause_s,
     -- an upper bound is unknown only where its figure is: both count 0
     coalesce(pause_upper_s, 0.0) as pause_upper_s,

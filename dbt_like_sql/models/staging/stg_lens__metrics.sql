@@ -18,5 +18,8 @@ select
     commit_on_revoke_coverage,
     revoke_callback_s,
     records_processed,
-    duplicate_rate
+    duplicate_rate,
+    covered_s,
+    owned_s,
+    coverage
 from source
