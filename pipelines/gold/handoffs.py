@@ -53,9 +53,13 @@ linger. So an owner that went on polling past t_p + (its longest observed tick i
 ticked again, and that tick reached the telemetry topic unless the process died within
 ``SEND_ALLOWANCE_MS`` of it: its last record was handed out by t_p + longest interval +
 allowance (or by t_d, if sooner). An owner that never ticked for the partition (a crash within
-an interval of its assignment) is bounded by t_d alone. Why not the liveness of other
-events (commits, health): they come when the application acts, not on a clock, so their
-absence says nothing; they only prove it alive (lower bounds above).
+an interval of its assignment) is bounded by t_d alone. Other events (commits, health) come
+when the application acts, not on a clock: their absence says nothing, so only the ticks
+bound the silence. The width is about the partition's production rate times (tick interval +
+allowance), plus the lag at the last tick: a shorter ``lens.progress.interval.ms`` narrows it
+(widths measured: docs/measured.md, ``benchmarks/crash_bounds.py``). Not covered: a tick
+reports at most 100 partitions (the first, sorted); one that leaves those 100 as its owner
+gains partitions ticks no more while still read, and its bounds would be too tight.
 
 The pause of a crash is within [first_fetch - silent_until, first_fetch - last sign of life]:
 its last record was handed out between its last tick (or first fetch, or assignment) and
