@@ -86,15 +86,14 @@ def facts(events: DataFrame, stall_rows: DataFrame) -> DataFrame:
     fetches = (events.where("kind = 'first_fetch'")
                .select(*env, "first_fetch.topic", "first_fetch.partition", "first_fetch.offset",
                        "first_fetch.window_ms", "first_fetch.timestamp_ms"))
-    seconds = F.col("progress.interval_ms") / 1000.0
-    position, lag = F.col("p.position"), F.col("p.lag")
+    position, lag, interval_ms = F.col("p.position"), F.col("p.lag"), F.col("interval_ms")
+    known_end = lag.isNotNull() & position.isNotNull() & ~position.isin(OFFSET_UNKNOWN, 0)
     progress = (events.where("kind = 'progress'")
-                .select(*env, F.explode("progress.partitions").alias("p"), seconds.alias("seconds"))
+                .select(*env, F.explode("progress.partitions").alias("p"), "progress.interval_ms")
                 .select("*", "p.topic", "p.partition", "p.position", "p.last_processed_offset", "p.lag", "p.processed",
-                        F.when(lag.isNotNull() & position.isNotNull() & ~position.isin(OFFSET_UNKNOWN, 0),
-                               position + lag).alias("log_end"),
-                        F.when(F.col("seconds") > 0, F.col("p.processed") / F.col("seconds")).alias("max_rate"),
-                        F.col("progress.interval_ms").alias("interval_ms")))
+                        F.when(known_end, position + lag).alias("log_end"),
+                        F.when(known_end, F.col("event_time_ms")).alias("first_ms"),
+                        F.when(interval_ms > 0, F.col("p.processed") / (interval_ms / 1000.0)).alias("max_rate")))
     stalled = F.broadcast(stall_rows.alias("s"))
     progress = (progress.alias("e").join(stalled, (F.col("e.group_id") == F.col("s.group_id"))
                                          & (F.col("e.agent_id") == F.col("s.agent_id"))
