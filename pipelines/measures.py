@@ -44,6 +44,17 @@ MEASURES: tuple[Measure, ...] = (
             "records the previous owner had processed past its last commit when it let the partition go "
             "(`gold/handoffs`; what a new owner starting from that commit reads again, the duplicates' upper "
             "bound when the new owner's first offset is unknown)"),
+    Measure("covered_s", "partition-seconds",
+            "partition-seconds held by members that run the agent, each from its assignment to its release (a "
+            "crashed owner's to its last sign of life; `gold/coverage`, `gold/metrics`)"),
+    Measure("owned_s", "partition-seconds",
+            "partition-seconds held by any member: `covered_s` plus what members without the agent held, estimated "
+            "from the rebalances the agent saw (`pipelines/gold/unseen.py`; time mid-rebalance counts for neither)"),
+    Measure("coverage", "share (0 to 1)",
+            "`covered_s` / `owned_s` of a group and period: below 1, members without the agent held the rest. "
+            "Handoffs to or from them are split there (`unseen_owner`) and never priced across them; the figures "
+            "count only what the agent saw, and no change is priced below 0.9 (the group gets the `coverage` "
+            "warning instead)"),
 )
 
 

@@ -70,6 +70,8 @@ RECOMMENDATION_KINDS: tuple[RecommendationKind, ...] = (
     RecommendationKind("enforce_policy", "when to call enforce_rebalance", False),
     RecommendationKind("storm", "a warning: a rebalance storm", False),
     RecommendationKind("mixed_protocols", "a warning: eager and cooperative members in one group", False),
+    RecommendationKind("coverage", "a warning: too few of the group's members run the agent to price a change",
+                       False),
     RecommendationKind("healthy", "the verdict when no change pays", False),
 )
 RECOMMENDATION_KIND_NAMES: tuple[str, ...] = tuple(k.name for k in RECOMMENDATION_KINDS)

@@ -18,7 +18,8 @@ from plotly.offline import get_plotlyjs
 
 from tuning_report import figures
 from tuning_report.marts import Fleet, read_fleet
-from tuning_report.wording import TERMS, Headline, bounded, headline_sentence
+from pipelines.recommend.rules import MIN_COVERAGE
+from tuning_report.wording import TERMS, Headline, bounded, headline_sentence, share
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 EPISODES_CHARTED = 2  # ownership charts per group: its costliest episodes
@@ -71,10 +72,12 @@ def render(fleet: Fleet, title: str, window: str) -> str:
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html", "j2"]),
                       trim_blocks=True, lstrip_blocks=True)
     env.filters["bounded"] = bounded
+    env.filters["share"] = share
     env.filters["cause"] = figures.cause_label
     sections = [group_section(fleet, g, i) for i, g in enumerate(fleet.groups())]
     return env.get_template("report.html.j2").render(
         title=title, window=window, sections=sections, terms=TERMS, plotly_js=Markup(get_plotlyjs()),
+        min_coverage=MIN_COVERAGE,
         generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
 
 

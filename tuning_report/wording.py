@@ -34,6 +34,7 @@ class Headline:
     pause_upper_s: float
     records: int
     last_day_change: int | None
+    coverage: float | None  # share of the partition-time members with the agent held (None: unknown)
 
     @classmethod
     def of(cls, daily: pl.DataFrame) -> "Headline":
@@ -44,7 +45,13 @@ class Headline:
                    pause_s=float(daily["pause_s"].sum() or 0.0),
                    pause_upper_s=float(daily["pause_upper_s"].sum() or 0.0),
                    records=int(daily["records_processed"].sum() or 0),
-                   last_day_change=None if change is None else int(change))
+                   last_day_change=None if change is None else int(change),
+                   coverage=float(daily["covered_s"].sum() / owned) if (owned := daily["owned_s"].sum() or 0) else None)
+
+
+def share(value: float | None) -> str:
+    """A share as a percentage ("n/a" when unknown)."""
+    return "n/a" if value is None else f"{100 * value:.0f}%"
 
 
 def bounded(lower: float, upper: float, spec: str = ",.0f") -> str:

@@ -17,7 +17,6 @@ without a state) is refolded from all its events: the same code from an empty st
 """
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from functools import reduce
 from typing import Any
 
@@ -46,7 +45,10 @@ FOLD_ROW_DDL = (f"interval struct<{catalog.OWNERSHIP.ddl(': ')}>, handoff struct
                 f"state struct<{catalog.FOLD_STATE.ddl(': ')}>")
 GROUP_OUTPUTS = (("handoff", catalog.HANDOFFS), ("episode", catalog.EPISODES), ("member", catalog.MEMBERS),
                  ("coverage", catalog.COVERAGE))
-GROUP_ROW_DDL = ", ".join(f"{name} struct<{table.ddl(': ')}>" for name, table in GROUP_OUTPUTS)
+# Arrow carries no session time zone out of the workers: the coverage's hour leaves them in ms.
+COVERAGE_ROW_DDL = "group_id: string, hour_start_ms: bigint, covered_s: double, owned_s: double"
+GROUP_ROW_DDL = ", ".join(f"{name} struct<{COVERAGE_ROW_DDL if table is catalog.COVERAGE else table.ddl(': ')}>"
+                          for name, table in GROUP_OUTPUTS)
 
 
 def spill_path(config: PipelineConfig, name: str = "gold_rows") -> str:
@@ -214,9 +216,7 @@ def run(spark: SparkSession, config: PipelineConfig, progress: Progress = print)
             outputs = group_gold(events, [r["handoff"] for r in rows if r["handoff"] is not None], last_seen, gap,
                                  [r["interval"] for r in rows if r["interval"] is not None])
             group_id = rows[0]["group_id"]
-            outputs[-1][:] = [{"group_id": group_id, "hour_start": datetime.fromtimestamp(c["hour_start_ms"] / 1000, UTC),
-                               "covered_s": c["covered_s"],
-                               "owned_s": c["owned_s"]} for c in outputs[-1]]
+            outputs[-1][:] = [{"group_id": group_id, **c} for c in outputs[-1]]
             empty = dict.fromkeys(name for name, _ in GROUP_OUTPUTS)
             return [{**empty, name: row} for (name, _), made in zip(GROUP_OUTPUTS, outputs) for row in made]
 
@@ -230,6 +230,8 @@ def run(spark: SparkSession, config: PipelineConfig, progress: Progress = print)
         with lake.spilled(spark, apply_per_group(group_input, "group_id", per_group, GROUP_ROW_DDL),
                           spill_path(config, "gold_groups")) as grouped:
             of = {name: grouped.where(F.col(name).isNotNull()).select(f"{name}.*") for name, _ in GROUP_OUTPUTS}
+            of["coverage"] = of["coverage"].select("group_id", F.timestamp_millis("hour_start_ms").alias("hour_start"),
+                                                   "covered_s", "owned_s")
             processed = records_processed(window)
             if kept:
                 since = spark.createDataFrame([(g, _hour_of(marks[g][0])) for g in kept],

@@ -45,14 +45,20 @@ def recommendation_row(group_id: str, rank: int, r: Recommendation, w: what_if_m
 def recommend_group(rows: list[dict[str, Any]], lake_path: str,
                     broker: BrokerGroups = BrokerGroups()) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(what-if rows, recommendation rows) of one group; ``rows`` carry ``source`` (members,
-    handoffs, episodes, intervals) and the source table's columns."""
-    of: dict[str, list[dict[str, Any]]] = {"members": [], "handoffs": [], "episodes": [], "intervals": []}
+    handoffs, episodes, intervals, coverage) and the source table's columns. The what-if prices the
+    handoffs the agent saw both sides of; a group whose coverage is below ``rules.MIN_COVERAGE``
+    gets the coverage warning instead of priced changes."""
+    of: dict[str, list[dict[str, Any]]] = {"members": [], "handoffs": [], "episodes": [], "intervals": [],
+                                           "coverage": []}
     for row in rows:
         of[row["source"]].append(row[row["source"]])
     group_id = rows[0]["group_id"]
-    w = what_if_module.what_if(of["members"], of["handoffs"], of["intervals"], broker)
+    owned = sum(c["owned_s"] for c in of["coverage"])
+    coverage = sum(c["covered_s"] for c in of["coverage"]) / owned if owned > 0 else None
+    covered = [h for h in of["handoffs"] if not h.get("unseen_owner")]  # priced on what the agent saw only
+    w = what_if_module.what_if(of["members"], covered, of["intervals"], broker)
     if w is None:
         return [], []
-    found = recommend(Evidence(group_id, of["members"], of["handoffs"], of["episodes"], of["intervals"], w))
+    found = recommend(Evidence(group_id, of["members"], covered, of["episodes"], of["intervals"], w, coverage))
     return (what_if_module.rows(group_id, w),
             [recommendation_row(group_id, rank, r, w, lake_path) for rank, r in enumerate(found, 1)])

@@ -35,6 +35,11 @@ MAX_WORSE = 0.10
 # Below these a saving is not worth a rollout, whatever its share: a few records or a second of one partition.
 MIN_DUPLICATES = 10
 MIN_PAUSE_S = 1.0
+# Below this share of partition-time run by members with the agent, no change is priced: the what-if
+# replays the group's membership through assignor models, and the members without the agent are
+# missing from it (their partitions, joins and leaves), so a replay at 80% would misassign a fifth
+# of the partitions it prices.
+MIN_COVERAGE = 0.9
 STORM_PER_HOUR = 12  # one rebalance every five minutes, all hour
 SKEW_RATIO = 1.5  # the busiest member's record rate over the members' mean
 
@@ -48,6 +53,8 @@ Q_MEMBERS = ("SELECT agent_id, client_id, group_instance_id, assignor, join_caus
 Q_WHAT_IF = ("SELECT config, predicted_rebalances, predicted_handoffs, predicted_partitions_moved, "
              "predicted_duplicates, predicted_pause_s, predicted_duplicates_saved, predicted_pause_saved_s "
              "FROM delta.`{lake}/gold/what_if` WHERE group_id = :group_id ORDER BY predicted_duplicates_saved DESC")
+Q_COVERAGE = ("SELECT hour_start, covered_s, owned_s, covered_s / owned_s AS coverage "
+              "FROM delta.`{lake}/gold/coverage` WHERE group_id = :group_id ORDER BY hour_start")
 Q_EPISODES = ("SELECT date_trunc('hour', timestamp_millis(start_ms)) AS hour, cause, count(*) AS rebalances "
               "FROM delta.`{lake}/gold/episodes` WHERE group_id = :group_id AND cause <> 'start' "
               "GROUP BY 1, 2 ORDER BY 1")
@@ -84,6 +91,7 @@ class Evidence:
     episodes: list[dict[str, Any]]
     intervals: list[dict[str, Any]]
     what_if: WhatIf
+    coverage: float | None = None  # share of the group's partition-time its instrumented members held
 
     def churn(self, cause: str | None = None) -> list[dict[str, Any]]:
         return [h for h in self.handoffs if h["cause"] != "start" and (cause is None or h["cause"] == cause)]
@@ -372,6 +380,19 @@ def mixed_warning(e: Evidence) -> Recommendation | None:
         "read from the members' configuration")
 
 
+def coverage_warning(e: Evidence) -> Recommendation | None:
+    if e.coverage is None or e.coverage >= MIN_COVERAGE:
+        return None
+    return Recommendation("coverage", f"Only {100 * e.coverage:.0f}% of this group's partition-time ran the agent",
+                          None, (), (
+        "Run the agent on the group's other members (confluent-kafka consumers: consumer_agent), then price "
+        "changes: members without it are missing from the what-if's replay, so no change is priced below "
+        f"{100 * MIN_COVERAGE:.0f}%.",),
+        (f"Members with the agent held {100 * e.coverage:.1f}% of the group's partition-time (gold/coverage); "
+         "Handoffs to or from members without it are in gold/handoffs with unseen_owner = true.",),
+        Q_COVERAGE, "high", "measured from gold/coverage")
+
+
 RULES = (assignor_rule, static_rule, commit_on_revoke_rule, max_poll_rule, session_timeout_rule)
 WARNINGS = (enforce_rule, storm_warning, mixed_warning)
 
@@ -379,6 +400,8 @@ WARNINGS = (enforce_rule, storm_warning, mixed_warning)
 def recommend(e: Evidence) -> list[Recommendation]:
     """Ranked changes (the best saving first), then warnings; or one ``healthy`` verdict."""
     base = e.what_if.baseline
+    if (low := coverage_warning(e)) is not None:
+        return [low, *[r for rule in WARNINGS if (r := rule(e)) is not None]]
     found = [r for rule in RULES if (r := rule(e)) is not None]
     found.sort(key=lambda r: -_score(base, r.priced))  # type: ignore[arg-type]
     warnings = [r for rule in WARNINGS if (r := rule(e)) is not None]

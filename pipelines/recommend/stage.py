@@ -19,6 +19,7 @@ SOURCES = {
     "episodes": (catalog.EPISODES, ["group_id", "start_ms", "end_ms", "cause"]),
     "intervals": (catalog.OWNERSHIP, ["group_id", "topic", "partition", "agent_id", "assigned_ms", "first_fetch_ms",
                                       "released_ms", "last_progress_ms", "processed", "release_kind"]),
+    "coverage": (catalog.COVERAGE, ["group_id", "covered_s", "owned_s"]),
 }
 OUTPUTS = (("what_if", catalog.WHAT_IF), ("recommendation", catalog.RECOMMENDATIONS))
 ROW_DDL = ", ".join(f"{name} struct<{table.ddl(': ')}>" for name, table in OUTPUTS)

@@ -14,6 +14,7 @@ from tests.support.browser import headless_chromium
 from tuning_report import write_report
 from tuning_report.marts import Fleet, read_fleet
 from tuning_report.page import render
+from tuning_report.wording import share
 
 HOSTILE = "<img src=x onerror=alert(1)>"
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-output"
@@ -69,6 +70,11 @@ def test_the_report_is_small_quick_and_shows_the_marts_figures(report, landed):
         lower, upper = int(daily["duplicates"].sum()), int(daily["duplicates_upper"].sum())
         shown = f"{lower:,}" if lower == upper else f"{lower:,} to {upper:,}"
         assert f"duplicated records<b>{shown}</b>" in html, group
+        seen = share(daily["covered_s"].sum() / daily["owned_s"].sum())
+        assert f"partition-time seen by the agent<b>{seen}</b>" in html, group
+    partial = landed["runs"]["partial-adoption"].manifest["group_id"]  # members without the agent: said so
+    section = html[html.index(f"<h2>{partial}</h2>"):]
+    assert "Members without the agent held" in section[:section.index("</section>")]
     # opens with no network: Plotly's JavaScript inside the file, once, and nothing fetched
     assert html.count(get_plotlyjs()[:400]) == 1
     assert "<script src=" not in html and "<link " not in html

@@ -8,7 +8,7 @@ import pytest
 
 from lens_runtime.errors import LensError
 from tuning_report.marts import parse_since
-from tuning_report.wording import Headline, bounded, headline_sentence
+from tuning_report.wording import Headline, bounded, headline_sentence, share
 
 NOW = datetime(2026, 11, 25, 12, 0, tzinfo=timezone.utc)
 
@@ -31,14 +31,16 @@ def test_since_takes_an_age_or_an_iso_time_and_names_the_fix_otherwise():
 def _daily(rows: list[tuple]) -> pl.DataFrame:
     return pl.DataFrame(rows, orient="row", schema=["day", "rebalances", "duplicates", "duplicates_upper",
                                                     "pause_s", "pause_upper_s",
-                                                    "records_processed", "duplicates_change"])
+                                                    "records_processed", "duplicates_change", "covered_s", "owned_s"])
 
 
 def test_the_headline_sums_the_days_keeps_the_bounds_and_names_the_costliest_cause():
-    daily = _daily([(date(2026, 11, 24), 3, 100, 100, 2.0, 2.0, 10_000, None),
-                    (date(2026, 11, 25), 2, 40, 90, 1.5, 6.0, 10_000, -60)])
+    daily = _daily([(date(2026, 11, 24), 3, 100, 100, 2.0, 2.0, 10_000, None, 900.0, 1000.0),
+                    (date(2026, 11, 25), 2, 40, 90, 1.5, 6.0, 10_000, -60, 3000.0, 3000.0)])
     head = Headline.of(daily)
     assert (head.rebalances, head.duplicates, head.duplicates_upper, head.last_day_change) == (5, 140, 190, -60)
+    assert head.coverage == pytest.approx(3900 / 4000)  # the window's partition-seconds, not a mean of the days' shares
+    assert share(head.coverage) == "98%" and share(None) == "n/a"
     causes = pl.DataFrame({"cause": ["start", "crash", "restart"], "duplicates": [500, 40, 100],
                            "pause_s": [9.0, 1.5, 2.0]})
     sentence = headline_sentence(head, causes)
@@ -47,6 +49,7 @@ def test_the_headline_sums_the_days_keeps_the_bounds_and_names_the_costliest_cau
 
 
 def test_a_quiet_group_says_so():
-    head = Headline.of(_daily([(date(2026, 11, 25), 0, 0, 0, 0.0, 0.0, 5_000, None)]))
+    head = Headline.of(_daily([(date(2026, 11, 25), 0, 0, 0, 0.0, 0.0, 5_000, None, 0.0, 0.0)]))
+    assert head.coverage is None  # nothing held: no share
     assert headline_sentence(head, pl.DataFrame({"cause": [], "duplicates": [], "pause_s": []})) \
         == "No rebalance cost anything in this window."

@@ -20,6 +20,8 @@ select
     records_processed,
     duplicate_rate,
     coverage,
+    covered_s,
+    owned_s,
     commit_on_revoke_coverage,
     rebalances - lag(rebalances) over (partition by group_id order by period_start) as rebalances_change,
     duplicates - lag(duplicates) over (partition by group_id order by period_start) as duplicates_change,
