@@ -29,14 +29,15 @@ from pipelines.gold.ownership import CHANGES
 #
 # A progress fact carries what the fold takes from it: records processed, the log end it saw
 # (position + lag; of a run, the first and, ``first_ms``, when), the position, last processed
-# offset and lag, the rate and the interval since the agent's previous tick; a commit fact its offset and
+# offset and lag, the rate and the interval since the agent's previous tick, and (``moved_ms``)
+# the previous tick's time if records were handed out since (of a run, the latest); a commit fact its offset and
 # (``first_ms``, ``first_offset``) the earliest commit's time and offset. So a run of progress
 # or commit facts can be summed into one fact of the same shape (``runs``) and the Python fold
 # walks the runs, not every event.
 FACT_DDL = ("group_id string, topic string, partition bigint, kind string, event_id string, event_time_ms bigint, "
             "agent_id string, seq bigint, member_id string, group_instance_id string, host string, client_id string, "
             "generation bigint, position bigint, last_processed_offset bigint, committed_offset bigint, lag bigint, "
-            "processed bigint, log_end bigint, max_rate double, interval_ms double, callback_ms double, revoke_committed boolean, "
+            "processed bigint, log_end bigint, max_rate double, interval_ms double, moved_ms bigint, callback_ms double, revoke_committed boolean, "
             "offset bigint, first_ms bigint, first_offset bigint, offset_error string, request_error string, "
             "in_revoke boolean, window_ms double, timestamp_ms bigint, stalled boolean")
 ENVELOPE = ["group_id", "kind", "event_id", "event_time_ms", "agent_id", "seq", "member_id", "group_instance_id",
@@ -93,7 +94,9 @@ def facts(events: DataFrame, stall_rows: DataFrame) -> DataFrame:
                 .select("*", "p.topic", "p.partition", "p.position", "p.last_processed_offset", "p.lag", "p.processed",
                         F.when(known_end, position + lag).alias("log_end"),
                         F.when(known_end, F.col("event_time_ms")).alias("first_ms"),
-                        F.when(interval_ms > 0, F.col("p.processed") / (interval_ms / 1000.0)).alias("max_rate")))
+                        F.when(interval_ms > 0, F.col("p.processed") / (interval_ms / 1000.0)).alias("max_rate"),
+                        F.when(F.col("p.processed") > 0, (F.col("event_time_ms") - interval_ms).cast("bigint"))
+                        .alias("moved_ms")))
     stalled = F.broadcast(stall_rows.alias("s"))
     progress = (progress.alias("e").join(stalled, (F.col("e.group_id") == F.col("s.group_id"))
                                          & (F.col("e.agent_id") == F.col("s.agent_id"))
@@ -123,7 +126,7 @@ def runs(rows: DataFrame) -> DataFrame:
     interval a member's fact updates, and whether the next owner has read, change only there)
     and at ``before_ms``, where the fold keeps its state. What the fold takes from a run equals
     what it takes from its facts one by one: the sum of records, the first log end and its
-    time, the last position, offsets and lag, the highest rate and interval; of commits the
+    time, the last position, offsets and lag, the highest rate, interval and ``moved_ms``; of commits the
     highest offset, and the highest at the earliest millisecond (``PartitionFold.feed``). Stalled progress and failed commits, which
     the fold ignores, are dropped here.
     """
@@ -136,10 +139,10 @@ def runs(rows: DataFrame) -> DataFrame:
     progress = (cut.where((F.col("kind") == "progress") & ~F.col("stalled")).groupBy(*keys)
                 .agg(F.max(F.struct("event_time_ms", "seq", "position", "last_processed_offset", "lag")).alias("last"),
                      F.sum("processed").alias("processed"), F.max("max_rate").alias("max_rate"),
-                     F.max("interval_ms").alias("interval_ms"),
+                     F.max("interval_ms").alias("interval_ms"), F.max("moved_ms").alias("moved_ms"),
                      F.min(F.when(F.col("log_end").isNotNull(), F.struct("event_time_ms", "seq", "log_end")))
                      .alias("first"))
-                .select(*keys, "last.*", "processed", "max_rate", "interval_ms", "first.log_end",
+                .select(*keys, "last.*", "processed", "max_rate", "interval_ms", "moved_ms", "first.log_end",
                         F.col("first.event_time_ms").alias("first_ms"), F.lit(False).alias("stalled")))
     ok = (F.col("request_error").isNull() & F.col("offset_error").isNull() & F.col("offset").isNotNull()
           & (F.col("offset") != OFFSET_UNKNOWN))

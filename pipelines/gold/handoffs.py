@@ -61,9 +61,12 @@ allowance), plus the lag at the last tick: a shorter ``lens.progress.interval.ms
 reports at most 100 partitions (the first, sorted); one that leaves those 100 as its owner
 gains partitions ticks no more while still read, and its bounds would be too tight.
 
-The pause of a crash is within [first_fetch - silent_until, first_fetch - last sign of life]:
-its last record was handed out between its last tick (or first fetch, or assignment) and
-``silent_until``.
+The pause of a crash is within [first_fetch - silent_until, first_fetch - the earliest its
+last record can have been handed out]: after the tick before its last tick that counted
+records (a cold partition's last record can be older than the last tick, by ticks), or after
+its first fetch or assignment. The records a tick counts are those handed out in the default
+processing mode; in ``explicit`` mode they are those processed, handed out possibly earlier
+(not covered: its pause's upper bound can be too low).
 
 A ``lost`` owner knew its offsets at the lost callback (exact duplicates), but not when
 the coordinator took the partition: the pause within [first_fetch - min(lost, next
@@ -222,7 +225,10 @@ def handoff(prev: dict[str, Any], nxt: dict[str, Any], reader: dict[str, Any] | 
     else:
         until = _silent_until_ms(prev, nxt)
         lower, upper = _crash_dups(prev, reader, until, committed)
-        alive = max(last_progress, (prev["first_fetch_ms"] or 0) - int(prev["first_fetch_window_ms"] or 0))
+        # its last record came after the tick before its last tick that counted records (an idle
+        # partition's last record may be ticks older than its last tick), or after its first
+        after = prev.get("last_record_after_ms") or prev["assigned_ms"]  # .get: kept before the column
+        alive = max(after, (prev["first_fetch_ms"] or 0) - int(prev["first_fetch_window_ms"] or 0))
         low, high = _waited(reader, end, until, alive)
         row.update(pause_s=point_figure(None, low), pause_upper_s=high, duplicates=point_figure(None, lower),
                    duplicates_upper=upper,
