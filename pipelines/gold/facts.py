@@ -28,14 +28,16 @@ from pipelines.gold.ownership import CHANGES
 # of its kind (the others null).
 #
 # A progress fact carries what the fold takes from it: records processed, the log end it saw
-# (position + lag), the last processed offset and lag, the rate; a commit fact its offset and
+# (position + lag; of a run, the first and, ``first_ms``, when), the position, last processed
+# offset and lag, the rate and the interval since the agent's previous tick, and (``moved_ms``)
+# the previous tick's time if records were handed out since (of a run, the latest); a commit fact its offset and
 # (``first_ms``, ``first_offset``) the earliest commit's time and offset. So a run of progress
 # or commit facts can be summed into one fact of the same shape (``runs``) and the Python fold
 # walks the runs, not every event.
 FACT_DDL = ("group_id string, topic string, partition bigint, kind string, event_id string, event_time_ms bigint, "
             "agent_id string, seq bigint, member_id string, group_instance_id string, host string, client_id string, "
             "generation bigint, position bigint, last_processed_offset bigint, committed_offset bigint, lag bigint, "
-            "processed bigint, log_end bigint, max_rate double, callback_ms double, revoke_committed boolean, "
+            "processed bigint, log_end bigint, max_rate double, interval_ms double, moved_ms bigint, callback_ms double, revoke_committed boolean, "
             "offset bigint, first_ms bigint, first_offset bigint, offset_error string, request_error string, "
             "in_revoke boolean, window_ms double, timestamp_ms bigint, stalled boolean")
 ENVELOPE = ["group_id", "kind", "event_id", "event_time_ms", "agent_id", "seq", "member_id", "group_instance_id",
@@ -85,14 +87,16 @@ def facts(events: DataFrame, stall_rows: DataFrame) -> DataFrame:
     fetches = (events.where("kind = 'first_fetch'")
                .select(*env, "first_fetch.topic", "first_fetch.partition", "first_fetch.offset",
                        "first_fetch.window_ms", "first_fetch.timestamp_ms"))
-    seconds = F.col("progress.interval_ms") / 1000.0
-    position, lag = F.col("p.position"), F.col("p.lag")
+    position, lag, interval_ms = F.col("p.position"), F.col("p.lag"), F.col("interval_ms")
+    known_end = lag.isNotNull() & position.isNotNull() & ~position.isin(OFFSET_UNKNOWN, 0)
     progress = (events.where("kind = 'progress'")
-                .select(*env, F.explode("progress.partitions").alias("p"), seconds.alias("seconds"))
+                .select(*env, F.explode("progress.partitions").alias("p"), "progress.interval_ms")
                 .select("*", "p.topic", "p.partition", "p.position", "p.last_processed_offset", "p.lag", "p.processed",
-                        F.when(lag.isNotNull() & position.isNotNull() & ~position.isin(OFFSET_UNKNOWN, 0),
-                               position + lag).alias("log_end"),
-                        F.when(F.col("seconds") > 0, F.col("p.processed") / F.col("seconds")).alias("max_rate")))
+                        F.when(known_end, position + lag).alias("log_end"),
+                        F.when(known_end, F.col("event_time_ms")).alias("first_ms"),
+                        F.when(interval_ms > 0, F.col("p.processed") / (interval_ms / 1000.0)).alias("max_rate"),
+                        F.when(F.col("p.processed") > 0, (F.col("event_time_ms") - interval_ms).cast("bigint"))
+                        .alias("moved_ms")))
     stalled = F.broadcast(stall_rows.alias("s"))
     progress = (progress.alias("e").join(stalled, (F.col("e.group_id") == F.col("s.group_id"))
                                          & (F.col("e.agent_id") == F.col("s.agent_id"))
@@ -121,9 +125,9 @@ def runs(rows: DataFrame) -> DataFrame:
     A run is cut at every fact that changes the partition's intervals (``RUN_ENDS``: which
     interval a member's fact updates, and whether the next owner has read, change only there)
     and at ``before_ms``, where the fold keeps its state. What the fold takes from a run equals
-    what it takes from its facts one by one: the sum of records, the first log end, the last
-    offsets and lag, the highest rate; of commits the highest offset, and the highest at the
-    earliest millisecond (``PartitionFold.feed``). Stalled progress and failed commits, which
+    what it takes from its facts one by one: the sum of records, the first log end and its
+    time, the last position, offsets and lag, the highest rate, interval and ``moved_ms``; of commits the
+    highest offset, and the highest at the earliest millisecond (``PartitionFold.feed``). Stalled progress and failed commits, which
     the fold ignores, are dropped here.
     """
     upto = (Window.partitionBy("group_id", "topic", "partition").orderBy("event_time_ms", "agent_id", "seq")
@@ -133,11 +137,13 @@ def runs(rows: DataFrame) -> DataFrame:
            .withColumn("_after", F.col("event_time_ms") >= F.col("before_ms")))
     keys = ["group_id", "topic", "partition", "before_ms", "agent_id", "kind", "_run", "_after"]
     progress = (cut.where((F.col("kind") == "progress") & ~F.col("stalled")).groupBy(*keys)
-                .agg(F.max(F.struct("event_time_ms", "seq", "last_processed_offset", "lag")).alias("last"),
+                .agg(F.max(F.struct("event_time_ms", "seq", "position", "last_processed_offset", "lag")).alias("last"),
                      F.sum("processed").alias("processed"), F.max("max_rate").alias("max_rate"),
+                     F.max("interval_ms").alias("interval_ms"), F.max("moved_ms").alias("moved_ms"),
                      F.min(F.when(F.col("log_end").isNotNull(), F.struct("event_time_ms", "seq", "log_end")))
                      .alias("first"))
-                .select(*keys, "last.*", "processed", "max_rate", "first.log_end", F.lit(False).alias("stalled")))
+                .select(*keys, "last.*", "processed", "max_rate", "interval_ms", "moved_ms", "first.log_end",
+                        F.col("first.event_time_ms").alias("first_ms"), F.lit(False).alias("stalled")))
     ok = (F.col("request_error").isNull() & F.col("offset_error").isNull() & F.col("offset").isNotNull()
           & (F.col("offset") != OFFSET_UNKNOWN))
     commits = (cut.where((F.col("kind") == "commit") & ok).groupBy(*keys)

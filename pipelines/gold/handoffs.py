@@ -29,17 +29,44 @@ is the group's committed offset the fetch started from, or unknown (then the dup
 are bounded by [0, uncommitted_at_revoke]: the new owner starts at or after the last commit seen).
 
 A crashed owner (``unreleased``: never released, found when someone else was assigned
-the partition) left no offsets, only its last progress event (time t_p, last processed
-L_p, fastest rate r seen). The group detected the loss at the next assignment (t_d):
+the partition at t_d) left no offsets, only what it sent while alive. Its duplicates are the
+records it handed out (delivered: what a consumer's position counts) from where the next owner
+started (first_fetch, the group's committed offset) on, so the bounds bracket the offset of the
+last record it handed out:
 
-- duplicates lower = max(0, L_p + 1 - first_fetch): it processed at least up to L_p;
-- duplicates upper = lower + ceil(r * (t_d - t_p)): it cannot have processed faster than
-  its fastest observed rate until it was replaced; capped by what existed, i.e. the log
-  end the next owner reported at its first progress (position + lag) minus first_fetch;
-- the pause within [first_fetch - t_d, first_fetch - t_p]: it stopped somewhere
-  between its last progress and the detection;
-- a first fetch found at a tick without its offset: duplicates within [0, the upper
-  bound above counted from its last commit seen instead of first_fetch].
+- at least the highest of: its position at its last progress tick (t_p) minus one, the last
+  processed offset then, its own first fetch offset and its last commit minus one: each a
+  record it had handed out by then; with none of them, nothing is known handed out (lower 0);
+- at most the record before the log end at its last tick (position + lag) plus what was
+  produced after the tick until ``silent_until`` (below), at the faster of the rates the log
+  grew at between its first and last ticks and between its last tick and the next reader's
+  first progress: a record not yet produced cannot have been handed out. Not its own fastest
+  rate: an owner catching up a backlog hands records out far faster than at any tick (seen:
+  163 records past such a bound), but never faster than the log grows past its end. And
+  never past the log end the next reader reported at its first progress; with neither
+  (no tick with a lag, no reader's progress), no upper bound.
+
+``silent_until``: the agent ticks every progress interval from a timer of its own, at the
+first poll after the timer fires, and a poll that hands out records is the only way records
+leave the consumer; each tick's event is queued at once and produced within the emitter's
+linger. So an owner that went on polling past t_p + (its longest observed tick interval)
+ticked again, and that tick reached the telemetry topic unless the process died within
+``SEND_ALLOWANCE_MS`` of it: its last record was handed out by t_p + longest interval +
+allowance (or by t_d, if sooner). An owner that never ticked for the partition (a crash within
+an interval of its assignment) is bounded by t_d alone. Other events (commits, health) come
+when the application acts, not on a clock: their absence says nothing, so only the ticks
+bound the silence. The width is about the partition's production rate times (tick interval +
+allowance), plus the lag at the last tick: a shorter ``lens.progress.interval.ms`` narrows it
+(widths measured: docs/measured.md, ``benchmarks/crash_bounds.py``). Not covered: a tick
+reports at most 100 partitions (the first, sorted); one that leaves those 100 as its owner
+gains partitions ticks no more while still read, and its bounds would be too tight.
+
+The pause of a crash is within [first_fetch - silent_until, first_fetch - the earliest its
+last record can have been handed out]: after the tick before its last tick that counted
+records (a cold partition's last record can be older than the last tick, by ticks), or after
+its first fetch or assignment. The records a tick counts are those handed out in the default
+processing mode; in ``explicit`` mode they are those processed, handed out possibly earlier
+(not covered: its pause's upper bound can be too low).
 
 A ``lost`` owner knew its offsets at the lost callback (exact duplicates), but not when
 the coordinator took the partition: the pause within [first_fetch - min(lost, next
@@ -63,6 +90,11 @@ from typing import Any
 
 from pipelines.measures import point_figure
 
+# How long a progress event can take from its tick to the telemetry topic: queued at once,
+# produced within the emitter's linger.ms (50) plus a round trip; a process that died later
+# than this after a tick had sent it.
+SEND_ALLOWANCE_MS = 500
+
 
 def _seconds(later: int | None, earlier: int | None) -> float | None:
     return None if later is None or earlier is None else (later - earlier) / 1000.0
@@ -75,6 +107,52 @@ def _dups(last_processed: int | None, start: int | None) -> int | None:
 def _max_known(*offsets: int | None) -> int | None:
     known = [o for o in offsets if o is not None and o >= 0]
     return max(known) if known else None
+
+
+def _before(offset: int | None) -> int | None:
+    """The record before a NEXT-to-read offset (what a position or a commit says was handed out)."""
+    return None if offset is None else offset - 1
+
+
+def _silent_until_ms(prev: dict[str, Any], nxt: dict[str, Any]) -> int:
+    """The latest a crashed owner ``prev`` can have handed out a record (module docstring)."""
+    longest = prev.get("max_progress_interval_ms")  # .get: an interval kept before the column
+    if prev["last_progress_ms"] is None or longest is None:
+        return nxt["assigned_ms"]
+    return min(nxt["assigned_ms"], prev["last_progress_ms"] + math.ceil(longest) + SEND_ALLOWANCE_MS)
+
+
+def _log_end(position: int | None, lag: int | None) -> int | None:
+    return None if position is None or position <= 0 or lag is None else position + lag
+
+
+def _growth_per_ms(earlier: tuple[int | None, int | None], later: tuple[int | None, int | None]) -> float | None:
+    """Records per ms the log grew between two (log end, time) points, if both are known and apart."""
+    (end_a, at_a), (end_b, at_b) = earlier, later
+    if None in (end_a, at_a, end_b, at_b) or at_b <= at_a:
+        return None
+    return max(0, end_b - end_a) / (at_b - at_a)
+
+
+def _crash_dups(prev: dict[str, Any], reader: dict[str, Any], until_ms: int,
+                committed: int | None) -> tuple[int, int | None]:
+    """(lower, upper) of the records a crashed owner ``prev`` handed out that ``reader`` read again."""
+    position = prev.get("last_progress_position")  # .get: an interval kept before the column
+    surely = _max_known(_before(position), prev["last_progress_processed_offset"], prev["first_fetch_offset"],
+                        _before(committed))
+    after = (reader["first_progress_log_end"], reader.get("first_progress_log_end_ms"))
+    highest = [] if after[0] is None else [after[0] - 1]
+    last = (_log_end(position, prev["last_progress_lag"]), prev["last_progress_ms"])
+    rates = [r for r in (_growth_per_ms((prev["first_progress_log_end"], prev.get("first_progress_log_end_ms")), last),
+                         _growth_per_ms(last, after)) if r is not None]
+    if rates:
+        highest.append(last[0] - 1 + math.ceil(max(rates) * max(0, until_ms - last[1])))
+    start = reader["first_fetch_offset"]
+    lower = _dups(surely, start) or 0
+    # an unknown start is at or after the last commit seen (the group's committed offset)
+    earliest = start if start is not None else committed
+    upper = _dups(min(highest), earliest) if highest and earliest is not None else None
+    return lower, None if upper is None else max(lower, upper)
 
 
 def _pause_end_ms(nxt: dict[str, Any]) -> tuple[int | None, int | None]:
@@ -129,12 +207,12 @@ def handoff(prev: dict[str, Any], nxt: dict[str, Any], reader: dict[str, Any] | 
         "commit_in_revoke": prev["commit_in_revoke"],
     }
     last_progress = prev["last_progress_ms"] or prev["assigned_ms"]
-    # a first record found at a progress tick without the group's committed offset: the next
-    # owner started at or after the last commit seen, so at most what was processed past it
-    offset_unknown = ff_off is None and reader["first_fetch_ms"] is not None
     if kind in ("revoked", "lost"):
         uncommitted = _dups(prev["last_processed_at_release"], committed)
         confirmed = _dups(prev["last_processed_at_release"], ff_off)
+        # a first record found at a progress tick without the group's committed offset: at most
+        # what the previous owner processed past its last commit (the next owner starts at or after it)
+        offset_unknown = ff_off is None and reader["first_fetch_ms"] is not None
         lower, upper = (0, uncommitted) if offset_unknown else (confirmed, confirmed)
         if kind == "revoked":
             low, high = _waited(reader, end, prev["released_ms"], prev["released_ms"])
@@ -145,16 +223,13 @@ def handoff(prev: dict[str, Any], nxt: dict[str, Any], reader: dict[str, Any] | 
         row.update(pause_s=point_figure(pause, low), pause_upper_s=high, duplicates=point_figure(confirmed, lower),
                    duplicates_upper=upper, uncommitted_at_revoke=uncommitted)
     else:
-        last = prev["last_progress_processed_offset"]
-        start = committed if offset_unknown else ff_off  # where the next owner started, or at least
-        lower = 0 if offset_unknown and last is not None else _dups(last, ff_off)
-        upper = None
-        if lower is not None and start is not None and prev["last_progress_ms"] is not None:
-            window_s = max(0.0, (nxt["assigned_ms"] - prev["last_progress_ms"]) / 1000.0)
-            upper = _dups(last, start) + math.ceil((prev["max_rate_per_s"] or 0.0) * window_s)
-            if reader["first_progress_log_end"] is not None:
-                upper = max(lower, min(upper, reader["first_progress_log_end"] - start))
-        low, high = _waited(reader, end, nxt["assigned_ms"], last_progress)
+        until = _silent_until_ms(prev, nxt)
+        lower, upper = _crash_dups(prev, reader, until, committed)
+        # its last record came after the tick before its last tick that counted records (an idle
+        # partition's last record may be ticks older than its last tick), or after its first
+        after = prev.get("last_record_after_ms") or prev["assigned_ms"]  # .get: kept before the column
+        alive = max(after, (prev["first_fetch_ms"] or 0) - int(prev["first_fetch_window_ms"] or 0))
+        low, high = _waited(reader, end, until, alive)
         row.update(pause_s=point_figure(None, low), pause_upper_s=high, duplicates=point_figure(None, lower),
                    duplicates_upper=upper,
                    uncommitted_at_revoke=_dups(prev["last_progress_processed_offset"], committed))

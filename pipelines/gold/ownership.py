@@ -12,9 +12,14 @@ into ``lost``.
 
 Offsets follow the contract: position and committed are the NEXT offset to read,
 ``last_processed_offset`` is the last record processed, OFFSET_UNKNOWN (-1001) is unknown.
-``first_progress_log_end`` (position + lag at the owner's first progress event) is a
-log end offset reached after the owner started: it caps what any earlier owner can
-have processed. ``committed_max`` is the highest offset the owner committed for the partition while
+``first_progress_log_end`` (position + lag at the owner's first progress event that had
+both, at ``first_progress_log_end_ms``) is a log end offset reached after the owner started:
+it caps what any earlier owner can have processed; with the log end at the last progress it
+says how fast the log grew. ``last_progress_position`` is the position at the owner's last progress (the
+records handed out by then) and ``max_progress_interval_ms`` the longest time it took between
+two of its progress ticks: a crashed owner's silence is measured against it
+(``pipelines.gold.handoffs``); ``last_record_after_ms`` is the tick before the last one that
+counted records processed (handed out, in the default processing mode): its last record came later. ``committed_max`` is the highest offset the owner committed for the partition while
 it held it and until the next owner's first fetch: with auto-commit librdkafka
 commits after the revoke callback, and that commit decides where the next owner starts.
 A member that stalled past ``max.poll.interval.ms`` (moved to the stale state) no longer
@@ -90,12 +95,16 @@ class PartitionFold:
             if f["stalled"]:  # a stalled member's progress is not its owner's
                 return
             row["processed"] += f["processed"]
-            if row["first_progress_log_end"] is None:
-                row["first_progress_log_end"] = f["log_end"]
+            if row["first_progress_log_end"] is None and f["log_end"] is not None:
+                row.update(first_progress_log_end=f["log_end"], first_progress_log_end_ms=f["first_ms"])
             row.update(last_progress_ms=t, last_progress_processed_offset=_known(f["last_processed_offset"]),
-                       last_progress_lag=f["lag"])
+                       last_progress_lag=f["lag"], last_progress_position=_known(f["position"]))
             if f["max_rate"] is not None:
                 row["max_rate_per_s"] = max(row["max_rate_per_s"] or 0.0, f["max_rate"])
+            if f["interval_ms"] is not None:  # .get: a state kept before the column
+                row["max_progress_interval_ms"] = max(row.get("max_progress_interval_ms") or 0.0, f["interval_ms"])
+            if f["moved_ms"] is not None:
+                row["last_record_after_ms"] = max(row.get("last_record_after_ms") or f["moved_ms"], f["moved_ms"])
         elif (kind == "commit" and f["request_error"] is None and f["offset_error"] is None
               and _known(f["offset"]) is not None):
             # Counts until the next owner's first fetch. Facts come in order, so a later one has

@@ -73,6 +73,72 @@ def test_crashed_owner_bounds_are_confirmed_by_the_first_owner_that_reads():
     assert idle["duplicates"] is None and (idle["pause_s"], idle["pause_upper_s"]) == (0.7, 0.7)
 
 
+def _crash(m1_acts, assigned_ms: int = 10_000, log_end: int = 1_000) -> dict:
+    """m1 owns P0 and is killed after ``m1_acts`` (its telemetry); m2 is assigned at ``assigned_ms``,
+    reads from the committed offset 100 0.2 s later and reports ``log_end`` a second after."""
+    fleet = Fleet()
+    m1, m2 = fleet.member("m1"), fleet.member("m2")
+    m1_acts(m1.at(0).joins().assigned(P0))
+    m2.at(assigned_ms).joins().assigned(P0).at(assigned_ms + 200).fetches(P0, 100)
+    m2.at(assigned_ms + 1_200).processes(P0, upto=log_end - 1, lag=0)
+    [h] = handoffs_of(ownership_intervals(fleet.events))
+    assert h["release_kind"] == "crash"
+    return h
+
+
+def test_a_crashed_owner_is_bounded_by_the_tick_it_did_not_send():
+    """The log grows 50 records/s (log end 50 at 1 s, 160 at 3.2 s), a tick a second (the longest
+    1.2 s), the last at 3.2 s with 149 handed out: its next tick would have reached the topic by
+    3.2 + 1.2 + 0.5 s, so it handed out at most up to the log end then, 160 + ceil(50 * 1.7) =
+    245 (exclusive), and its last record came between 2.2 s (the tick before the last, which
+    counted records) and 4.9 s."""
+    def m1_acts(m1):
+        m1.at(50).fetches(P0, 0).at(1_000).processes(P0, upto=49, lag=0)
+        m1.at(2_200).processes(P0, upto=99, lag=10, interval_ms=1_200)
+        m1.at(2_300).commits(P0, 100).at(3_200).processes(P0, upto=149, lag=10)
+
+    h = _crash(m1_acts, log_end=160 + 50 * 8)  # m2's first progress at 11.2 s
+    assert (h["duplicates"], h["duplicates_upper"]) == (150 - 100, 245 - 100)
+    assert (h["pause_s"], h["pause_upper_s"]) == (5.3, 8.0)
+
+
+def test_a_crash_detected_before_its_next_tick_was_due_is_bounded_by_the_detection():
+    """Ticks every 5 s, the log growing 30 records/s, the last tick at 6 s; m2 is assigned at 9 s,
+    before the next tick was due: at most 3 s more of records, ceil(30 * 3) = 90; its last record
+    came after 1 s (the tick before the last)."""
+    def m1_acts(m1):
+        m1.at(50).fetches(P0, 0).at(1_000).processes(P0, upto=49, interval_ms=5_000)
+        m1.at(6_000).processes(P0, upto=199, interval_ms=5_000)
+
+    h = _crash(m1_acts, assigned_ms=9_000, log_end=200 + 126)  # m2's first progress at 10.2 s
+    assert (h["duplicates"], h["duplicates_upper"]) == (200 - 100, 200 + 90 - 100)
+    assert (h["pause_s"], h["pause_upper_s"]) == (0.2, 8.2)
+
+
+def test_the_log_growing_faster_after_the_last_tick_widens_the_bound():
+    """Produced 50 records/s while m1 ticked, then faster: 660 records in the 8 s to m2's first
+    progress (82.5/s); the faster rate counts: ticks a second apart, the last at 3.2 s, so at
+    most ceil(82.5 * 1.5) = 124 records produced after the tick's log end (160)."""
+    def m1_acts(m1):
+        m1.at(50).fetches(P0, 0).at(1_000).processes(P0, upto=49, lag=0).at(3_200).processes(P0, upto=149, lag=10)
+
+    h = _crash(m1_acts, log_end=160 + 660)
+    assert h["duplicates_upper"] == 160 + 124 - 100
+
+
+def test_a_crash_before_the_first_tick_still_has_both_bounds():
+    """Killed before its first progress tick: it handed out its first record (offset 100), and
+    at most what existed at m2's first progress (log end 1,000)."""
+    h = _crash(lambda m1: m1.at(50).fetches(P0, 100))
+    assert (h["duplicates"], h["duplicates_upper"]) == (1, 900)
+    assert (h["pause_s"], h["pause_upper_s"]) == (0.2, 10.15)
+
+
+def test_a_crashed_owner_seen_reading_nothing_surely_duplicated_nothing():
+    h = _crash(lambda m1: m1)
+    assert (h["duplicates"], h["duplicates_upper"], h["pause_s"], h["pause_upper_s"]) == (0, 900, 0.2, 10.2)
+
+
 def test_progress_reported_after_a_stall_does_not_bound_the_lost_pause():
     """A member back from a stall past max.poll.interval.ms may report progress before its lost
     callback (agents before the fix did): its partitions were already taken, so the pause is
@@ -134,9 +200,10 @@ def test_a_partition_given_back_twice_from_one_offset_is_two_handoffs():
 
 
 def test_a_crashed_owners_successor_found_late_without_its_offset_bounds_the_duplicates():
-    """m1 processed 0..99 (committed 50, 100 records/s) and crashed; m2's first record was found
-    at a tick without the group's committed offset: it started at or after 50, and m1 processed
-    at most to 150 (its fastest rate for the 3 s until m2's assignment, capped by m2's log end 151)."""
+    """m1 processed 0..99 (committed 50) and crashed; m2's first record was found at a tick without
+    the group's committed offset: it started at or after 50. m1 handed out at most to 101: the log
+    end at its last tick (100) plus the log's growth until its next tick was due (1 s interval +
+    0.5 s send allowance, at the rate the log grew to m2's first tick: 51 records in 40 s)."""
     fleet = Fleet()
     m1, m2 = fleet.member("m1"), fleet.member("m2")
     m1.at(0).joins().assigned(P0).fetches(P0, 0).at(1_000).processes(P0, upto=99).commits(P0, 50)
@@ -144,5 +211,5 @@ def test_a_crashed_owners_successor_found_late_without_its_offset_bounds_the_dup
     m2.at(41_000).processes(P0, upto=120, lag=30)
     [crash] = handoffs_of(ownership_intervals(fleet.events))
     assert crash["release_kind"] == "crash" and crash["first_fetch_offset"] is None
-    assert (crash["duplicates"], crash["duplicates_upper"]) == (0, 151 - 50)
-    assert (crash["pause_s"], crash["pause_upper_s"]) == (35.0, 39.0)  # stopped between 1 s and 4 s
+    assert (crash["duplicates"], crash["duplicates_upper"]) == (0, 101 + 1 - 50)
+    assert (crash["pause_s"], crash["pause_upper_s"]) == (36.5, 40.0)  # stopped between its first fetch and 2.5 s

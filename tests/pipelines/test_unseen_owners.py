@@ -45,8 +45,11 @@ def gold():
 
 def test_a_partition_handed_to_a_member_without_the_agent_is_a_part_to_an_unseen_owner(gold):
     _, handoffs, _, _, _ = gold
-    p3 = sorted((h for h in handoffs if h["partition"] == P3[1]), key=lambda h: h["assigned_ms"])
-    [left] = p3  # m2 let P3 go at 20.5 s and no instrumented member took it: the plain joiner did
+    came, left = sorted((h for h in handoffs if h["partition"] == P3[1]), key=lambda h: h["assigned_ms"])
+    # m2 took P3 at 11 s from the first plain member: only its own wait is known, from its assignment
+    assert (came["unseen_owner"], came["prev_agent_id"], came["first_fetch_offset"]) == (True, None, 70)
+    assert came["duplicates"] is None and came["pause_s"] is not None and came["pause_upper_s"] is None
+    # m2 let P3 go at 20.5 s and no instrumented member took it: the plain joiner did
     assert (left["unseen_owner"], left["next_agent_id"], left["release_kind"]) == (True, None, "revoked")
     # m2 processed to 119 and committed 100: the unseen owner starts at that commit (19 re-read), and at
     # the least at the commit the revoke reported (here the same): bounded by what m2 reported

@@ -31,12 +31,17 @@ def test_a_group_already_on_the_configuration_the_rules_pick_gets_no_change():
     assert abs(current["predicted_pause_s"] - current["measured_pause_s"]) <= 0.1 * current["measured_pause_s"]
 
 
-def test_an_eager_group_that_restarts_and_crashes_gets_static_membership_and_a_shorter_session_priced():
-    """busy_fleet: range, 3 s heartbeats, a restart, a crash after a 45 s session timeout, a scale-out."""
+def test_an_eager_group_that_restarts_and_crashes_gets_a_shorter_session_priced():
+    """busy_fleet: range, 3 s heartbeats, a restart, a crash after a 45 s session timeout, a scale-out.
+
+    The crash's pause counts (at least 9.3 s: m3's last tick was at 22.6 s, a second after the one
+    before, so it was gone by 24.1 s), so static membership, which saves the restart's 1.4 s, stays
+    under the rules' MIN_SAVING share of the group's pause: priced, not recommended. Before the
+    crash was priced (its pause's lower bound was 0) static membership was recommended too."""
     what_if, found = _recommend(busy_fleet())
     changes = {r["kind"]: r for r in found if r["config_change"]}
-    assert {"static_membership", "session_timeout"} <= set(changes)
-    assert changes["static_membership"]["config_change"][0].startswith("group.instance.id=")
+    assert "session_timeout" in changes and "static_membership" not in changes
+    assert any(w["static_membership"] and w["predicted_pause_saved_s"] > 1.0 for w in what_if)
     assert changes["session_timeout"]["config_change"] == ["session.timeout.ms=9000"]  # three heartbeats
     assert changes["session_timeout"]["tradeoff"]
     for r in changes.values():

@@ -89,9 +89,13 @@ def ownership_intervals(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]
                     continue
                 row["processed"] += ps["processed"]
                 if row["first_progress_log_end"] is None and ps["lag"] is not None and _known(ps["position"]):
-                    row["first_progress_log_end"] = ps["position"] + ps["lag"]
+                    row.update(first_progress_log_end=ps["position"] + ps["lag"], first_progress_log_end_ms=t)
                 row.update(last_progress_ms=t, last_progress_processed_offset=_known(ps["last_processed_offset"]),
-                           last_progress_lag=ps["lag"])
+                           last_progress_lag=ps["lag"], last_progress_position=_known(ps["position"]))
+                row["max_progress_interval_ms"] = max(row["max_progress_interval_ms"] or 0.0, body["interval_ms"])
+                if ps["processed"] > 0:
+                    moved = int(t - body["interval_ms"])
+                    row["last_record_after_ms"] = max(row["last_record_after_ms"] or moved, moved)
                 if body["interval_ms"] > 0:
                     rate = ps["processed"] / (body["interval_ms"] / 1000.0)
                     row["max_rate_per_s"] = max(row["max_rate_per_s"] or 0.0, rate)
