@@ -208,12 +208,15 @@ def migrated_rows(spark: SparkSession, lake_path: str, migration: Migration) -> 
 
 
 CLUSTER = "cluster_id"
+# The evidence queries stored before: the group is (cluster_id, group_id) in them too.
+CLUSTER_EVIDENCE = Rewrite("evidence_query", (("WHERE group_id = :group_id",
+                                               "WHERE cluster_id = :cluster_id AND group_id = :group_id"),))
 WITH_CLUSTER = tuple(t for t in TABLES.values() if CLUSTER in t.column_names())
 
 
 def with_cluster(spark: SparkSession, lake_path: str) -> list[tuple[catalog.Table, DataFrame]]:
     """Each table of ``WITH_CLUSTER`` stored without its cluster column, and its rows with it
-    (``CLUSTER_UNKNOWN``) placed as the declaration places it."""
+    (``CLUSTER_UNKNOWN``) placed as the declaration places it (stored evidence queries naming it)."""
     out = []
     for table in WITH_CLUSTER:
         columns = _columns(spark, table.location(lake_path))
@@ -223,7 +226,10 @@ def with_cluster(spark: SparkSession, lake_path: str) -> list[tuple[catalog.Tabl
         after = names[:names.index(CLUSTER)]  # the stored columns declared before it, then it, then the rest
         rows = lake.read(spark, lake_path, table)
         ordered = [*[c for c in columns if c in after], CLUSTER, *[c for c in columns if c not in after]]
-        out.append((table, rows.withColumn(CLUSTER, F.lit(CLUSTER_UNKNOWN)).select(*[F.col(f"`{c}`") for c in ordered])))
+        rows = rows.withColumn(CLUSTER, F.lit(CLUSTER_UNKNOWN))
+        if CLUSTER_EVIDENCE.column in columns:
+            rows = rows.withColumn(CLUSTER_EVIDENCE.column, CLUSTER_EVIDENCE.of(F.col(CLUSTER_EVIDENCE.column)))
+        out.append((table, rows.select(*[F.col(f"`{c}`") for c in ordered])))
     return out
 
 

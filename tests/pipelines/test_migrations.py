@@ -130,4 +130,4 @@ OLDER_QUERIES = {
 
 def test_a_stored_evidence_query_is_rewritten_to_the_one_the_rules_write_now():
     for name, older in OLDER_QUERIES.items():
-        assert migrations.EVIDENCE_QUERY.apply(older) == getattr(rules, name), name
+        assert migrations.CLUSTER_EVIDENCE.apply(migrations.EVIDENCE_QUERY.apply(older)) == getattr(rules, name), name
