@@ -211,8 +211,11 @@ class TelemetryEmitter:
         self._topic_ready = True
 
     def _learn_cluster_id(self) -> None:
-        """Ask the consumer's cluster its id, without blocking the emitter loop; a failure is
-        noted and asked again later. ``_cluster_config`` None once answered."""
+        """Ask the consumer's cluster its id, without blocking the emitter loop; after a failure,
+        ask again later. ``_cluster_config`` None once answered. A failure is logged at DEBUG only,
+        not counted as an emitter error: the consumer's own cluster being away is the host's to
+        see (its client errors, in its own log and in client_error events), and the events that
+        go without the id say it in the data."""
         if self._cluster_future is None:
             if time.monotonic() < self._next_cluster_attempt:
                 return
@@ -227,7 +230,7 @@ class TelemetryEmitter:
         try:
             self.cluster_id = future.result().cluster_id
         except Exception as exc:  # anything: ask again later, never raise
-            self._note_error(f"asking the consumer's cluster id: {exc!r}")
+            log.debug("rebalance-lens telemetry: asking the consumer's cluster id: %r", exc)
             return
         self._cluster_config = None  # answered (a cluster without an id, before Kafka 0.10.1: none to wait for)
 

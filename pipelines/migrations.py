@@ -254,6 +254,12 @@ def migrate(spark: SparkSession, lake_path: str, progress: Progress = print) -> 
     return said
 
 
+# The marts keyed by group: one stored without cluster_id is rebuilt whole (its key changed).
+MARTS_WITH_CLUSTER = ("agent_telemetry_quality", "commit_on_revoke_daily", "config_comparison", "episode_handoffs",
+                      "group_cause_costs", "group_daily_costs", "group_hourly_costs", "host_costs", "member_costs",
+                      "open_recommendations", "rebalance_episodes", "recommendation_checks")
+
+
 def stale_marts(spark: SparkSession, lake_path: str, progress: Progress = print) -> list[str]:
     """The marts still under older names, which the next SQL build rebuilds whole; prints one
     line per mart."""
