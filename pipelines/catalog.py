@@ -146,13 +146,15 @@ SEQUENCES = Table(
 MEMBER_STATES = Table(
     "silver/member_states", grain="one row per state a member was in, from when to when (end open while current)",
     keys=("event_id",), written_by="silver",
-    columns=_columns("cluster_id string, group_id string, agent_id string, member_id string, group_instance_id string, host string, "
+    columns=_columns("cluster_id string, group_id string, agent_id string, member_id string, "
+                     "group_instance_id string, host string, "
                      "client_id string, event_id string, seq bigint, from_state string, state string, reason string, "
                      "allowed boolean, start_ms bigint, end_ms bigint"))
 COMMITS = Table(
     "silver/commits", grain="one row per partition offset of a commit event",
     keys=("event_id", "topic", "partition"), written_by="silver",
-    columns=_columns("cluster_id string, group_id string, agent_id string, member_id string, event_id string, event_time_ms bigint, "
+    columns=_columns("cluster_id string, group_id string, agent_id string, member_id string, event_id string, "
+                     "event_time_ms bigint, "
                      "mode string, sync boolean, in_revoke boolean, request_error string, duration_ms double, "
                      "topic string, partition bigint, offset bigint, error string, validate_batch bigint"),
     scope=None, sort_by=(*GROUP_KEY, "event_time_ms"), stats_columns=(*GROUP_KEY, "validate_batch", "event_time_ms"))
@@ -186,7 +188,8 @@ HANDOFFS = Table(
 EPISODES = Table(
     "gold/episodes", grain="one row per rebalance episode of a group, with its causes",
     keys=("episode_id",), written_by="gold",
-    columns=_columns("episode_id string, cluster_id string, group_id string, start_ms bigint, end_ms bigint, duration_s double, "
+    columns=_columns("episode_id string, cluster_id string, group_id string, start_ms bigint, end_ms bigint, "
+                     "duration_s double, "
                      "generation_min bigint, generation_max bigint")
     + (("members", "array<string>"), ("members_joined", "array<string>"), ("members_left", "array<string>"))
     + _columns("partitions_moved bigint, partitions_lost bigint, events bigint, cause string")
@@ -219,14 +222,16 @@ METRICS = Table(
 FOLD_STATE = Table(
     "gold/fold_state", grain="one row per partition of a group (its ownership fold's state), and one per group",
     keys=("cluster_id", "group_id", "topic", "partition"), written_by="gold",
-    columns=_columns("cluster_id string, group_id string, topic string, partition bigint, before_ms bigint, tail string")
+    columns=_columns("cluster_id string, group_id string, topic string, partition bigint, before_ms bigint, "
+                     "tail string")
     + (("stalled", "array<string>"),))
 REBALANCE_EVENTS = Table(
     "gold/rebalance_events",
     grain="one row per rebalance event (assignment, revoke, loss, state move, config, request, poll-interval error)",
     keys=("event_id",), written_by="gold",
     columns=_columns("event_id string, kind string, event_time_ms bigint, agent_id string, seq bigint, "
-                     "cluster_id string, group_id string, member_id string, group_instance_id string, client_id string, host string, "
+                     "cluster_id string, group_id string, member_id string, group_instance_id string, "
+                     "client_id string, host string, "
                      "generation bigint, group_protocol string, assignor string, body string, validate_batch bigint"),
     scope=None, sort_by=(*GROUP_KEY, "event_time_ms"), stats_columns=(*GROUP_KEY, "validate_batch"))
 PROCESSED = Table(
@@ -238,7 +243,8 @@ WHAT_IF = Table(
     grain="one row per group and candidate configuration: its replay's predicted rebalances and costs",
     keys=("cluster_id", "group_id", "config"), written_by="recommend",
     columns=_columns(
-        "cluster_id string, group_id string, config string, is_current boolean, group_protocol string, assignor string, "
+        "cluster_id string, group_id string, config string, is_current boolean, group_protocol string, "
+        "assignor string, "
         "static_membership boolean, commit_on_revoke boolean, session_timeout_ms bigint, max_poll_interval_ms bigint, "
         "window_start_ms bigint, window_end_ms bigint, predicted_rebalances bigint, predicted_handoffs bigint, "
         "predicted_partitions_moved bigint, predicted_duplicates double, predicted_pause_s double, "
@@ -266,7 +272,8 @@ VERIFICATIONS = Table(
     "gold/verifications",
     grain="one row per closed-loop check: a recommendation applied to a rerun of the run it was made from",
     keys=("cluster_id", "group_id", "verified_at"), written_by="recommend --verify",
-    columns=_columns("cluster_id string, group_id string, verified_at timestamp, scenario string, kind string, title string")
+    columns=_columns("cluster_id string, group_id string, verified_at timestamp, scenario string, kind string, "
+                     "title string")
     + (("config_change", "array<string>"),)
     + _columns("predicted_duplicates_saved double, measured_duplicates_saved double, "
                "predicted_pause_saved_s double, measured_pause_saved_s double, measured_duplicates_before double, "

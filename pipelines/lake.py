@@ -65,8 +65,8 @@ def rows_of(spark: SparkSession, lake_path: str, table: Table, columns: Sequence
     groups, ``catalog.GROUP_KEY``).
 
     Up to LISTED_VALUES_MAX values, through a literal list per column (and the tuples, for the
-    exact match): Delta skips every file whose min/max of a column excludes them (tables are sorted by their scope column, see
-    ``_layout``), so a small scope reads a few files. Beyond that, Delta's skipping
+    exact match): Delta skips every file whose min/max of a column excludes them (tables are
+    sorted by their scope, see ``_layout``), so a small scope reads a few files. Beyond that, Delta's skipping
     tests each file against every listed value, which costs more than it saves (11,364
     values over 40 files: 9.2 s a query, every query that reads the scope); the rows
     are then kept by the values' range (skipping by min/max) and a broadcast semi-join

@@ -9,7 +9,6 @@ apply it.
   recommendations' stored evidence SQL) is rewritten in the same commit.
 - A mart (``marts/<model>``) under older names is rebuilt whole by the next SQL build
   (``stale_marts`` names them; ``pipelines.sql_build`` passes them to dbt as ``rebuild``).
-
 - A table written before its group key gained the cluster (``catalog.GROUP_KEY``) gets the
   ``cluster_id`` column, every stored row ``contract.CLUSTER_UNKNOWN`` (``with_cluster``), in one
   rewrite per table: those rows came from agents that did not send the cluster id, exactly what
@@ -272,6 +271,7 @@ def stale_marts(spark: SparkSession, lake_path: str, progress: Progress = print)
     for migration in MARTS:
         columns = _columns(spark, f"{lake_path.rstrip('/')}/{migration.path}")
         if columns is not None and migration.applies_to(columns):
-            stale.append(migration.path.split("/", 1)[1])
+            if migration.path.split("/", 1)[1] not in stale:
+                stale.append(migration.path.split("/", 1)[1])
             progress(migration.said("rebuilt, "))
     return stale
