@@ -213,6 +213,11 @@ CLUSTER_EVIDENCE = Rewrite("evidence_query", (("WHERE group_id = :group_id",
 WITH_CLUSTER = tuple(t for t in TABLES.values() if CLUSTER in t.column_names())
 
 
+def cluster_said(path: str, verb: str = "") -> str:
+    """The one line the cluster column's migration prints for a table (or, ``verb`` "rebuilt, ", a mart)."""
+    return f"{path}: {verb}added {CLUSTER} ('{CLUSTER_UNKNOWN}' in the rows written before it: their agents sent none)"
+
+
 def with_cluster(spark: SparkSession, lake_path: str) -> list[tuple[catalog.Table, DataFrame]]:
     """Each table of ``WITH_CLUSTER`` stored without its cluster column, and its rows with it
     (``CLUSTER_UNKNOWN``) placed as the declaration places it (stored evidence queries naming it)."""
@@ -239,8 +244,7 @@ def migrate(spark: SparkSession, lake_path: str, progress: Progress = print) -> 
     said = []
     for table, rows in with_cluster(spark, lake_path):
         lake.rewrite(spark, lake_path, table, rows)
-        said.append(f"{table.path}: added {CLUSTER} ('{CLUSTER_UNKNOWN}' in the rows written before it: "
-                    "their agents sent none)")
+        said.append(cluster_said(table.path))
         progress(said[-1])
     for migration in GOLD:
         table = TABLES[migration.path]
@@ -267,7 +271,7 @@ def stale_marts(spark: SparkSession, lake_path: str, progress: Progress = print)
         columns = _columns(spark, f"{lake_path.rstrip('/')}/marts/{name}")
         if columns is not None and CLUSTER not in columns:
             stale.append(name)
-            progress(f"marts/{name}: rebuilt, with {CLUSTER}")
+            progress(cluster_said(f"marts/{name}", "rebuilt, "))
     for migration in MARTS:
         columns = _columns(spark, f"{lake_path.rstrip('/')}/{migration.path}")
         if columns is not None and migration.applies_to(columns):
