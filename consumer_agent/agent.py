@@ -155,6 +155,7 @@ class Agent:
                         "(set lens.telemetry.bootstrap.servers to send it to a cluster)")
         self.emitter = TelemetryEmitter(options.telemetry_topic, options.producer_config,
                                         options.buffer_max_events, key=self.agent_id,
+                                        cluster_config=options.cluster_config,
                                         heartbeat=(options.progress_interval_ms / 1000, _weakly(self.progress.arm_tick)))
 
     # ------------------------------------------------------------------ the consumer's calls

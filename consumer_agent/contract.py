@@ -67,6 +67,13 @@ class Envelope:
     rebalance_protocol: str
     assignor: str
     body: dict[str, Any]
+    # Optional within v1 (not in the schema's required list): the emitter adds it once it knows it.
+    cluster_id: str | None = None
+
+
+# The pipelines' name for a cluster id an event did not carry (see the schema's cluster_id): one
+# unknown cluster, a string so the group key (cluster_id, group_id) is never null.
+CLUSTER_UNKNOWN = ""
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,13 @@ Nothing of the emitter outlives it: when it stops, its thread drains what it can
 deadline, then destroys the producer (and the topic-creating admin client) before it
 exits, so ``close`` returns with librdkafka's threads of the telemetry clients gone. Only
 ``close`` waits for that; ``stop`` (a consumer dropped without ``close()``) returns at once.
+The events carry the consumer's cluster id (``cluster_id``: a group is named by its cluster and
+its group id), which the thread asks the consumer's cluster once, by DescribeCluster from an admin
+client of its own (destroyed once answered): asking the host's consumer from this thread would
+race its ``close()``, and nothing is asked on the application's thread. Until the answer, or
+for at most ``CLUSTER_ID_WAIT_S``, events wait in the buffer; after that they go without it
+(the pipelines read that as one unknown cluster), and the thread keeps asking.
+
 An emitter still running at interpreter exit gets ``UNCLOSED_FLUSH_TIMEOUT_S`` to drain
 before the interpreter tears down. In a forked child the parent's emitter is inert: its
 thread does not exist there and destroying its producer would act on the parent's
@@ -57,6 +64,8 @@ UNCLOSED_FLUSH_TIMEOUT_S = 1.0
 # How long close() waits, past the drain, for librdkafka to destroy the telemetry clients.
 DESTROY_TIMEOUT_S = 2.0
 ADMIN_TIMEOUT_S = 5.0
+# How long events wait for the consumer's cluster id before they go without it.
+CLUSTER_ID_WAIT_S = 10.0
 # Producer-only settings an AdminClient must not receive.
 _PRODUCER_ONLY = ("linger.ms", "message.timeout.ms", "acks", "compression.type", "batch.size", "enable.idempotence",
                   "queue.buffering.max.messages", "queue.buffering.max.kbytes", "retries", "delivery.timeout.ms")
@@ -70,8 +79,10 @@ class TelemetryEmitter:
     """Owns the buffer, the emitter thread, the producer and the drop/error counters."""
 
     def __init__(self, topic: str, producer_config: dict[str, Any] | None, capacity: int, key: str,
-                 heartbeat: tuple[float, Callable[[], None]] | None = None) -> None:
+                 heartbeat: tuple[float, Callable[[], None]] | None = None,
+                 cluster_config: dict[str, Any] | None = None) -> None:
         """``heartbeat``: (interval_s, fn) called on the emitter thread every interval (the progress timer).
+        ``cluster_config``: how to reach the consumer's cluster, to ask its id (None: events carry none).
 
         ``producer_config`` None: telemetry is off (nowhere to send it): no producer, no
         thread; offered events are discarded.
@@ -97,6 +108,12 @@ class TelemetryEmitter:
         self._producer: Producer | None = None
         self._admin: AdminClient | None = None
         self._topic_future: Any = None
+        self.cluster_id: str | None = None
+        self._cluster_config = cluster_config
+        self._cluster_admin: AdminClient | None = None
+        self._cluster_future: Any = None
+        self._next_cluster_attempt = 0.0
+        self._cluster_wait_until = time.monotonic() + CLUSTER_ID_WAIT_S
         if producer_config is None:
             return
         config = {**PRODUCER_DEFAULTS, **producer_config, "logger": _DebugLog()}
@@ -140,7 +157,7 @@ class TelemetryEmitter:
         if self._thread is None:
             return
         if os.getpid() != self._pid:  # a forked child: the thread and the clients are the parent's
-            _FORKED_AWAY.append((self._producer, self._admin))
+            _FORKED_AWAY.append((self._producer, self._admin, self._cluster_admin))
             return
         deadline = time.monotonic() + timeout_s
         if not self._stopping.is_set() or deadline < self._stop_deadline:
@@ -193,6 +210,35 @@ class TelemetryEmitter:
             return
         self._topic_ready = True
 
+    def _learn_cluster_id(self) -> None:
+        """Ask the consumer's cluster its id, without blocking the emitter loop; after a failure,
+        ask again later. ``_cluster_config`` None once answered. A failure is logged at DEBUG only,
+        not counted as an emitter error: the consumer's own cluster being away is the host's to
+        see (its client errors, in its own log and in client_error events), and the events that
+        go without the id say it in the data."""
+        if self._cluster_future is None:
+            if time.monotonic() < self._next_cluster_attempt:
+                return
+            self._cluster_admin = AdminClient({**self._cluster_config, "client.id": PRODUCER_DEFAULTS["client.id"],
+                                               "logger": _DebugLog()})
+            self._cluster_future = self._cluster_admin.describe_cluster(request_timeout=ADMIN_TIMEOUT_S)
+            return
+        if not self._cluster_future.done():
+            return
+        future, self._cluster_future, self._cluster_admin = self._cluster_future, None, None
+        self._next_cluster_attempt = time.monotonic() + TOPIC_RETRY_S
+        try:
+            self.cluster_id = future.result().cluster_id
+        except Exception as exc:  # anything: ask again later, never raise
+            log.debug("rebalance-lens telemetry: asking the consumer's cluster id: %r", exc)
+            return
+        self._cluster_config = None  # answered (a cluster without an id, before Kafka 0.10.1: none to wait for)
+
+    def _may_send(self) -> bool:
+        """Events go once the cluster id is known, or not to be waited for any longer."""
+        return (self._cluster_config is None or self._stopping.is_set()
+                or time.monotonic() >= self._cluster_wait_until)
+
     def _delivered(self, health_dropped: int | None, health_errors: int | None):
         def callback(err: KafkaError | None, _msg: Any) -> None:
             if err is not None:
@@ -208,6 +254,8 @@ class TelemetryEmitter:
         while self._buffer:
             with self._counters:
                 event = self._buffer.popleft()
+            if self.cluster_id is not None:
+                event["cluster_id"] = self.cluster_id
             body = event["body"]
             health = event["kind"] == "agent_health"
             try:
@@ -233,7 +281,9 @@ class TelemetryEmitter:
             try:
                 if not self._topic_ready:
                     self._ensure_topic()
-                if self._topic_ready:
+                if self._cluster_config is not None and not self._stopping.is_set():
+                    self._learn_cluster_id()
+                if self._topic_ready and self._may_send():
                     self._drain()
                 self._producer.poll(0)
                 if self._heartbeat and not self._stopping.is_set() and time.monotonic() >= self._next_beat:
@@ -252,7 +302,7 @@ class TelemetryEmitter:
             self._note_error(f"emitter: {exc!r}")
         finally:
             # The last references: librdkafka destroys the clients here and joins their threads.
-            self._producer = self._admin = self._topic_future = None
+            self._producer = self._admin = self._topic_future = self._cluster_admin = self._cluster_future = None
             _RUNNING.discard(self)
 
 

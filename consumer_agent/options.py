@@ -28,6 +28,9 @@ class AgentOptions:
     telemetry_topic: str
     # None: no cluster to send telemetry to (no bootstrap.servers anywhere): telemetry is off.
     producer_config: dict[str, Any] | None = field(default_factory=dict)
+    # How to reach the consumer's own cluster (its address and authentication), for the emitter to
+    # ask its cluster id; None without an address.
+    cluster_config: dict[str, Any] | None = None
     commit_on_revoke: bool = False
     commit_on_revoke_timeout_ms: int = 30_000
     processing: str = "on_next_poll"
@@ -104,12 +107,13 @@ def split_config(config: Mapping[str, Any]) -> tuple[AgentOptions, dict[str, Any
             raise ValueError(f"Unknown agent option {key!r}; known: lens.telemetry.topic, "
                              f"lens.telemetry.<producer setting>, {', '.join(sorted(known))}.")
     inherited = {k: v for k, v in consumer.items() if isinstance(k, str) and k.startswith(INHERITED_PREFIXES)}
+    cluster = inherited if any(inherited.get(k) for k in BOOTSTRAP_KEYS) else None
     if any(k in producer_overrides for k in BOOTSTRAP_KEYS):  # the telemetry cluster is another one
         inherited = {k: v for k, v in inherited.items() if k not in BOOTSTRAP_KEYS}
     producer: dict[str, Any] | None = {**inherited, **producer_overrides}
     if not any(producer.get(k) for k in BOOTSTRAP_KEYS):
         producer = None
-    return AgentOptions(telemetry_topic=topic, producer_config=producer, **values), consumer
+    return AgentOptions(telemetry_topic=topic, producer_config=producer, cluster_config=cluster, **values), consumer
 
 
 def _processing(key: str, value: Any) -> str:

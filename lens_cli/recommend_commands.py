@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import uuid
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -36,15 +37,18 @@ def predicted_effects(r: dict[str, Any]) -> list[str]:
 
 
 def print_table(rows: list[dict[str, Any]], console) -> None:
-    """The recommendations, best first per group, one block each: reads in 80 columns."""
+    """The recommendations, best first per group, one block each: reads in 80 columns. A group is
+    (cluster_id, group_id): its cluster is named when another cluster has a group of that name."""
     from rich.markup import escape
 
     console.print("[bold]Recommendations[/], best first per group (savings predicted over the observed window)")
+    names = Counter(name for _cluster, name in {(r["cluster_id"], r["group_id"]) for r in rows})
     group = None
     for r in rows:
-        if r["group_id"] != group:
-            group = r["group_id"]
-            console.print(f"\n[bold]group {escape(group)}[/]")
+        if (r["cluster_id"], r["group_id"]) != group:
+            group = (r["cluster_id"], r["group_id"])
+            cluster = f" (cluster {escape(group[0] or 'not reported')})" if names[group[1]] > 1 else ""
+            console.print(f"\n[bold]group {escape(group[1])}{cluster}[/]")
         saving = ", ".join(e for e in predicted_effects(r) if e)
         saving = f"; {saving}" if saving else ""
         console.print(f"  {r['rank']}. [bold]{escape(r['title'])}[/] ({escape(r['confidence'])} confidence){saving}")
@@ -76,7 +80,7 @@ def _read(args: argparse.Namespace, console) -> list[dict[str, Any]]:
         rows = lake.read(spark, config.lake_path, catalog.RECOMMENDATIONS)
         if args.group:
             rows = rows.where(F.col("group_id") == args.group)
-        found = [r.asDict(recursive=True) for r in rows.orderBy("group_id", "rank").collect()]
+        found = [r.asDict(recursive=True) for r in rows.orderBy("group_id", "cluster_id", "rank").collect()]
     finally:
         spark.stop()
     if args.group and not found:

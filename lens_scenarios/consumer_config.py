@@ -52,9 +52,11 @@ def assignor_for(assignor: str | None, protocol: str | None) -> str:
 
 def member_config(*, bootstrap: str, group_id: str, assignor: str, commit: str, client_id: str,
                   group_instance_id: str | None, max_poll_interval_ms: int, telemetry_topic: str,
-                  session_timeout_ms: int = CLASSIC_SESSION_TIMEOUT_MS, agent: bool = True) -> dict[str, Any]:
+                  session_timeout_ms: int = CLASSIC_SESSION_TIMEOUT_MS, agent: bool = True,
+                  telemetry_bootstrap: str | None = None) -> dict[str, Any]:
     """librdkafka + agent settings for one member process; ``agent=False``: librdkafka's alone
-    (a plain ``confluent_kafka.Consumer`` refuses the ``lens.*`` keys).
+    (a plain ``confluent_kafka.Consumer`` refuses the ``lens.*`` keys). ``telemetry_bootstrap``:
+    the telemetry's cluster, when not the consumer's.
 
     KIP-848 refuses session.timeout.ms, heartbeat.interval.ms and
     partition.assignment.strategy on the client; the broker owns them there.
@@ -81,6 +83,8 @@ def member_config(*, bootstrap: str, group_id: str, assignor: str, commit: str, 
                        "heartbeat.interval.ms": CLASSIC_HEARTBEAT_MS})
     if group_instance_id is not None:
         config["group.instance.id"] = group_instance_id
+    if telemetry_bootstrap is not None:
+        config["lens.telemetry.bootstrap.servers"] = telemetry_bootstrap
     if not agent:
         config = {k: v for k, v in config.items() if not k.startswith("lens.")}
     return config

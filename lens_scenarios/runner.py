@@ -47,6 +47,11 @@ class RunOptions:
     bootstrap: str | None = None
     telemetry_topic: str = DEFAULT_TELEMETRY_TOPIC
     session_timeout_ms: int = CLASSIC_SESSION_TIMEOUT_MS  # classic groups (KIP-848: the broker's)
+    # The telemetry's cluster when it is not the run's own (a central one, as several clusters share).
+    telemetry_bootstrap: str | None = None
+    # What names the run's group and topics (random by default): two runs given one token on two
+    # clusters have one group name and the same topic names (each its own out_dir).
+    token: str | None = None
 
 
 @dataclass
@@ -101,7 +106,7 @@ def _wait_settled(fleet: Fleet, partitions: int, tick: Callable[[str], None]) ->
 
 def run_scenario(scenario: Scenario, options: RunOptions,
                  on_progress: Callable[[Progress], None] = lambda _p: None) -> RunResult:
-    token = uuid.uuid4().hex[:6]
+    token = options.token or uuid.uuid4().hex[:6]
     run_id = f"{scenario.name}-{options.assignor}-{options.commit}-{token}"
     run_dir = Path(options.out_dir) / run_id
     run_dir.mkdir(parents=True, exist_ok=False)
@@ -115,7 +120,8 @@ def run_scenario(scenario: Scenario, options: RunOptions,
         "assignor": options.assignor, "protocol": protocol_of(options.assignor), "commit": options.commit,
         "group_id": group_id, "topics": {t.name: s.name for t, s in zip(logical.topics, scenario.topics)},
         "partitions": {t.name: t.partitions for t in scenario.topics},
-        "telemetry_topic": options.telemetry_topic, "embedded_broker": options.bootstrap is None,
+        "telemetry_topic": options.telemetry_topic, "telemetry_bootstrap": options.telemetry_bootstrap,
+        "embedded_broker": options.bootstrap is None,
         "rate_per_partition": scenario.rate_per_partition, "processing_ms": scenario.processing_ms,
         "commit_batch_records": scenario.commit_batch_records, "duration_s": scenario.duration_s,
         "start_wall": started_wall,
@@ -138,7 +144,8 @@ def run_scenario(scenario: Scenario, options: RunOptions,
                                    commit=options.commit, client_id=f"{run_id}-{process}",
                                    group_instance_id=instance, max_poll_interval_ms=scenario.max_poll_interval_ms,
                                    telemetry_topic=options.telemetry_topic,
-                                   session_timeout_ms=options.session_timeout_ms, agent=member.agent)
+                                   session_timeout_ms=options.session_timeout_ms, agent=member.agent,
+                                   telemetry_bootstrap=options.telemetry_bootstrap)
             if member.agent:
                 manifest.setdefault("consumer_config", {k: v for k, v in config.items() if k != "client.id"})
             return {"run_dir": str(run_dir.resolve()), "member": member.name, "process": process, "agent": member.agent,

@@ -76,10 +76,10 @@ class Member:
                     "client_id": self.client_id, "host": self.host, "pid": 1000 + len(self.agent_id),
                     "group_protocol": self.group_protocol, "rebalance_protocol": self.rebalance_protocol,
                     "assignor": self.assignor}
-        self.fleet.events.append(contract.event(
+        self.fleet.events.append({**contract.event(
             kind, body, event_id=uuid.UUID(int=self.fleet.rng.getrandbits(128)).hex,
             event_time_ms=self.fleet.base_ms + self.now_ms, seq=self.seq, member_id=self.member_id,
-            generation=self.generation, identity=identity))
+            generation=self.generation, identity=identity), "cluster_id": self.fleet.cluster})
         self.seq += 1
         return self
 
@@ -200,6 +200,7 @@ class Fleet:
     base_ms: int = BASE_TIME_MS
     seed: int = 7
     events: list[dict[str, Any]] = field(default_factory=list)
+    cluster: str = "synthetic-cluster"  # the cluster_id its events carry, as the agent's emitter adds it
 
     def __post_init__(self) -> None:
         self.rng = random.Random(self.seed)

@@ -26,14 +26,20 @@ if TYPE_CHECKING:
 
 Columns = tuple[tuple[str, str], ...]
 
+# What names a group: its cluster and its group id. One group id on two clusters is two groups
+# (prod-eu and prod-us, or prod and staging, sending telemetry to one topic); events of agents
+# older than the cluster id read as contract.CLUSTER_UNKNOWN (the empty string, never null, so
+# the key compares, joins and groups as plainly as a group id did).
+GROUP_KEY = ("cluster_id", "group_id")
+
 
 @dataclass(frozen=True)
 class Table:
     """One Delta table of the lake.
 
-    ``scope``: the column a stage replaces rows by when it recomputes part of the table (the
-    incremental unit), None for tables written otherwise. ``sort_by`` and ``stats_columns``
-    default to the scope then the keys: what reads and replaces prune files by.
+    ``scope``: the columns a stage replaces rows by when it recomputes part of the table (the
+    incremental unit: a group, ``GROUP_KEY``), None for tables written otherwise. ``sort_by``
+    and ``stats_columns`` default to the scope then the keys: what reads and replaces prune files by.
     """
 
     path: str
@@ -42,13 +48,13 @@ class Table:
     written_by: str
     columns: Columns = ()
     derived_columns: Callable[[], Columns] | None = None  # for columns that follow from the contract
-    scope: str | None = "group_id"
+    scope: tuple[str, ...] | None = GROUP_KEY
     sort_by: tuple[str, ...] = ()
     stats_columns: tuple[str, ...] = ()
     partition_by: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        pruning = tuple(dict.fromkeys([*([self.scope] if self.scope else []), *self.keys]))
+        pruning = tuple(dict.fromkeys([*(self.scope or ()), *self.keys]))
         if not self.sort_by:
             object.__setattr__(self, "sort_by", pruning)
         if not self.stats_columns:
@@ -126,8 +132,8 @@ def _event_columns() -> Columns:
 EVENTS = Table(
     "silver/events", grain="one row per telemetry event (unique event_id), typed by the contract",
     keys=("event_id",), written_by="validate", scope=None, derived_columns=_event_columns,
-    sort_by=("group_id", "event_time_ms"), partition_by=("event_date",),
-    stats_columns=("group_id", "validate_batch", "agent_id", "event_time_ms", "suspected_by"))
+    sort_by=(*GROUP_KEY, "event_time_ms"), partition_by=("event_date",),
+    stats_columns=(*GROUP_KEY, "validate_batch", "agent_id", "event_time_ms", "suspected_by"))
 # Validation's state between batches (``pipelines.sequences``): per agent, the runs of sequence
 # numbers validated through a batch, so a batch's gaps need no reread of the agent's events.
 SEQUENCES = Table(
@@ -140,22 +146,24 @@ SEQUENCES = Table(
 MEMBER_STATES = Table(
     "silver/member_states", grain="one row per state a member was in, from when to when (end open while current)",
     keys=("event_id",), written_by="silver",
-    columns=_columns("group_id string, agent_id string, member_id string, group_instance_id string, host string, "
+    columns=_columns("cluster_id string, group_id string, agent_id string, member_id string, "
+                     "group_instance_id string, host string, "
                      "client_id string, event_id string, seq bigint, from_state string, state string, reason string, "
                      "allowed boolean, start_ms bigint, end_ms bigint"))
 COMMITS = Table(
     "silver/commits", grain="one row per partition offset of a commit event",
     keys=("event_id", "topic", "partition"), written_by="silver",
-    columns=_columns("group_id string, agent_id string, member_id string, event_id string, event_time_ms bigint, "
+    columns=_columns("cluster_id string, group_id string, agent_id string, member_id string, event_id string, "
+                     "event_time_ms bigint, "
                      "mode string, sync boolean, in_revoke boolean, request_error string, duration_ms double, "
                      "topic string, partition bigint, offset bigint, error string, validate_batch bigint"),
-    scope=None, sort_by=("group_id", "event_time_ms"), stats_columns=("group_id", "validate_batch", "event_time_ms"))
+    scope=None, sort_by=(*GROUP_KEY, "event_time_ms"), stats_columns=(*GROUP_KEY, "validate_batch", "event_time_ms"))
 OWNERSHIP = Table(
     "gold/partition_ownership",
     grain="one row per ownership interval: one member holding one partition, from its assignment to its release",
     keys=("assign_event_id", "topic", "partition"), written_by="gold",
     columns=_columns(
-        "group_id string, topic string, partition bigint, agent_id string, member_id string, "
+        "cluster_id string, group_id string, topic string, partition bigint, agent_id string, member_id string, "
         "group_instance_id string, host string, client_id string, generation bigint, assign_event_id string, "
         "assigned_ms bigint, first_fetch_ms bigint, first_fetch_offset bigint, first_fetch_window_ms double, "
         "first_fetch_timestamp_ms bigint, release_kind string, "
@@ -170,7 +178,7 @@ HANDOFFS = Table(
     grain="one row per partition handoff (an ownership interval and the next one of its partition) and what it cost",
     keys=("handoff_id",), written_by="gold",
     columns=_columns(
-        "handoff_id string, group_id string, topic string, partition bigint, prev_agent_id string, "
+        "handoff_id string, cluster_id string, group_id string, topic string, partition bigint, prev_agent_id string, "
         "prev_member_id string, next_agent_id string, next_member_id string, same_owner boolean, "
         "prev_assigned_ms bigint, generation bigint, release_kind string, revoke_ms bigint, assigned_ms bigint, "
         "first_fetch_ms bigint, first_fetch_offset bigint, first_fetch_window_ms double, first_fetch_timestamp_ms bigint, "
@@ -181,7 +189,8 @@ HANDOFFS = Table(
 EPISODES = Table(
     "gold/episodes", grain="one row per rebalance episode of a group, with its causes",
     keys=("episode_id",), written_by="gold",
-    columns=_columns("episode_id string, group_id string, start_ms bigint, end_ms bigint, duration_s double, "
+    columns=_columns("episode_id string, cluster_id string, group_id string, start_ms bigint, end_ms bigint, "
+                     "duration_s double, "
                      "generation_min bigint, generation_max bigint")
     + (("members", "array<string>"), ("members_joined", "array<string>"), ("members_left", "array<string>"))
     + _columns("partitions_moved bigint, partitions_lost bigint, events bigint, cause string")
@@ -191,7 +200,7 @@ MEMBERS = Table(
     grain="one row per member process (agent) of a group: configuration, join, leave, subscriptions, stalls",
     keys=("agent_id",), written_by="gold",
     columns=_columns(
-        "group_id string, agent_id string, member_id string, group_instance_id string, host string, "
+        "cluster_id string, group_id string, agent_id string, member_id string, group_instance_id string, host string, "
         "client_id string, group_protocol string, assignor string, remote_assignor string, commit_on_revoke boolean, "
         "enable_auto_commit boolean, auto_commit_interval_ms bigint, session_timeout_ms bigint, "
         "heartbeat_interval_ms bigint, max_poll_interval_ms bigint, joined_ms bigint, join_cause string, "
@@ -200,9 +209,9 @@ MEMBERS = Table(
        ("stalls", "array<struct<began_ms: bigint, at_ms: bigint, back_ms: bigint>>"), ("enforced_ms", "array<bigint>")))
 METRICS = Table(
     "gold/metrics", grain="one row per group, grain (hour or day), period and cause (or 'all')",
-    keys=("group_id", "grain", "period_start", "cause"), written_by="gold",
+    keys=("cluster_id", "group_id", "grain", "period_start", "cause"), written_by="gold",
     columns=_columns(
-        "group_id string, grain string, period_start timestamp, cause string, rebalances bigint, "
+        "cluster_id string, group_id string, grain string, period_start timestamp, cause string, rebalances bigint, "
         "partitions_moved bigint, pause_s double, pause_upper_s double, duplicates bigint, duplicates_upper bigint, "
         "lost_partitions bigint, commit_on_revoke_coverage double, revoke_callback_s double, "
         "records_processed bigint, duplicate_rate double, covered_s double, owned_s double, coverage double"))
@@ -213,32 +222,35 @@ METRICS = Table(
 # that time and the agents stalled at it. A run folds the events from ``before_ms`` on.
 FOLD_STATE = Table(
     "gold/fold_state", grain="one row per partition of a group (its ownership fold's state), and one per group",
-    keys=("group_id", "topic", "partition"), written_by="gold",
-    columns=_columns("group_id string, topic string, partition bigint, before_ms bigint, tail string")
+    keys=("cluster_id", "group_id", "topic", "partition"), written_by="gold",
+    columns=_columns("cluster_id string, group_id string, topic string, partition bigint, before_ms bigint, "
+                     "tail string")
     + (("stalled", "array<string>"),))
 REBALANCE_EVENTS = Table(
     "gold/rebalance_events",
     grain="one row per rebalance event (assignment, revoke, loss, state move, config, request, poll-interval error)",
     keys=("event_id",), written_by="gold",
     columns=_columns("event_id string, kind string, event_time_ms bigint, agent_id string, seq bigint, "
-                     "group_id string, member_id string, group_instance_id string, client_id string, host string, "
+                     "cluster_id string, group_id string, member_id string, group_instance_id string, "
+                     "client_id string, host string, "
                      "generation bigint, group_protocol string, assignor string, body string, validate_batch bigint"),
-    scope=None, sort_by=("group_id", "event_time_ms"), stats_columns=("group_id", "validate_batch"))
+    scope=None, sort_by=(*GROUP_KEY, "event_time_ms"), stats_columns=(*GROUP_KEY, "validate_batch"))
 COVERAGE = Table(
     "gold/coverage",
     grain="one row per group and hour: the partition-seconds its members held, and how many of them ran the agent",
-    keys=("group_id", "hour_start"), written_by="gold",
-    columns=_columns("group_id string, hour_start timestamp, covered_s double, owned_s double"))
+    keys=("cluster_id", "group_id", "hour_start"), written_by="gold",
+    columns=_columns("cluster_id string, group_id string, hour_start timestamp, covered_s double, owned_s double"))
 PROCESSED = Table(
     "gold/records_processed", grain="one row per group and hour: the records its members processed",
-    keys=("group_id", "hour_start"), written_by="gold",
-    columns=_columns("group_id string, hour_start timestamp, records_processed bigint"))
+    keys=("cluster_id", "group_id", "hour_start"), written_by="gold",
+    columns=_columns("cluster_id string, group_id string, hour_start timestamp, records_processed bigint"))
 WHAT_IF = Table(
     "gold/what_if",
     grain="one row per group and candidate configuration: its replay's predicted rebalances and costs",
-    keys=("group_id", "config"), written_by="recommend",
+    keys=("cluster_id", "group_id", "config"), written_by="recommend",
     columns=_columns(
-        "group_id string, config string, is_current boolean, group_protocol string, assignor string, "
+        "cluster_id string, group_id string, config string, is_current boolean, group_protocol string, "
+        "assignor string, "
         "static_membership boolean, commit_on_revoke boolean, session_timeout_ms bigint, max_poll_interval_ms bigint, "
         "window_start_ms bigint, window_end_ms bigint, predicted_rebalances bigint, predicted_handoffs bigint, "
         "predicted_partitions_moved bigint, predicted_duplicates double, predicted_pause_s double, "
@@ -247,8 +259,8 @@ WHAT_IF = Table(
 RECOMMENDATIONS = Table(
     "gold/recommendations",
     grain="one row per group and recommendation (a change, a warning, or the healthy verdict), ranked",
-    keys=("group_id", "rank"), written_by="recommend",
-    columns=_columns("group_id string, rank int, kind string, title string, current_config string, "
+    keys=("cluster_id", "group_id", "rank"), written_by="recommend",
+    columns=_columns("cluster_id string, group_id string, rank int, kind string, title string, current_config string, "
                      "recommended_config string, target_assignor string, target_static_membership boolean, "
                      "target_commit_on_revoke boolean, target_session_timeout_ms bigint, "
                      "target_max_poll_interval_ms bigint")
@@ -265,8 +277,9 @@ RECOMMENDATIONS = Table(
 VERIFICATIONS = Table(
     "gold/verifications",
     grain="one row per closed-loop check: a recommendation applied to a rerun of the run it was made from",
-    keys=("group_id", "verified_at"), written_by="recommend --verify",
-    columns=_columns("group_id string, verified_at timestamp, scenario string, kind string, title string")
+    keys=("cluster_id", "group_id", "verified_at"), written_by="recommend --verify",
+    columns=_columns("cluster_id string, group_id string, verified_at timestamp, scenario string, kind string, "
+                     "title string")
     + (("config_change", "array<string>"),)
     + _columns("predicted_duplicates_saved double, measured_duplicates_saved double, "
                "predicted_pause_saved_s double, measured_pause_saved_s double, measured_duplicates_before double, "

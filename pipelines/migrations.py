@@ -9,6 +9,12 @@ apply it.
   recommendations' stored evidence SQL) is rewritten in the same commit.
 - A mart (``marts/<model>``) under older names is rebuilt whole by the next SQL build
   (``stale_marts`` names them; ``pipelines.sql_build`` passes them to dbt as ``rebuild``).
+- A table written before its group key gained the cluster (``catalog.GROUP_KEY``) gets the
+  ``cluster_id`` column, every stored row ``contract.CLUSTER_UNKNOWN`` (``with_cluster``), in one
+  rewrite per table: those rows came from agents that did not send the cluster id, exactly what
+  an event without one reads as, so the groups they held stay one group each with the events
+  such agents still send, and a key column is never null (a null joins and matches nothing).
+  Marts missing it are rebuilt (``stale_marts``).
 
 Both run under the lake's lock: the first stage or SQL build that opens an older lake applies
 them, each printing one line per table saying what changed; a lake already current costs a
@@ -24,6 +30,7 @@ from pathlib import Path
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from consumer_agent.contract import CLUSTER_UNKNOWN
 from pipelines import catalog, lake
 from pipelines.config import Progress
 
@@ -199,10 +206,46 @@ def migrated_rows(spark: SparkSession, lake_path: str, migration: Migration) -> 
     return rows.select(*declared, *kept)
 
 
+CLUSTER = "cluster_id"
+# The evidence queries stored before: the group is (cluster_id, group_id) in them too.
+CLUSTER_EVIDENCE = Rewrite("evidence_query", (("WHERE group_id = :group_id",
+                                               "WHERE cluster_id = :cluster_id AND group_id = :group_id"),))
+WITH_CLUSTER = tuple(t for t in TABLES.values() if CLUSTER in t.column_names())
+
+
+def cluster_said(path: str, verb: str = "") -> str:
+    """The one line the cluster column's migration prints for a table (or, ``verb`` "rebuilt, ", a mart)."""
+    return f"{path}: {verb}added {CLUSTER} ('{CLUSTER_UNKNOWN}' in the rows written before it: their agents sent none)"
+
+
+def with_cluster(spark: SparkSession, lake_path: str) -> list[tuple[catalog.Table, DataFrame]]:
+    """Each table of ``WITH_CLUSTER`` stored without its cluster column, and its rows with it
+    (``CLUSTER_UNKNOWN``) placed as the declaration places it (stored evidence queries naming it)."""
+    out = []
+    for table in WITH_CLUSTER:
+        columns = _columns(spark, table.location(lake_path))
+        if columns is None or CLUSTER in columns:
+            continue
+        names = table.column_names()
+        after = names[:names.index(CLUSTER)]  # the stored columns declared before it, then it, then the rest
+        rows = lake.read(spark, lake_path, table)
+        ordered = [*[c for c in columns if c in after], CLUSTER, *[c for c in columns if c not in after]]
+        rows = rows.withColumn(CLUSTER, F.lit(CLUSTER_UNKNOWN))
+        if CLUSTER_EVIDENCE.column in columns:
+            rows = rows.withColumn(CLUSTER_EVIDENCE.column, CLUSTER_EVIDENCE.of(F.col(CLUSTER_EVIDENCE.column)))
+        out.append((table, rows.select(*[F.col(f"`{c}`") for c in ordered])))
+    return out
+
+
 def migrate(spark: SparkSession, lake_path: str, progress: Progress = print) -> list[str]:
-    """Rewrite each gold table still under older names with the new ones (the caller holds the
-    lake's lock); the lines printed, one per table migrated."""
+    """Rewrite each gold table still under older names with the new ones, and each table without
+    its cluster column with it (the caller holds the lake's lock); the lines printed, one per
+    table migrated."""
     said = []
+    for table, rows in with_cluster(spark, lake_path):
+        lake.rewrite(spark, lake_path, table, rows)
+        said.append(cluster_said(table.path))
+        progress(said[-1])
     for migration in GOLD:
         table = TABLES[migration.path]
         columns = _columns(spark, table.location(lake_path))
@@ -214,13 +257,25 @@ def migrate(spark: SparkSession, lake_path: str, progress: Progress = print) -> 
     return said
 
 
+# The marts keyed by group: one stored without cluster_id is rebuilt whole (its key changed).
+MARTS_WITH_CLUSTER = ("agent_telemetry_quality", "commit_on_revoke_daily", "config_comparison", "episode_handoffs",
+                      "group_cause_costs", "group_daily_costs", "group_hourly_costs", "host_costs", "member_costs",
+                      "open_recommendations", "rebalance_episodes", "recommendation_checks")
+
+
 def stale_marts(spark: SparkSession, lake_path: str, progress: Progress = print) -> list[str]:
     """The marts still under older names, which the next SQL build rebuilds whole; prints one
     line per mart."""
     stale = []
+    for name in MARTS_WITH_CLUSTER:
+        columns = _columns(spark, f"{lake_path.rstrip('/')}/marts/{name}")
+        if columns is not None and CLUSTER not in columns:
+            stale.append(name)
+            progress(cluster_said(f"marts/{name}", "rebuilt, "))
     for migration in MARTS:
         columns = _columns(spark, f"{lake_path.rstrip('/')}/{migration.path}")
         if columns is not None and migration.applies_to(columns):
-            stale.append(migration.path.split("/", 1)[1])
+            if migration.path.split("/", 1)[1] not in stale:
+                stale.append(migration.path.split("/", 1)[1])
             progress(migration.said("rebuilt, "))
     return stale

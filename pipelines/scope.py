@@ -16,8 +16,11 @@ from pipelines import catalog, lake
 from pipelines.config import PipelineConfig, Progress
 
 
-def changed_groups(spark: SparkSession, config: PipelineConfig, after_batch: int, upto_batch: int) -> list[str]:
-    """Groups with events validated in (after_batch, upto_batch], or with events since ``config.since_ms``.
+Group = tuple[str, str]  # (cluster_id, group_id): catalog.GROUP_KEY
+
+
+def changed_groups(spark: SparkSession, config: PipelineConfig, after_batch: int, upto_batch: int) -> list[Group]:
+    """Groups (``catalog.GROUP_KEY``) with events validated in (after_batch, upto_batch], or with events since ``config.since_ms``.
 
     A list, not a DataFrame: the reads and writes downstream take it as a literal list,
     which Delta skips files by (a join skips none)."""
@@ -25,17 +28,17 @@ def changed_groups(spark: SparkSession, config: PipelineConfig, after_batch: int
     cond = (F.col("validate_batch") > after_batch) & (F.col("validate_batch") <= upto_batch)
     if config.since_ms is not None:
         cond = cond | (F.col("event_time_ms") >= config.since_ms)
-    return sorted(r[0] for r in events.where(cond).select("group_id").distinct().collect())
+    return sorted(tuple(r) for r in events.where(cond).select(*catalog.GROUP_KEY).distinct().collect())
 
 
-def events_of(spark: SparkSession, config: PipelineConfig, groups: list[str], upto_batch: int) -> DataFrame:
+def events_of(spark: SparkSession, config: PipelineConfig, groups: list[Group], upto_batch: int) -> DataFrame:
     """The groups' events of validation batches up to ``upto_batch`` (later ones may be in flight)."""
-    return (lake.rows_of(spark, config.lake_path, catalog.EVENTS, "group_id", groups)
+    return (lake.rows_of(spark, config.lake_path, catalog.EVENTS, catalog.GROUP_KEY, groups)
             .where(F.col("validate_batch") <= upto_batch))
 
 
 def pending(spark: SparkSession, config: PipelineConfig, stage: str,
-            progress: Progress) -> tuple[int, list[str]] | None:
+            progress: Progress) -> tuple[int, list[Group]] | None:
     """(the last passed validation batch, the groups ``stage`` must recompute up to it), or
     None when there is nothing to do (said through ``progress``)."""
     high = lake.validated_through(spark, config.lake_path)

@@ -21,7 +21,7 @@ STATE_COLUMNS = [c for c in catalog.MEMBER_STATES.column_names() if c != "end_ms
 def transitions(events: DataFrame) -> DataFrame:
     """One row per state transition: the state a member entered, from when (no end yet)."""
     return events.where("kind = 'state_transition'").select(
-        "group_id", "agent_id", "member_id", "group_instance_id", "host", "client_id", "event_id", "seq",
+        *catalog.GROUP_KEY, "agent_id", "member_id", "group_instance_id", "host", "client_id", "event_id", "seq",
         F.col("state_transition.from_state").alias("from_state"), F.col("state_transition.to_state").alias("state"),
         F.col("state_transition.reason").alias("reason"), F.col("state_transition.allowed").alias("allowed"),
         F.col("event_time_ms").alias("start_ms"))
@@ -29,14 +29,14 @@ def transitions(events: DataFrame) -> DataFrame:
 
 def member_states(entered: DataFrame) -> DataFrame:
     """Each state entered (``transitions``' rows) until the member's next one (open while current)."""
-    w = Window.partitionBy("group_id", "agent_id").orderBy("start_ms", "seq")
+    w = Window.partitionBy(*catalog.GROUP_KEY, "agent_id").orderBy("start_ms", "seq")
     return entered.withColumn("end_ms", F.lead("start_ms").over(w))
 
 
 def commits(events: DataFrame) -> DataFrame:
     """One row per partition offset in a commit event."""
     return (events.where("kind = 'commit'")
-            .select("group_id", "agent_id", "member_id", "event_id", "event_time_ms",
+            .select(*catalog.GROUP_KEY, "agent_id", "member_id", "event_id", "event_time_ms",
                     F.col("commit.mode").alias("mode"), F.col("commit.sync").alias("sync"),
                     F.col("commit.in_revoke").alias("in_revoke"), F.col("commit.error").alias("request_error"),
                     F.col("commit.duration_ms").alias("duration_ms"),
@@ -61,14 +61,14 @@ def run(spark: SparkSession, config: PipelineConfig, progress: Progress = print)
     new: Column = (F.col("validate_batch") > after) & (F.col("validate_batch") <= high)
     if config.since_ms is not None:
         new = new | ((F.col("event_time_ms") >= config.since_ms) & (F.col("validate_batch") <= high))
-    events = lake.rows_of(spark, config.lake_path, catalog.EVENTS, "group_id", groups).where(new)
+    events = lake.rows_of(spark, config.lake_path, catalog.EVENTS, catalog.GROUP_KEY, groups).where(new)
     batch_range = f"(validate_batch > {int(after)} AND validate_batch <= {int(high)})"
     if config.since_ms is not None:
         batch_range += f" OR (event_time_ms >= {int(config.since_ms)} AND validate_batch <= {int(high)})"
     lake.replace_where(spark, config.lake_path, catalog.COMMITS, commits(events), batch_range)
     entered = transitions(events)
     if lake.exists(spark, config.lake_path, catalog.MEMBER_STATES):
-        stored = lake.declared(lake.rows_of(spark, config.lake_path, catalog.MEMBER_STATES, "group_id", groups),
+        stored = lake.declared(lake.rows_of(spark, config.lake_path, catalog.MEMBER_STATES, catalog.GROUP_KEY, groups),
                                catalog.MEMBER_STATES).select(*STATE_COLUMNS)
         entered = entered.unionByName(stored.join(entered.select("event_id"), "event_id", "left_anti"))
     with lake.spilled(spark, member_states(entered), f"{config.checkpoint_path}/silver_states") as states:

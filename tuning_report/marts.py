@@ -19,6 +19,10 @@ MARTS: dict[str, str | None] = {
 }
 
 
+Group = tuple[str, str]  # (cluster_id, group_id): one group name on two clusters is two groups
+GROUP_KEY = ["cluster_id", "group_id"]
+
+
 @dataclass(frozen=True)
 class Fleet:
     """Each mart's rows for the groups in the report, one frame per mart."""
@@ -28,16 +32,25 @@ class Fleet:
     def __getitem__(self, mart: str) -> pl.DataFrame:
         return self.frames[mart]
 
-    def groups(self) -> list[str]:
+    def groups(self) -> list[Group]:
         """Every group with costs or recommendations, by duplicates (worst first)."""
-        daily = self["group_daily_costs"].group_by("group_id").agg(pl.col("duplicates").sum(),
-                                                                    pl.col("pause_s").sum())
-        named = set(daily["group_id"]) | set(self["open_recommendations"]["group_id"])
-        order = {g: (-d, -p) for g, d, p in daily.iter_rows()}
+        daily = self["group_daily_costs"].group_by(GROUP_KEY).agg(pl.col("duplicates").sum(),
+                                                                   pl.col("pause_s").sum())
+        named = ({(c, g) for c, g in daily.select(GROUP_KEY).iter_rows()}
+                 | set(self["open_recommendations"].select(GROUP_KEY).iter_rows()))
+        order = {(c, g): (-d, -p) for c, g, d, p in daily.iter_rows()}
         return sorted(named, key=lambda g: (order.get(g, (0, 0)), g))
 
-    def of(self, mart: str, group: str) -> pl.DataFrame:
-        return self[mart].filter(pl.col("group_id") == group)
+    def name_of(self, group: Group) -> str:
+        """The group's name as the page shows it: its group id, with its cluster when another
+        cluster has a group of that name."""
+        cluster, name = group
+        if sum(1 for _, other in self.groups() if other == name) == 1:
+            return name
+        return f"{name} (cluster {cluster or 'not reported'})"
+
+    def of(self, mart: str, group: Group) -> pl.DataFrame:
+        return self[mart].filter((pl.col("cluster_id") == group[0]) & (pl.col("group_id") == group[1]))
 
 
 def parse_since(text: str | None, now: datetime | None = None) -> datetime | None:

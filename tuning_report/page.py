@@ -17,8 +17,8 @@ from markupsafe import Markup
 from plotly.offline import get_plotlyjs
 
 from tuning_report import figures
-from tuning_report.marts import Fleet, read_fleet
 from pipelines.recommend.rules import MIN_COVERAGE
+from tuning_report.marts import Fleet, Group, read_fleet
 from tuning_report.wording import TERMS, Headline, bounded, headline_sentence, share
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -30,12 +30,12 @@ def _chart(fig: go.Figure, div_id: str) -> Markup:
                               config={"displayModeBar": False, "responsive": True}))
 
 
-def group_section(fleet: Fleet, group: str, index: int) -> dict:
+def group_section(fleet: Fleet, group: Group, index: int) -> dict:
     """Everything one group's section shows: figures, sentences, tables."""
     daily, episodes = fleet.of("group_daily_costs", group), fleet.of("rebalance_episodes", group)
     causes = fleet.of("group_cause_costs", group)
     head = Headline.of(daily)
-    section = {"name": group, "anchor": f"g{index}", "headline": head, "sentence": headline_sentence(head, causes),
+    section = {"name": fleet.name_of(group), "anchor": f"g{index}", "headline": head, "sentence": headline_sentence(head, causes),
                "charts": {}, "ownership": []}
     if daily.height > 1:  # one day is the headline already
         section["charts"]["trend"] = _chart(figures.daily_trend(daily), f"g{index}-trend")

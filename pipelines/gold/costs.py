@@ -17,15 +17,16 @@ def costs_by_group(handoffs: DataFrame, episodes: DataFrame, after_forming: bool
     back before it reads one: real pauses, but no record shows them)."""
     if after_forming:
         handoffs = handoffs.where(F.col("cause") != "start")
-    per_group = handoffs.groupBy("group_id").agg(
+    per_group = handoffs.groupBy(*catalog.GROUP_KEY).agg(
         F.count("*").alias("handoffs"),
         *[F.sum(figure).alias(figure) for figure in FIGURES])
-    churn = episodes.where(F.col("cause") != "start").groupBy("group_id").agg(F.count("*").alias("episodes"))
-    return per_group.join(churn, "group_id", "left")
+    churn = (episodes.where(F.col("cause") != "start").groupBy(*catalog.GROUP_KEY)
+             .agg(F.count("*").alias("episodes")))
+    return per_group.join(churn, list(catalog.GROUP_KEY), "left")
 
 
-def read_costs(spark: SparkSession, lake_path: str, after_forming: bool = False) -> dict[str, Row]:
-    """``costs_by_group`` over the lake's gold tables, by group id."""
+def read_costs(spark: SparkSession, lake_path: str, after_forming: bool = False) -> dict[tuple[str, str], Row]:
+    """``costs_by_group`` over the lake's gold tables, by group (cluster_id, group_id)."""
     costs = costs_by_group(lake.read(spark, lake_path, catalog.HANDOFFS), lake.read(spark, lake_path, catalog.EPISODES),
                            after_forming)
-    return {r.group_id: r for r in costs.collect()}
+    return {(r.cluster_id, r.group_id): r for r in costs.collect()}

@@ -87,7 +87,8 @@ def _episode(bodies: Bodies, moved: list[dict[str, Any]], triggers: list[Trigger
     seen = {t.cause for t in triggers if start <= t.time_ms <= end} | set(moved_by)
     causes = sorted(seen or {"start" if first else "unknown"}, key=RANK.__getitem__)
     return {
-        "episode_id": f"{events[0]['group_id']}@{events[0]['event_id']}", "group_id": events[0]["group_id"],
+        "episode_id": f"{events[0]['group_id']}@{events[0]['event_id']}", "cluster_id": events[0]["cluster_id"],
+        "group_id": events[0]["group_id"],
         "start_ms": start, "end_ms": end, "duration_s": (end - start) / 1000.0,
         "generation_min": min(generations) if generations else None,
         "generation_max": max(generations) if generations else None,

@@ -22,6 +22,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from consumer_agent.contract import OFFSET_UNKNOWN, STALE_STATE
+from pipelines.catalog import GROUP_KEY
 from pipelines.gold.ownership import CHANGES
 
 # One partition's share of an event: the envelope the intervals read, and the body fields
@@ -34,13 +35,14 @@ from pipelines.gold.ownership import CHANGES
 # (``first_ms``, ``first_offset``) the earliest commit's time and offset. So a run of progress
 # or commit facts can be summed into one fact of the same shape (``runs``) and the Python fold
 # walks the runs, not every event.
-FACT_DDL = ("group_id string, topic string, partition bigint, kind string, event_id string, event_time_ms bigint, "
+FACT_DDL = ("cluster_id string, group_id string, topic string, partition bigint, kind string, event_id string, "
+            "event_time_ms bigint, "
             "agent_id string, seq bigint, member_id string, group_instance_id string, host string, client_id string, "
             "generation bigint, position bigint, last_processed_offset bigint, committed_offset bigint, lag bigint, "
             "processed bigint, log_end bigint, max_rate double, interval_ms double, moved_ms bigint, callback_ms double, revoke_committed boolean, "
             "offset bigint, first_ms bigint, first_offset bigint, offset_error string, request_error string, "
             "in_revoke boolean, window_ms double, timestamp_ms bigint, stalled boolean")
-ENVELOPE = ["group_id", "kind", "event_id", "event_time_ms", "agent_id", "seq", "member_id", "group_instance_id",
+ENVELOPE = [*GROUP_KEY, "kind", "event_id", "event_time_ms", "agent_id", "seq", "member_id", "group_instance_id",
             "host", "client_id", "generation"]
 NEVER = -(2 ** 63)  # before every event: where a stall carried over from the last run starts
 
@@ -57,23 +59,24 @@ def _is_stale() -> Column:
 
 
 def stalls(events: DataFrame, stalled_before: DataFrame) -> DataFrame:
-    """Per agent, each stall as (group_id, agent_id, from (time, seq), to (time, seq) or null
+    """Per agent, each stall as (cluster_id, group_id, agent_id, from (time, seq), to (time, seq) or null
     while it lasts): from the agents' stale moves and changes among ``events``, and the stalls
-    ``stalled_before`` (group_id, agent_id) carried over from before them."""
+    ``stalled_before`` (cluster_id, group_id, agent_id) carried over from before them."""
     toggles = (events.where(_is_stale() | F.col("kind").isin(list(CHANGES)))
-               .select("group_id", "agent_id", "event_time_ms", "seq", _is_stale().alias("stale"))
-               .unionByName(stalled_before.select("group_id", "agent_id", F.lit(NEVER).alias("event_time_ms"),
+               .select(*GROUP_KEY, "agent_id", "event_time_ms", "seq", _is_stale().alias("stale"))
+               .unionByName(stalled_before.select(*GROUP_KEY, "agent_id", F.lit(NEVER).alias("event_time_ms"),
                                                   F.lit(NEVER).alias("seq"), F.lit(True).alias("stale"))))
-    nxt = Window.partitionBy("group_id", "agent_id").orderBy("event_time_ms", "seq")
+    nxt = Window.partitionBy(*GROUP_KEY, "agent_id").orderBy("event_time_ms", "seq")
     return (toggles.withColumn("until", F.lead(F.struct("event_time_ms", "seq")).over(nxt)).where("stale")
-            .select("group_id", "agent_id", F.struct("event_time_ms", "seq").alias("since"), "until"))
+            .select(*GROUP_KEY, "agent_id", F.struct("event_time_ms", "seq").alias("since"), "until"))
 
 
 def stalled_at(stall_rows: DataFrame, time_ms: Column) -> DataFrame:
-    """(group_id, agent_id) of the members stalled just before ``time_ms`` (a column of ``stall_rows``' groups)."""
+    """(cluster_id, group_id, agent_id) of the members stalled just before ``time_ms`` (a column of
+    ``stall_rows``' groups)."""
     return (stall_rows.where((F.col("since.event_time_ms") < time_ms)
                              & (F.col("until").isNull() | (F.col("until.event_time_ms") >= time_ms)))
-            .select("group_id", "agent_id").distinct())
+            .select(*GROUP_KEY, "agent_id").distinct())
 
 
 def facts(events: DataFrame, stall_rows: DataFrame) -> DataFrame:
@@ -99,6 +102,7 @@ def facts(events: DataFrame, stall_rows: DataFrame) -> DataFrame:
                         .alias("moved_ms")))
     stalled = F.broadcast(stall_rows.alias("s"))
     progress = (progress.alias("e").join(stalled, (F.col("e.group_id") == F.col("s.group_id"))
+                                         & (F.col("e.cluster_id") == F.col("s.cluster_id"))
                                          & (F.col("e.agent_id") == F.col("s.agent_id"))
                                          & (F.struct("e.event_time_ms", "e.seq") > F.col("s.since"))
                                          & (F.col("s.until").isNull()
@@ -130,12 +134,12 @@ def runs(rows: DataFrame) -> DataFrame:
     highest offset, and the highest at the earliest millisecond (``PartitionFold.feed``). Stalled progress and failed commits, which
     the fold ignores, are dropped here.
     """
-    upto = (Window.partitionBy("group_id", "topic", "partition").orderBy("event_time_ms", "agent_id", "seq")
+    upto = (Window.partitionBy(*GROUP_KEY, "topic", "partition").orderBy("event_time_ms", "agent_id", "seq")
             .rowsBetween(Window.unboundedPreceding, Window.currentRow))
     ends = F.col("kind").isin(list(RUN_ENDS))
     cut = (rows.withColumn("_run", F.sum(ends.cast("int")).over(upto))
            .withColumn("_after", F.col("event_time_ms") >= F.col("before_ms")))
-    keys = ["group_id", "topic", "partition", "before_ms", "agent_id", "kind", "_run", "_after"]
+    keys = [*GROUP_KEY, "topic", "partition", "before_ms", "agent_id", "kind", "_run", "_after"]
     progress = (cut.where((F.col("kind") == "progress") & ~F.col("stalled")).groupBy(*keys)
                 .agg(F.max(F.struct("event_time_ms", "seq", "position", "last_processed_offset", "lag")).alias("last"),
                      F.sum("processed").alias("processed"), F.max("max_rate").alias("max_rate"),

@@ -194,7 +194,7 @@ def handoff(prev: dict[str, Any], nxt: dict[str, Any], reader: dict[str, Any] | 
     committed = _max_known(prev["committed_at_release"], prev["committed_max"])
     row = {
         "handoff_id": f"{prev['assign_event_id']}>{nxt['assign_event_id']}:{prev['topic']}/{prev['partition']}",
-        "group_id": prev["group_id"], "topic": prev["topic"], "partition": prev["partition"],
+        "cluster_id": prev["cluster_id"], "group_id": prev["group_id"], "topic": prev["topic"], "partition": prev["partition"],
         "prev_agent_id": prev["agent_id"], "prev_member_id": prev["member_id"], "next_agent_id": nxt["agent_id"],
         "next_member_id": nxt["member_id"], "same_owner": prev["agent_id"] == nxt["agent_id"],
         "prev_assigned_ms": prev["assigned_ms"], "generation": nxt["generation"],

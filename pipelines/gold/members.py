@@ -20,7 +20,7 @@ MEMBER_COLUMNS = MEMBERS.column_names()
 
 def _member(e: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     row = dict.fromkeys(MEMBER_COLUMNS)
-    row.update(group_id=e["group_id"], agent_id=e["agent_id"], member_id=e["member_id"],
+    row.update(cluster_id=e["cluster_id"], group_id=e["group_id"], agent_id=e["agent_id"], member_id=e["member_id"],
                group_instance_id=e["group_instance_id"], host=e["host"], client_id=e["client_id"],
                group_protocol=e["group_protocol"], assignor=e["assignor"],
                commit_on_revoke=b["commit_on_revoke"], enable_auto_commit=b["enable_auto_commit"],

@@ -23,7 +23,9 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-KEYS = ["group_id", "grain", "period_start", "cause"]
+from pipelines.catalog import GROUP_KEY
+
+KEYS = [*GROUP_KEY, "grain", "period_start", "cause"]
 FIGURES = ["pause_s", "pause_upper_s", "duplicates", "duplicates_upper"]  # summed from gold/handoffs as they are
 
 
@@ -33,20 +35,20 @@ def _hour(time_ms: str) -> Column:
 
 def _hourly(handoffs: DataFrame, episodes: DataFrame) -> DataFrame:
     """Additive counts per (group, hour of the episode's start, cause)."""
-    keys = ["group_id", "period_start", "cause"]
+    keys = [*GROUP_KEY, "period_start", "cause"]
     revoked = F.col("release_kind") == "revoked"
-    rebalances = episodes.groupBy("group_id", _hour("start_ms"), "cause").agg(F.count("*").alias("rebalances"))
+    rebalances = episodes.groupBy(*GROUP_KEY, _hour("start_ms"), "cause").agg(F.count("*").alias("rebalances"))
     h = handoffs.where(F.col("episode_id").isNotNull())
-    moved = h.groupBy("group_id", _hour("episode_start_ms"), "cause").agg(
+    moved = h.groupBy(*GROUP_KEY, _hour("episode_start_ms"), "cause").agg(
         F.count("*").alias("partitions_moved"),
         *[F.sum(figure).alias(figure) for figure in FIGURES],
         F.count(F.when(~revoked, 1)).alias("lost_partitions"),
         F.count(F.when(revoked, F.col("commit_in_revoke"))).alias("graceful_handoffs"),
         F.count(F.when(revoked & F.col("commit_in_revoke"), 1)).alias("graceful_committed_in_revoke"))
     first = F.min_by(F.struct("episode_start_ms", "cause"), "episode_start_ms")
-    revokes = (h.where("revoke_event_id IS NOT NULL").groupBy("group_id", "revoke_event_id")
+    revokes = (h.where("revoke_event_id IS NOT NULL").groupBy(*GROUP_KEY, "revoke_event_id")
                .agg(first.alias("e"), F.first("revoke_callback_ms").alias("callback_ms"))
-               .groupBy("group_id", _hour("e.episode_start_ms"), F.col("e.cause").alias("cause"))
+               .groupBy(*GROUP_KEY, _hour("e.episode_start_ms"), F.col("e.cause").alias("cause"))
                .agg((F.sum("callback_ms") / 1000.0).alias("revoke_callback_s")))
     return rebalances.join(moved, keys, "left").join(revokes, keys, "left")
 
@@ -65,8 +67,8 @@ def _rolled_up(hourly: DataFrame, keys: list[str]) -> DataFrame:
 def records_processed(events: DataFrame) -> DataFrame:
     """One row per group and hour: the records its members reported processed (progress events)."""
     return (events.where("kind = 'progress'")
-            .select("group_id", "event_time_ms", F.explode("progress.partitions").alias("p"))
-            .groupBy("group_id", _hour("event_time_ms").alias("hour_start"))
+            .select(*GROUP_KEY, "event_time_ms", F.explode("progress.partitions").alias("p"))
+            .groupBy(*GROUP_KEY, _hour("event_time_ms").alias("hour_start"))
             .agg(F.sum("p.processed").alias("records_processed")))
 
 
@@ -76,8 +78,8 @@ def group_metrics(handoffs: DataFrame, episodes: DataFrame, processed: DataFrame
     processed = processed.withColumnRenamed("hour_start", "period_start")
     coverage = coverage.withColumnRenamed("hour_start", "period_start")
     out = (_rolled_up(_hourly(handoffs, episodes), KEYS)
-           .join(_rolled_up(processed, KEYS[:3]), KEYS[:3], "left")
-           .join(_rolled_up(coverage, KEYS[:3]), KEYS[:3], "left"))
+           .join(_rolled_up(processed, KEYS[:-1]), KEYS[:-1], "left")
+           .join(_rolled_up(coverage, KEYS[:-1]), KEYS[:-1], "left"))
     counts = ["rebalances", "partitions_moved", *FIGURES, "lost_partitions"]
     out = out.fillna(0, subset=[*counts, "revoke_callback_s", "records_processed"])
     graceful, processed = F.col("graceful_handoffs"), F.col("records_processed")

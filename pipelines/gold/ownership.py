@@ -71,7 +71,7 @@ class PartitionFold:
                     before["release_kind"] = "unreleased"
                 before["next_assigned_ms"] = t
             opened = dict.fromkeys(INTERVAL_COLUMNS)
-            opened.update({c: f[c] for c in ("group_id", "topic", "partition", "agent_id", "member_id",
+            opened.update({c: f[c] for c in ("cluster_id", "group_id", "topic", "partition", "agent_id", "member_id",
                                               "group_instance_id", "host", "client_id", "generation")})
             opened.update(assign_event_id=f["event_id"], assigned_ms=t, processed=0, commit_in_revoke=False)
             self.intervals.append(opened)

@@ -32,13 +32,15 @@ from pipelines.gold.group_pass import INTERVAL_FIELDS, KINDS, group_gold
 from pipelines.gold.handoffs import handoffs_of
 from pipelines.gold.metrics import group_metrics, records_processed
 from pipelines.gold.ownership import PartitionFold
-from pipelines.scope import events_of, pending
+from pipelines.scope import Group, events_of, pending
 
 HOUR_MS = 3_600_000
+GROUP = list(catalog.GROUP_KEY)
+GROUP_DDL = "cluster_id string, group_id string"  # GROUP's columns, for the small frames built here
 TAIL = "_tail"  # the kind of the row that carries a partition's state into its fold
 # What the group pass reads: the rebalance events, their envelope and body.
 GROUP_KINDS = sorted(KINDS)
-ENVELOPE_FOR_LOGIC = ["event_id", "kind", "event_time_ms", "agent_id", "seq", "group_id", "member_id",
+ENVELOPE_FOR_LOGIC = ["event_id", "kind", "event_time_ms", "agent_id", "seq", *GROUP, "member_id",
                       "group_instance_id", "client_id", "host", "generation", "group_protocol", "assignor", "body"]
 FOLD_INPUTS = ["partitions_change", "first_fetch", "progress", "commit", "state_transition"]
 FOLD_ROW_DDL = (f"interval struct<{catalog.OWNERSHIP.ddl(': ')}>, handoff struct<{catalog.HANDOFFS.ddl(': ')}>, "
@@ -46,7 +48,7 @@ FOLD_ROW_DDL = (f"interval struct<{catalog.OWNERSHIP.ddl(': ')}>, handoff struct
 GROUP_OUTPUTS = (("handoff", catalog.HANDOFFS), ("episode", catalog.EPISODES), ("member", catalog.MEMBERS),
                  ("coverage", catalog.COVERAGE))
 # Arrow carries no session time zone out of the workers: the coverage's hour leaves them in ms.
-COVERAGE_ROW_DDL = "group_id: string, hour_start_ms: bigint, covered_s: double, owned_s: double"
+COVERAGE_ROW_DDL = "cluster_id: string, group_id: string, hour_start_ms: bigint, covered_s: double, owned_s: double"
 GROUP_ROW_DDL = ", ".join(f"{name} struct<{COVERAGE_ROW_DDL if table is catalog.COVERAGE else table.ddl(': ')}>"
                           for name, table in GROUP_OUTPUTS)
 
@@ -56,32 +58,33 @@ def spill_path(config: PipelineConfig, name: str = "gold_rows") -> str:
     return f"{config.checkpoint_path}/{name}"
 
 
-def _marks(spark: SparkSession, config: PipelineConfig, groups: list[str]) -> dict[str, tuple[int, list[str]]]:
+def _marks(spark: SparkSession, config: PipelineConfig, groups: list[Group]) -> dict[Group, tuple[int, list[str]]]:
     """Per group with a state: (before_ms, the agents stalled then)."""
     if not lake.exists(spark, config.lake_path, catalog.FOLD_STATE):
         return {}
-    rows = (lake.rows_of(spark, config.lake_path, catalog.FOLD_STATE, "group_id", groups)
-            .where(F.col("topic").isNull()).select("group_id", "before_ms", "stalled").collect())
-    return {r.group_id: (r.before_ms, list(r.stalled or [])) for r in rows}
+    rows = (lake.rows_of(spark, config.lake_path, catalog.FOLD_STATE, GROUP, groups)
+            .where(F.col("topic").isNull()).select(*GROUP, "before_ms", "stalled").collect())
+    return {(r.cluster_id, r.group_id): (r.before_ms, list(r.stalled or [])) for r in rows}
 
 
-def _late(spark: SparkSession, config: PipelineConfig, marks: dict[str, tuple[int, list[str]]], high: int) -> set[str]:
+def _late(spark: SparkSession, config: PipelineConfig, marks: dict[Group, tuple[int, list[str]]],
+          high: int) -> set[Group]:
     """The groups with an event validated since gold last ran that is older than their state."""
     if not marks:
         return set()
     after = lake.stage_mark(spark, config.lake_path, "gold")
-    before = spark.createDataFrame([(g, b) for g, (b, _) in marks.items()], "group_id string, before_ms bigint")
+    before = spark.createDataFrame([(*g, b) for g, (b, _) in marks.items()], f"{GROUP_DDL}, before_ms bigint")
     new = events_of(spark, config, list(marks), high).where(F.col("validate_batch") > after)
-    return {r[0] for r in new.join(F.broadcast(before), "group_id")
-            .where(F.col("event_time_ms") < F.col("before_ms")).select("group_id").distinct().collect()}
+    return {tuple(r) for r in new.join(F.broadcast(before), GROUP)
+            .where(F.col("event_time_ms") < F.col("before_ms")).select(*GROUP).distinct().collect()}
 
 
 def _hour_of(time_ms: int) -> int:
     return time_ms // HOUR_MS * HOUR_MS
 
 
-def _window(spark: SparkSession, config: PipelineConfig, high: int, full: list[str],
-            marks: dict[str, tuple[int, list[str]]]) -> DataFrame:
+def _window(spark: SparkSession, config: PipelineConfig, high: int, full: list[Group],
+            marks: dict[Group, tuple[int, list[str]]]) -> DataFrame:
     """The events a run reads: all of a ``full`` group's; a group with a state's from the start of
     the hour of its ``before_ms`` (the fold takes those from ``before_ms`` on, the records
     processed per hour the whole hour)."""
@@ -89,20 +92,29 @@ def _window(spark: SparkSession, config: PipelineConfig, high: int, full: list[s
     if full:
         parts.append(events_of(spark, config, full, high))
     if marks:
-        since = spark.createDataFrame([(g, _hour_of(b)) for g, (b, _) in marks.items()],
-                                      "group_id string, from_ms bigint")
+        since = spark.createDataFrame([(*g, _hour_of(b)) for g, (b, _) in marks.items()],
+                                      f"{GROUP_DDL}, from_ms bigint")
         low = min(_hour_of(b) for b, _ in marks.values())  # a literal bound, which Delta skips old files by
         parts.append(events_of(spark, config, sorted(marks), high).where(F.col("event_time_ms") >= low)
-                     .join(F.broadcast(since), "group_id").where(F.col("event_time_ms") >= F.col("from_ms"))
+                     .join(F.broadcast(since), GROUP).where(F.col("event_time_ms") >= F.col("from_ms"))
                      .drop("from_ms"))
     return reduce(DataFrame.unionByName, parts)
+
+
+def _restored(tail: dict[str, Any]) -> dict[str, Any]:
+    """The fold state a ``TAIL`` row carries, its intervals in the row's group: a state kept before
+    intervals carried the cluster (``pipelines.migrations``) has none in its JSON."""
+    state = orjson.loads(tail["tail"])
+    for interval in state["intervals"]:
+        interval["cluster_id"] = tail["cluster_id"]
+    return state
 
 
 def fold_partition(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One partition's fold: from its state (a ``TAIL`` row first, if it has one) over its facts in
     order, taking the state to keep as of ``before_ms``; its intervals and handoffs from the state on."""
     head = rows[0]
-    fold = PartitionFold(orjson.loads(head["tail"]) if head["kind"] == TAIL else None)
+    fold = PartitionFold(_restored(head) if head["kind"] == TAIL else None)
     before, kept, taken = head["before_ms"], None, False
     for f in rows:
         if f["kind"] == TAIL:
@@ -120,27 +132,28 @@ def fold_partition(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
              "state": None} for h in handoffs_of(fold.intervals)]
     if kept is not None:
         out.append({"interval": None, "handoff": None,
-                    "state": {"group_id": head["group_id"], "topic": head["topic"], "partition": head["partition"],
+                    "state": {"cluster_id": head["cluster_id"], "group_id": head["group_id"], "topic": head["topic"],
+                              "partition": head["partition"],
                               "before_ms": before, "tail": kept, "stalled": None}})
     return out
 
 
 def _fold_input(spark: SparkSession, config: PipelineConfig, window: DataFrame, stall_rows: DataFrame,
-                before: DataFrame, marks: dict[str, tuple[int, list[str]]]) -> DataFrame:
+                before: DataFrame, marks: dict[Group, tuple[int, list[str]]]) -> DataFrame:
     """The facts of ``window`` (runs of progress and commits summed) and the stored states of the
     groups in ``marks``, each row with its group's new ``before_ms``."""
-    rows = runs(facts(window, stall_rows).join(F.broadcast(before), "group_id")).withColumn(
+    rows = runs(facts(window, stall_rows).join(F.broadcast(before), GROUP)).withColumn(
         "tail", F.lit(None).cast("string"))
     if marks:
-        tails = (lake.rows_of(spark, config.lake_path, catalog.FOLD_STATE, "group_id", sorted(marks))
+        tails = (lake.rows_of(spark, config.lake_path, catalog.FOLD_STATE, GROUP, sorted(marks))
                  .where(F.col("topic").isNotNull())
-                 .select("group_id", "topic", "partition", F.lit(TAIL).alias("kind"), "tail")
-                 .join(F.broadcast(before), "group_id"))
+                 .select(*GROUP, "topic", "partition", F.lit(TAIL).alias("kind"), "tail")
+                 .join(F.broadcast(before), GROUP))
         rows = rows.unionByName(tails, allowMissingColumns=True)
     return rows
 
 
-def _rebalance_events(spark: SparkSession, config: PipelineConfig, groups: list[str], high: int) -> DataFrame:
+def _rebalance_events(spark: SparkSession, config: PipelineConfig, groups: list[Group], high: int) -> DataFrame:
     """The groups' rebalance events, all of them: those of the batches validated since gold last
     ran join the ones gold kept (``catalog.REBALANCE_EVENTS``, a small share of the events), so
     the group pass reads no history of the events table."""
@@ -150,7 +163,7 @@ def _rebalance_events(spark: SparkSession, config: PipelineConfig, groups: list[
            .where((F.col("validate_batch") > after) & (F.col("validate_batch") <= high) & F.col("kind").isin(GROUP_KINDS))
            .select(*table.column_names()))
     lake.replace_where(spark, lake_path, table, new, f"validate_batch > {int(after)} AND validate_batch <= {int(high)}")
-    return lake.rows_of(spark, lake_path, table, "group_id", groups)
+    return lake.rows_of(spark, lake_path, table, GROUP, groups)
 
 
 def _kept(stored: DataFrame, new: DataFrame, keys: list[str]) -> DataFrame:
@@ -158,9 +171,9 @@ def _kept(stored: DataFrame, new: DataFrame, keys: list[str]) -> DataFrame:
     return new.unionByName(stored.join(new.select(*keys), keys, "left_anti"))
 
 
-def _stored(spark: SparkSession, config: PipelineConfig, table: catalog.Table, groups: list[str]) -> DataFrame:
+def _stored(spark: SparkSession, config: PipelineConfig, table: catalog.Table, groups: list[Group]) -> DataFrame:
     """The groups' stored rows of ``table``, as declared (a column added since they were written reads null)."""
-    return lake.declared(lake.rows_of(spark, config.lake_path, table, "group_id", groups), table)
+    return lake.declared(lake.rows_of(spark, config.lake_path, table, GROUP, groups), table)
 
 
 def run(spark: SparkSession, config: PipelineConfig, progress: Progress = print) -> dict[str, int]:
@@ -175,23 +188,23 @@ def run(spark: SparkSession, config: PipelineConfig, progress: Progress = print)
     full = [g for g in groups if g not in marks]
     progress(f"gold: {len(marks)} group(s) from their state, {len(full)} from all their events")
     window = _window(spark, config, high, full, marks).select(
-        "group_id", "kind", "event_id", "event_time_ms", "agent_id", "seq", "member_id", "group_instance_id", "host",
+        *GROUP, "kind", "event_id", "event_time_ms", "agent_id", "seq", "member_id", "group_instance_id", "host",
         "client_id", "generation", *FOLD_INPUTS)
     lateness_ms = int(config.gold_lateness_s * 1000)
-    newest = dict(window.groupBy("group_id").agg(F.max("event_time_ms")).collect())
+    newest = {(c, g): t for c, g, t in window.groupBy(*GROUP).agg(F.max("event_time_ms")).collect()}
     previous = {g: marks[g][0] if g in marks else NEVER for g in groups}
     before_of = {g: max(previous[g], t - lateness_ms) for g, t in newest.items()}
-    before = spark.createDataFrame(sorted(before_of.items()), "group_id string, before_ms bigint")
-    folded_from = spark.createDataFrame(sorted(previous.items()), "group_id string, from_ms bigint")
-    to_fold = (window.join(F.broadcast(folded_from), "group_id").where(F.col("event_time_ms") >= F.col("from_ms"))
+    before = spark.createDataFrame([(*g, b) for g, b in sorted(before_of.items())], f"{GROUP_DDL}, before_ms bigint")
+    folded_from = spark.createDataFrame([(*g, f) for g, f in sorted(previous.items())], f"{GROUP_DDL}, from_ms bigint")
+    to_fold = (window.join(F.broadcast(folded_from), GROUP).where(F.col("event_time_ms") >= F.col("from_ms"))
                .drop("from_ms"))
-    carried = spark.createDataFrame([(g, a) for g, (_, agents) in marks.items() for a in agents],
-                                    "group_id string, agent_id string")
+    carried = spark.createDataFrame([(*g, a) for g, (_, agents) in marks.items() for a in agents],
+                                    f"{GROUP_DDL}, agent_id string")
     stall_rows = stalls(to_fold, carried).cache()
-    stalled_then = stalled_at(stall_rows.join(F.broadcast(before), "group_id"), F.col("before_ms")).collect()
+    stalled_then = stalled_at(stall_rows.join(F.broadcast(before), GROUP), F.col("before_ms")).collect()
 
     fold_rows = apply_per_group(_fold_input(spark, config, to_fold, stall_rows, before, marks),
-                                ["group_id", "topic", "partition"], fold_partition, FOLD_ROW_DDL,
+                                [*GROUP, "topic", "partition"], fold_partition, FOLD_ROW_DDL,
                                 order=["event_time_ms", "agent_id", "seq"])
     with lake.spilled(spark, fold_rows, spill_path(config, "gold_fold")) as folded:
         intervals = folded.where(F.col("interval").isNotNull()).select("interval.*")
@@ -200,13 +213,13 @@ def run(spark: SparkSession, config: PipelineConfig, progress: Progress = print)
         kept = sorted(marks)
         if kept:
             intervals = _kept(_stored(spark, config, catalog.OWNERSHIP, kept), intervals,
-                              ["group_id", *catalog.OWNERSHIP.keys])
+                              [*GROUP, *catalog.OWNERSHIP.keys])
             handoffs = _kept(_stored(spark, config, catalog.HANDOFFS, kept), handoffs, ["handoff_id"])
-        seen = window.groupBy("group_id", "agent_id").agg(F.max("event_time_ms").alias("ms"))
+        seen = window.groupBy(*GROUP, "agent_id").agg(F.max("event_time_ms").alias("ms"))
         if kept:
             seen = (seen.unionByName(_stored(spark, config, catalog.MEMBERS, kept)
-                                     .select("group_id", "agent_id", F.col("last_seen_ms").alias("ms")))
-                    .groupBy("group_id", "agent_id").agg(F.max("ms").alias("ms")))
+                                     .select(*GROUP, "agent_id", F.col("last_seen_ms").alias("ms")))
+                    .groupBy(*GROUP, "agent_id").agg(F.max("ms").alias("ms")))
         rebalance_events = _rebalance_events(spark, config, groups, high)
         gap = config.episode_gap_s
 
@@ -215,29 +228,29 @@ def run(spark: SparkSession, config: PipelineConfig, progress: Progress = print)
             last_seen = {r["seen"]["agent_id"]: r["seen"]["ms"] for r in rows if r["seen"] is not None}
             outputs = group_gold(events, [r["handoff"] for r in rows if r["handoff"] is not None], last_seen, gap,
                                  [r["interval"] for r in rows if r["interval"] is not None])
-            group_id = rows[0]["group_id"]
-            outputs[-1][:] = [{"group_id": group_id, **c} for c in outputs[-1]]
+            key = {c: rows[0][c] for c in GROUP}
+            outputs[-1][:] = [{**key, **c} for c in outputs[-1]]
             empty = dict.fromkeys(name for name, _ in GROUP_OUTPUTS)
             return [{**empty, name: row} for (name, _), made in zip(GROUP_OUTPUTS, outputs) for row in made]
 
-        group_input = (rebalance_events.select("group_id", F.struct(*ENVELOPE_FOR_LOGIC).alias("event"))
-                       .unionByName(handoffs.select("group_id", F.struct(*handoffs.columns).alias("handoff")),
+        group_input = (rebalance_events.select(*GROUP, F.struct(*ENVELOPE_FOR_LOGIC).alias("event"))
+                       .unionByName(handoffs.select(*GROUP, F.struct(*handoffs.columns).alias("handoff")),
                                     allowMissingColumns=True)
-                       .unionByName(seen.select("group_id", F.struct("agent_id", "ms").alias("seen")),
+                       .unionByName(seen.select(*GROUP, F.struct("agent_id", "ms").alias("seen")),
                                     allowMissingColumns=True)
-                       .unionByName(intervals.select("group_id", F.struct(*INTERVAL_FIELDS).alias("interval")),
+                       .unionByName(intervals.select(*GROUP, F.struct(*INTERVAL_FIELDS).alias("interval")),
                                     allowMissingColumns=True))
-        with lake.spilled(spark, apply_per_group(group_input, "group_id", per_group, GROUP_ROW_DDL),
+        with lake.spilled(spark, apply_per_group(group_input, GROUP, per_group, GROUP_ROW_DDL),
                           spill_path(config, "gold_groups")) as grouped:
             of = {name: grouped.where(F.col(name).isNotNull()).select(f"{name}.*") for name, _ in GROUP_OUTPUTS}
-            of["coverage"] = of["coverage"].select("group_id", F.timestamp_millis("hour_start_ms").alias("hour_start"),
+            of["coverage"] = of["coverage"].select(*GROUP, F.timestamp_millis("hour_start_ms").alias("hour_start"),
                                                    "covered_s", "owned_s")
             processed = records_processed(window)
             if kept:
-                since = spark.createDataFrame([(g, _hour_of(marks[g][0])) for g in kept],
-                                              "group_id string, from_ms bigint")
+                since = spark.createDataFrame([(*g, _hour_of(marks[g][0])) for g in kept],
+                                              f"{GROUP_DDL}, from_ms bigint")
                 processed = processed.unionByName(
-                    _stored(spark, config, catalog.PROCESSED, kept).join(F.broadcast(since), "group_id")
+                    _stored(spark, config, catalog.PROCESSED, kept).join(F.broadcast(since), GROUP)
                     .where(F.col("hour_start") < F.timestamp_millis("from_ms")).drop("from_ms"))
             lake.replace_scope(spark, config.lake_path, catalog.OWNERSHIP, intervals, groups)
             for name, table in GROUP_OUTPUTS:
@@ -248,7 +261,7 @@ def run(spark: SparkSession, config: PipelineConfig, progress: Progress = print)
                                    group_metrics(of["handoff"], of["episode"], hours, of["coverage"]), groups)
             counts = grouped.agg(*[F.count(name).alias(f"{name}s") for name, _ in GROUP_OUTPUTS]).first().asDict()
         group_states = spark.createDataFrame(
-            [(g, None, None, b, None, sorted(r.agent_id for r in stalled_then if r.group_id == g))
+            [(*g, None, None, b, None, sorted(r.agent_id for r in stalled_then if (r.cluster_id, r.group_id) == g))
              for g, b in before_of.items()], catalog.FOLD_STATE.ddl())
         lake.replace_scope(spark, config.lake_path, catalog.FOLD_STATE, states.unionByName(group_states), groups)
     stall_rows.unpersist()

@@ -176,7 +176,8 @@ def _leaving(i: dict[str, Any]) -> dict[str, Any]:
     """Interval ``i``'s handoff to a next owner nobody saw, before it is cut (``_to_unseen``)."""
     committed = max((o for o in (i["committed_at_release"], i["committed_max"]) if o is not None), default=None)
     row = dict.fromkeys(HANDOFF_COLUMNS)
-    row.update(handoff_id=f"{i['assign_event_id']}>:{i['topic']}/{i['partition']}", group_id=i["group_id"],
+    row.update(handoff_id=f"{i['assign_event_id']}>:{i['topic']}/{i['partition']}", cluster_id=i["cluster_id"],
+               group_id=i["group_id"],
                topic=i["topic"], partition=i["partition"], prev_agent_id=i["agent_id"],
                prev_member_id=i["member_id"], prev_assigned_ms=i["assigned_ms"], release_kind=i["release_kind"],
                revoke_ms=i["released_ms"], assigned_ms=i["released_ms"],
@@ -190,7 +191,7 @@ def _leaving(i: dict[str, Any]) -> dict[str, Any]:
 def _arriving(i: dict[str, Any]) -> dict[str, Any]:
     """Interval ``i``'s handoff from a previous owner nobody saw, before it is cut (``_from_unseen``)."""
     row = dict.fromkeys(HANDOFF_COLUMNS)
-    row.update({c: i[c] for c in ("group_id", "topic", "partition", "assigned_ms", "generation", "first_fetch_ms",
+    row.update({c: i[c] for c in ("cluster_id", "group_id", "topic", "partition", "assigned_ms", "generation", "first_fetch_ms",
                                   "first_fetch_offset", "first_fetch_window_ms", "first_fetch_timestamp_ms")},
                handoff_id=f">{i['assign_event_id']}:{i['topic']}/{i['partition']}", next_agent_id=i["agent_id"],
                next_member_id=i["member_id"])

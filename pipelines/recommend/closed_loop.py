@@ -112,7 +112,7 @@ def record(spark: SparkSession, lake_path: str, verified: Verified, lock_wait_s:
                "measured_duplicates_before": verified.before.duplicates,
                "measured_duplicates_after": verified.after.duplicates,
                "measured_pause_before_s": verified.before.pause_s, "measured_pause_after_s": verified.after.pause_s}
-    row = {"group_id": rec["group_id"], "verified_at": datetime.now(timezone.utc), "scenario": verified.scenario,
+    row = {"cluster_id": rec["cluster_id"], "group_id": rec["group_id"], "verified_at": datetime.now(timezone.utc), "scenario": verified.scenario,
            "kind": rec["kind"], "title": rec["title"], "config_change": list(rec["config_change"]),
            **{name: float(value) for name, value in figures.items()},
            "holds": verified.holds, "rerun_group_id": verified.rerun_group_id}

@@ -19,11 +19,13 @@ def _pct(saved: float, of: float) -> float | None:
     return 100.0 * saved / of if of > 0 else None
 
 
-def recommendation_row(group_id: str, rank: int, r: Recommendation, w: what_if_module.WhatIf,
+def recommendation_row(group: tuple[str, str], rank: int, r: Recommendation, w: what_if_module.WhatIf,
                        lake_path: str) -> dict[str, Any]:
+    """``group``: (cluster_id, group_id)."""
     row = dict.fromkeys(RECOMMENDATION_COLUMNS)
     base = w.baseline
-    row.update(group_id=group_id, rank=rank, kind=r.kind, title=r.title, current_config=w.current.label,
+    row.update(cluster_id=group[0], group_id=group[1], rank=rank, kind=r.kind, title=r.title,
+               current_config=w.current.label,
                recommended_config=r.config.label if r.config else None, config_change=list(r.config_change),
                rollout=list(r.rollout), evidence=list(r.evidence), evidence_query=r.evidence_query.format(lake=lake_path),
                measured_duplicates=w.measured.duplicates, measured_pause_s=w.measured.pause_s, tradeoff=r.tradeoff,
@@ -44,7 +46,7 @@ def recommendation_row(group_id: str, rank: int, r: Recommendation, w: what_if_m
 
 def recommend_group(rows: list[dict[str, Any]], lake_path: str,
                     broker: BrokerGroups = BrokerGroups()) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(what-if rows, recommendation rows) of one group; ``rows`` carry ``source`` (members,
+    """(what-if rows, recommendation rows) of one group; ``rows`` carry the group's key, ``source`` (members,
     handoffs, episodes, intervals, coverage) and the source table's columns. The what-if prices the
     handoffs the agent saw both sides of; a group whose coverage is below ``rules.MIN_COVERAGE``
     gets the coverage warning instead of priced changes."""
@@ -52,13 +54,13 @@ def recommend_group(rows: list[dict[str, Any]], lake_path: str,
                                            "coverage": []}
     for row in rows:
         of[row["source"]].append(row[row["source"]])
-    group_id = rows[0]["group_id"]
+    group = (rows[0]["cluster_id"], rows[0]["group_id"])
     owned = sum(c["owned_s"] for c in of["coverage"])
     coverage = sum(c["covered_s"] for c in of["coverage"]) / owned if owned > 0 else None
     covered = [h for h in of["handoffs"] if not h.get("unseen_owner")]  # priced on what the agent saw only
     w = what_if_module.what_if(of["members"], covered, of["intervals"], broker)
     if w is None:
         return [], []
-    found = recommend(Evidence(group_id, of["members"], covered, of["episodes"], of["intervals"], w, coverage))
-    return (what_if_module.rows(group_id, w),
-            [recommendation_row(group_id, rank, r, w, lake_path) for rank, r in enumerate(found, 1)])
+    found = recommend(Evidence(group[1], of["members"], covered, of["episodes"], of["intervals"], w, coverage))
+    return (what_if_module.rows(group, w),
+            [recommendation_row(group, rank, r, w, lake_path) for rank, r in enumerate(found, 1)])

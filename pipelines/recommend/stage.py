@@ -10,29 +10,30 @@ from pipelines.config import PipelineConfig, Progress
 from pipelines.gold.group_apply import apply_per_group
 from pipelines.recommend.candidates import BrokerGroups
 from pipelines.recommend.group_pass import recommend_group
-from pipelines.scope import pending
+from pipelines.scope import Group, pending
 
 # What the pass reads of each gold table (the ownership intervals are the big one).
 SOURCES = {
     "members": (catalog.MEMBERS, None),
     "handoffs": (catalog.HANDOFFS, None),
-    "episodes": (catalog.EPISODES, ["group_id", "start_ms", "end_ms", "cause"]),
-    "intervals": (catalog.OWNERSHIP, ["group_id", "topic", "partition", "agent_id", "assigned_ms", "first_fetch_ms",
-                                      "released_ms", "last_progress_ms", "processed", "release_kind"]),
-    "coverage": (catalog.COVERAGE, ["group_id", "covered_s", "owned_s"]),
+    "episodes": (catalog.EPISODES, [*catalog.GROUP_KEY, "start_ms", "end_ms", "cause"]),
+    "intervals": (catalog.OWNERSHIP, [*catalog.GROUP_KEY, "topic", "partition", "agent_id", "assigned_ms",
+                                      "first_fetch_ms", "released_ms", "last_progress_ms", "processed",
+                                      "release_kind"]),
+    "coverage": (catalog.COVERAGE, [*catalog.GROUP_KEY, "covered_s", "owned_s"]),
 }
 OUTPUTS = (("what_if", catalog.WHAT_IF), ("recommendation", catalog.RECOMMENDATIONS))
 ROW_DDL = ", ".join(f"{name} struct<{table.ddl(': ')}>" for name, table in OUTPUTS)
 
 
-def _inputs(spark: SparkSession, config: PipelineConfig, groups: list[str]) -> DataFrame:
-    """One row per gold row of the groups: ``group_id``, ``source`` and the row as a struct
+def _inputs(spark: SparkSession, config: PipelineConfig, groups: list[Group]) -> DataFrame:
+    """One row per gold row of the groups: the group (``catalog.GROUP_KEY``), ``source`` and the row as a struct
     in the column named by its source (the others null); rows as declared (``lake.declared``)."""
     parts = []
     for name, (table, columns) in SOURCES.items():
-        rows = lake.declared(lake.rows_of(spark, config.lake_path, table, "group_id", groups), table)
+        rows = lake.declared(lake.rows_of(spark, config.lake_path, table, catalog.GROUP_KEY, groups), table)
         rows = rows.select(*(columns or rows.columns))
-        parts.append(rows.select("group_id", F.lit(name).alias("source"), F.struct(*rows.columns).alias(name)))
+        parts.append(rows.select(*catalog.GROUP_KEY, F.lit(name).alias("source"), F.struct(*rows.columns).alias(name)))
     combined = parts[0]
     for part in parts[1:]:
         combined = combined.unionByName(part, allowMissingColumns=True)
@@ -53,7 +54,7 @@ def run(spark: SparkSession, config: PipelineConfig, progress: Progress = print)
         return ([{"what_if": row, "recommendation": None} for row in what_if]
                 + [{"what_if": None, "recommendation": row} for row in recommendations])
 
-    with lake.spilled(spark, apply_per_group(_inputs(spark, config, groups), "group_id", recommend, ROW_DDL),
+    with lake.spilled(spark, apply_per_group(_inputs(spark, config, groups), catalog.GROUP_KEY, recommend, ROW_DDL),
                       f"{config.checkpoint_path}/recommend_rows") as rows:
         for name, table in OUTPUTS:
             lake.replace_scope(spark, lake_path, table, rows.where(F.col(name).isNotNull()).select(f"{name}.*"),

@@ -73,14 +73,16 @@ def what_if(members: list[dict[str, Any]], handoffs: list[dict[str, Any]], inter
     return WhatIf(current, fitted, measured(handoffs), priced, (min(times), max(times)))
 
 
-def rows(group_id: str, w: WhatIf) -> list[dict[str, Any]]:
-    """``gold/what_if`` rows: one per candidate, with its predicted figures and savings."""
+def rows(group: tuple[str, str], w: WhatIf) -> list[dict[str, Any]]:
+    """``gold/what_if`` rows of ``group`` (cluster_id, group_id): one per candidate, with its predicted
+    figures and savings."""
     base = w.baseline
     out = []
     for c, p in w.priced.items():
         protocol, assignor = c.setup.assignor.split(":")
         out.append({
-            "group_id": group_id, "config": c.label, "is_current": c == w.current, "group_protocol": protocol,
+            "cluster_id": group[0], "group_id": group[1], "config": c.label, "is_current": c == w.current,
+            "group_protocol": protocol,
             "assignor": assignor, "static_membership": c.setup.static, "commit_on_revoke": c.commit_on_revoke,
             "session_timeout_ms": c.setup.session_timeout_ms, "max_poll_interval_ms": c.setup.max_poll_interval_ms,
             "window_start_ms": w.window_ms[0], "window_end_ms": w.window_ms[1],

@@ -38,7 +38,7 @@ def test_each_body_class_has_exactly_the_schema_properties_of_its_kind():
     assert set(ev.KIND_BODIES) == set(SCHEMA["properties"]["kind"]["enum"])
     for cls, spec in NESTED:
         assert set(fields(cls)) == set(spec["properties"]), cls.__name__
-    assert set(fields(ev.Envelope)) == set(SCHEMA["properties"]) == set(SCHEMA["required"])
+    assert set(fields(ev.Envelope)) == set(SCHEMA["properties"]) == {*SCHEMA["required"], "cluster_id"}
 
 
 def test_optional_fields_are_nullable_in_both():
@@ -69,7 +69,9 @@ def test_an_event_built_from_typed_classes_validates():
                 "group_protocol": "classic", "rebalance_protocol": "cooperative", "assignor": "cooperative-sticky"}
     event = ev.event("partitions_revoked", ev.to_dict(body), event_id="0" * 32, event_time_ms=1, seq=0,
                      member_id=None, generation=-1, identity=identity)
-    assert set(event) == {f.name for f in dataclasses.fields(ev.Envelope)}
+    assert set(event) == {f.name for f in dataclasses.fields(ev.Envelope)} - {"cluster_id"}  # the emitter adds it
+    VALIDATOR.validate(event)
+    event["cluster_id"] = "lkc-1"
     assert event["schema_version"] == ev.SCHEMA_VERSION == SCHEMA["properties"]["schema_version"]["const"]
     VALIDATOR.validate(event)
     event["body"]["partitions"][0]["surprise"] = 1

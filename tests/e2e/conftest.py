@@ -52,7 +52,8 @@ def landed(kafka, spark, tmp_path_factory) -> dict[str, Any]:
     recommendations = [r.asDict(recursive=True) for r in
                        lake.read(spark, config.lake_path, catalog.RECOMMENDATIONS).orderBy("group_id", "rank").collect()]
     return {"runs": runs, "handoffs": handoffs, "clients": clients, "results": results,
-            "costs": read_costs(spark, config.lake_path), "metrics": metrics, "events": events,
+            "costs": {group: r for (_cluster, group), r in read_costs(spark, config.lake_path).items()},  # one cluster
+            "metrics": metrics, "events": events,
             "options": options_of, "recommendations": recommendations, "config": config}
 
 

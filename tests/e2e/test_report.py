@@ -85,7 +85,7 @@ def test_a_group_named_like_markup_shows_as_text(landed, tmp_path):
     from selenium.webdriver.common.by import By
 
     fleet = read_fleet(landed["config"].lake_path)
-    victim = fleet.groups()[0]
+    _cluster, victim = fleet.groups()[0]
     renamed = Fleet({mart: frame.with_columns(pl.col("group_id").replace(victim, HOSTILE))
                      for mart, frame in fleet.frames.items()})
     page = tmp_path / "hostile.html"

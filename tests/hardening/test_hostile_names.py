@@ -63,9 +63,9 @@ def test_parameters_carry_hostile_names(spark, world):
         recommendations = recommendations_of(spark, world.config.lake_path, group)
         assert recommendations and {r["group_id"] for r in recommendations} == {group}, repr(group)
         for rec in recommendations:
-            rows = spark.sql(rec["evidence_query"], args={"group_id": group}).collect()
+            rows = spark.sql(rec["evidence_query"], args={"cluster_id": rec["cluster_id"], "group_id": group}).collect()
             assert rows or rec["kind"] == "healthy", (repr(group), rec["kind"], rec["evidence_query"])
-        assert read_fleet(world.config.lake_path, group=group).groups() == [group]
+        assert [name for _cluster, name in read_fleet(world.config.lake_path, group=group).groups()] == [group]
 
 
 def test_the_report_shows_hostile_names_as_text(world):

@@ -23,6 +23,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from lens_runtime.paths import home
+from consumer_agent.contract import CLUSTER_UNKNOWN
 from pipelines import catalog, lake, migrations, sql_build
 from pipelines.gold import stage as gold_stage
 from pipelines.stages import run_pipeline
@@ -157,6 +158,12 @@ def _same(a, b) -> bool:
     return a == b
 
 
+def _as_now(rewrite: migrations.Rewrite, text: str) -> str:
+    """An older stored text as the migrations leave it: the rename's rewrite, then the cluster's."""
+    text = rewrite.apply(text)
+    return migrations.CLUSTER_EVIDENCE.apply(text) if rewrite.column == migrations.CLUSTER_EVIDENCE.column else text
+
+
 def _keyed(rows: list[dict], keys: tuple[str, ...]) -> dict[tuple, dict]:
     out = {tuple(r[k] for k in keys): r for r in rows}
     assert len(out) == len(rows), keys
@@ -219,10 +226,12 @@ def test_a_lake_of_the_landed_head_reads_the_same_figures_under_the_new_names(sp
 
     said: list[str] = []
     run_pipeline(spark, config, progress=said.append)
-    for migration in gold_tables:  # one line per table, saying what changed
-        assert [line for line in said if line.startswith(f"{migration.path}: ")] == [migration.said()]
+    for migration in gold_tables:  # one line per migration of a table, saying what changed
+        assert [line for line in said if line.startswith(f"{migration.path}: ")] == \
+            [migrations.cluster_said(migration.path), migration.said()]
     for migration in migrations.MARTS:
-        assert [line for line in said if line.startswith(f"{migration.path}: ")] == [migration.said("rebuilt, ")]
+        assert [line for line in said if line.startswith(f"{migration.path}: ")] == \
+            [migrations.cluster_said(migration.path, "rebuilt, "), migration.said("rebuilt, ")]
     assert migrations.migrate(spark, config.lake_path) == [] and migrations.stale_marts(spark, config.lake_path) == []
 
     # gold: every figure under its new name; the dropped exact-or-null columns are where the bounds meet
@@ -230,10 +239,12 @@ def test_a_lake_of_the_landed_head_reads_the_same_figures_under_the_new_names(sp
         table = migrations.TABLES[migration.path]
         newer = [r.asDict(recursive=True) for r in lake.read(spark, config.lake_path, table).collect()]
         assert lake.read(spark, config.lake_path, table).schema == table.schema()
-        older, now = _keyed(older_gold[migration.path], table.keys), _keyed(newer, table.keys)
-        assert _paired(migration, older, now, {w.column for w in migration.rewrites}) == []
+        keys = tuple(k for k in table.keys if k != migrations.CLUSTER)  # the older tables' keys
+        older, now = _keyed(older_gold[migration.path], keys), _keyed(newer, keys)
+        assert _paired(migration, older, now, {migrations.CLUSTER, *(w.column for w in migration.rewrites)}) == []
+        assert {r[migrations.CLUSTER] for r in newer} == {CLUSTER_UNKNOWN}  # its agents sent none
         for w in migration.rewrites:
-            assert {k: w.apply(r[w.column]) for k, r in older.items()} == {k: r[w.column] for k, r in now.items()}
+            assert {k: _as_now(w, r[w.column]) for k, r in older.items()} == {k: r[w.column] for k, r in now.items()}
     handoffs = {r["handoff_id"]: r for r in
                 (r.asDict() for r in lake.read(spark, config.lake_path, catalog.HANDOFFS).collect())}
     for h in older_gold["gold/handoffs"]:
@@ -243,7 +254,7 @@ def test_a_lake_of_the_landed_head_reads_the_same_figures_under_the_new_names(sp
             (now["duplicates"] == now["duplicates_upper"] == h["duplicates_confirmed"])
     assert any(h["unavailable_s"] is None and h["unavailable_lower_s"] for h in older_gold["gold/handoffs"])  # a bound
     for r in lake.read(spark, config.lake_path, catalog.RECOMMENDATIONS).collect():  # the stored SQL runs
-        spark.sql(r.evidence_query, args={"group_id": r.group_id}).collect()
+        spark.sql(r.evidence_query, args={"cluster_id": r.cluster_id, "group_id": r.group_id}).collect()
 
     # marts: rebuilt under the new names; the pause is the point figure (the lower bound where bounded)
     newer_marts = {m.path: _keyed(pl.read_delta(str(marts_root / m.path.split("/", 1)[1])).to_dicts(),
@@ -256,10 +267,11 @@ def test_a_lake_of_the_landed_head_reads_the_same_figures_under_the_new_names(sp
         changed = {r.new for r in migration.renames if r.note}
         older = _keyed(older_marts[migration.path], MART_KEYS[name])
         rewritten = {w.column for w in migration.rewrites}
-        assert _paired(migration, older, newer_marts[migration.path], changed | follows_the_pause | rewritten) == [], name
+        skip = changed | follows_the_pause | rewritten | {migrations.CLUSTER}
+        assert _paired(migration, older, newer_marts[migration.path], skip) == [], name
         for w in migration.rewrites:
             assert {k: r[w.column] for k, r in newer_marts[migration.path].items()} == \
-                {k: w.apply(r[w.column]) for k, r in older.items()}, name
+                {k: _as_now(w, r[w.column]) for k, r in older.items()}, name
         if "pause_s" in changed:
             assert {k: r["pause_s"] for k, r in newer_marts[migration.path].items()} == \
                 pytest.approx({k: expected_pause[name].get(k, 0.0) for k in newer_marts[migration.path]}), name

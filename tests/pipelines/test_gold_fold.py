@@ -60,7 +60,7 @@ def cut(spark) -> dict[str, dict[str, list[list[dict]]]]:
     from the fleets' events parsed as validation parses them."""
     values = [(json.dumps(e),) for fleet in FLEETS.values() for e in fleet.events]
     events = parse(spark.createDataFrame(values, "value string"))
-    cut_facts = facts(events, stalls(events, spark.createDataFrame([], "group_id string, agent_id string")))
+    cut_facts = facts(events, stalls(events, spark.createDataFrame([], "cluster_id string, group_id string, agent_id string")))
     sources = {"facts": cut_facts, "runs": runs(cut_facts.withColumn("before_ms", F.lit(NEVER)))}
     out: dict[str, dict[str, list[list[dict]]]] = {}
     for name, df in sources.items():

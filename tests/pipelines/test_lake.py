@@ -1,10 +1,11 @@
-"""The lake's one way to rewrite what a run recomputed: replace a scope of groups in one commit."""
+"""The lake's one way to rewrite what a run recomputed: replace a scope of groups in one commit.
+A group is (cluster_id, group_id): one group name on two clusters is two scopes."""
 from __future__ import annotations
 
 from pipelines import lake
 from pipelines.catalog import Table
 
-ROWS_DDL = "group_id string, key bigint, value string"
+ROWS_DDL = "cluster_id string, group_id string, key bigint, value string"
 TABLE = Table("test/rows", grain="one row per group and key", keys=("key",), written_by="this test")
 
 
@@ -15,44 +16,51 @@ def _table(spark, path: str) -> list[tuple]:
 def test_replace_scope_rewrites_only_the_scope_even_with_quotes_in_ids(spark, tmp_path):
     path = str(tmp_path)
     quoted = "o'neil\\group"  # a quote and a backslash: the scope goes into a SQL predicate
-    before = [("plain", 1, "a"), ("plain", 2, "b"), (quoted, 1, "c"), ("other", 1, "d")]
-    lake.replace_scope(spark, path, TABLE, spark.createDataFrame(before, ROWS_DDL), ["plain", quoted, "other"])
+    before = [("eu", "plain", 1, "a"), ("eu", "plain", 2, "b"), ("eu", quoted, 1, "c"), ("eu", "other", 1, "d"),
+              ("us", "plain", 1, "f"), (quoted, "other", 1, "g")]
+    lake.replace_scope(spark, path, TABLE, spark.createDataFrame(before, ROWS_DDL),
+                       [("eu", "plain"), ("eu", quoted), ("eu", "other"), ("us", "plain"), (quoted, "other")])
     assert _table(spark, path) == sorted(before)
 
-    # "plain" lost key 2 and changed key 1; the quoted group got a new row; "other" is outside the scope.
-    recomputed = [("plain", 1, "a2"), (quoted, 1, "c"), (quoted, 2, "e")]
-    lake.replace_scope(spark, path, TABLE, spark.createDataFrame(recomputed, ROWS_DDL), ["plain", quoted])
-    assert _table(spark, path) == sorted([*recomputed, ("other", 1, "d")])
+    # eu's "plain" lost key 2 and changed key 1; the quoted group got a new row; eu's "other", us's "plain"
+    # (the same name on another cluster) and the quoted cluster's "other" are outside the scope.
+    recomputed = [("eu", "plain", 1, "a2"), ("eu", quoted, 1, "c"), ("eu", quoted, 2, "e")]
+    lake.replace_scope(spark, path, TABLE, spark.createDataFrame(recomputed, ROWS_DDL), [("eu", "plain"), ("eu", quoted)])
+    untouched = [("eu", "other", 1, "d"), ("us", "plain", 1, "f"), (quoted, "other", 1, "g")]
+    assert _table(spark, path) == sorted([*recomputed, *untouched])
 
     # A scope whose recomputation yields nothing is emptied; one commit per replacement.
     versions = lake.version(spark, path, TABLE)
-    lake.replace_scope(spark, path, TABLE, spark.createDataFrame([], ROWS_DDL), [quoted])
-    assert _table(spark, path) == [("other", 1, "d"), ("plain", 1, "a2")]
+    lake.replace_scope(spark, path, TABLE, spark.createDataFrame([], ROWS_DDL), [("eu", quoted)])
+    assert _table(spark, path) == sorted([("eu", "plain", 1, "a2"), *untouched])
     assert lake.version(spark, path, TABLE) == versions + 1
 
 
 def test_rows_of_a_long_scope_keeps_exactly_its_rows(spark, tmp_path, monkeypatch):
     """Past LISTED_VALUES_MAX values the scope is read by range and semi-join; the rows are the same."""
     path = str(tmp_path)
-    rows = [(f"g{i:02d}", i, "v") for i in range(12)]
+    rows = [(c, f"g{i:02d}", i, "v") for i in range(12) for c in ("eu", "us")]
     lake.insert_new(spark, path, TABLE, spark.createDataFrame(rows, ROWS_DDL))
-    scope = ["g03", "g04", "g07", "g10", "absent"]
-    listed = sorted(tuple(r) for r in lake.rows_of(spark, path, TABLE, "group_id", scope).collect())
+    scope = [("eu", "g03"), ("us", "g04"), ("eu", "g07"), ("us", "g07"), ("eu", "g10"), ("eu", "absent")]
+    listed = sorted(tuple(r) for r in lake.rows_of(spark, path, TABLE, ("cluster_id", "group_id"), scope).collect())
     monkeypatch.setattr(lake, "LISTED_VALUES_MAX", 2)
-    joined = sorted(tuple(r) for r in lake.rows_of(spark, path, TABLE, "group_id", scope).collect())
-    assert listed == joined == [r for r in rows if r[0] in scope]
+    joined = sorted(tuple(r) for r in lake.rows_of(spark, path, TABLE, ("cluster_id", "group_id"), scope).collect())
+    assert listed == joined == sorted(r for r in rows if r[:2] in scope)
 
 
 def test_a_table_gains_a_declared_column_on_its_next_write(spark, tmp_path):
     """A nullable column added to a table's declaration: the next replace adds it (rows written
     before read null in it), and stored rows read through the declaration carry it too."""
     path = str(tmp_path)
-    lake.replace_scope(spark, path, TABLE, spark.createDataFrame([("a", 1, "x"), ("b", 1, "y")], ROWS_DDL), ["a", "b"])
+    lake.replace_scope(spark, path, TABLE, spark.createDataFrame([("c", "a", 1, "x"), ("c", "b", 1, "y")], ROWS_DDL),
+                       [("c", "a"), ("c", "b")])
     grown = Table("test/rows", grain=TABLE.grain, keys=TABLE.keys, written_by=TABLE.written_by,
-                  columns=(("group_id", "string"), ("key", "bigint"), ("value", "string"), ("added", "double")))
+                  columns=(("cluster_id", "string"), ("group_id", "string"), ("key", "bigint"), ("value", "string"),
+                           ("added", "double")))
     stored = lake.declared(lake.read(spark, path, grown), grown)
     assert stored.columns == grown.column_names() and stored.where("added IS NOT NULL").count() == 0
 
-    lake.replace_scope(spark, path, grown, spark.createDataFrame([("a", 1, "x", 2.5)], grown.ddl()), ["a"])
+    lake.replace_scope(spark, path, grown, spark.createDataFrame([("c", "a", 1, "x", 2.5)], grown.ddl()), [("c", "a")])
     assert lake.read(spark, path, grown).schema == grown.schema()
-    assert sorted(tuple(r) for r in lake.read(spark, path, grown).collect()) == [("a", 1, "x", 2.5), ("b", 1, "y", None)]
+    assert sorted(tuple(r) for r in lake.read(spark, path, grown).collect()) == [("c", "a", 1, "x", 2.5),
+                                                                                 ("c", "b", 1, "y", None)]

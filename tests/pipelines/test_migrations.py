@@ -130,4 +130,22 @@ OLDER_QUERIES = {
 
 def test_a_stored_evidence_query_is_rewritten_to_the_one_the_rules_write_now():
     for name, older in OLDER_QUERIES.items():
-        assert migrations.EVIDENCE_QUERY.apply(older) == getattr(rules, name), name
+        assert migrations.CLUSTER_EVIDENCE.apply(migrations.EVIDENCE_QUERY.apply(older)) == getattr(rules, name), name
+
+
+def test_a_table_written_before_the_cluster_gets_it_as_the_unknown_cluster_once(spark, tmp_path):
+    """Rows from before the envelope carried the cluster read as the cluster of events without one
+    (CLUSTER_UNKNOWN): the group stays one group with what such agents send next."""
+    lake_path = str(tmp_path / "lake")
+    columns = [(n, k) for n, k in catalog.HANDOFFS.all_columns() if n != "cluster_id"]
+    rows = [tuple({"handoff_id": "h1", "group_id": "g", "topic": "t", "partition": 0}.get(n) for n, _ in columns)]
+    (spark.createDataFrame(rows, ", ".join(f"`{n}` {k}" for n, k in columns))
+     .write.format("delta").save(catalog.HANDOFFS.location(lake_path)))
+
+    said: list[str] = []
+    assert migrations.migrate(spark, lake_path, said.append) == said == [
+        "gold/handoffs: added cluster_id ('' in the rows written before it: their agents sent none)"]
+    stored = lake.read(spark, lake_path, catalog.HANDOFFS)
+    assert stored.schema == catalog.HANDOFFS.schema()
+    assert [(r.cluster_id, r.group_id, r.handoff_id) for r in stored.collect()] == [("", "g", "h1")]
+    assert migrations.migrate(spark, lake_path, said.append) == []

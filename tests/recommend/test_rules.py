@@ -9,7 +9,7 @@ from tests.support.reference_ownership import gold_of_group
 
 def _recommend(fleet) -> tuple[list[dict], list[dict]]:
     intervals, handoffs, episodes, members = gold_of_group(fleet.events, gap_s=10.0)
-    rows = [{"group_id": fleet.group, "source": source, source: row}
+    rows = [{"cluster_id": "", "group_id": fleet.group, "source": source, source: row}
             for source, rows in (("members", members), ("handoffs", handoffs), ("episodes", episodes),
                                  ("intervals", intervals)) for row in rows]
     return recommend_group(rows, "/lake")

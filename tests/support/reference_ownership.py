@@ -29,7 +29,7 @@ def _known(offset: int | None) -> int | None:
 
 def _open(event: dict[str, Any], topic: str, partition: int) -> dict[str, Any]:
     row = dict.fromkeys(INTERVAL_COLUMNS)
-    row.update(group_id=event["group_id"], topic=topic, partition=partition, agent_id=event["agent_id"],
+    row.update(cluster_id=event["cluster_id"], group_id=event["group_id"], topic=topic, partition=partition, agent_id=event["agent_id"],
                member_id=event["member_id"], group_instance_id=event["group_instance_id"], host=event["host"],
                client_id=event["client_id"], generation=event["generation"], assign_event_id=event["event_id"],
                assigned_ms=event["event_time_ms"], processed=0, commit_in_revoke=False)

@@ -26,7 +26,7 @@ GOLD_TABLES = (catalog.OWNERSHIP, catalog.HANDOFFS, catalog.EPISODES, catalog.ME
                catalog.METRICS)
 
 
-ENVELOPE_WITH_BODY = ["event_id", "kind", "event_time_ms", "agent_id", "seq", "group_id", "member_id",
+ENVELOPE_WITH_BODY = ["event_id", "kind", "event_time_ms", "agent_id", "seq", *catalog.GROUP_KEY, "member_id",
                       "group_instance_id", "client_id", "host", "generation", "body"]
 
 
@@ -88,9 +88,9 @@ def assert_gold_intervals_equal_reference(spark: SparkSession, config: PipelineC
     """Gold's ownership intervals (the fold over Spark's runs of facts) equal the per-event
     reference's over the lake's events, column by column."""
     events = lake.read(spark, config.lake_path, catalog.EVENTS).select(*ENVELOPE_WITH_BODY).collect()
-    by_group: dict[str, list[dict]] = {}
+    by_group: dict[tuple[str, str], list[dict]] = {}
     for r in events:
-        by_group.setdefault(r.group_id, []).append(r.asDict())
+        by_group.setdefault((r.cluster_id, r.group_id), []).append(r.asDict())
     columns = catalog.OWNERSHIP.column_names()
     want = sorted(_text(tuple(row[c] for c in columns))
                   for group in by_group.values() for row in reference_intervals(group))

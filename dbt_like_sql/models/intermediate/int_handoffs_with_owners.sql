@@ -18,5 +18,6 @@ select
 from handoffs
 left join members
     on
-        handoffs.group_id = members.group_id
+        handoffs.cluster_id = members.cluster_id
+        and handoffs.group_id = members.group_id
         and handoffs.prev_agent_id = members.agent_id

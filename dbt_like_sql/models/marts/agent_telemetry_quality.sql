@@ -10,6 +10,7 @@ with events as (
 
 select
     agent_id,
+    max(cluster_id) as cluster_id,
     max(group_id) as group_id,
     max(host) as host,
     max(client_id) as client_id,

@@ -1,7 +1,7 @@
 -- Grain: one row per group and configuration (assignor x protocol x static membership x
 -- commit-on-revoke x timeouts): the current one with what gold measured beside its replay,
 -- every candidate with its predicted figures; rank 1 is the cheapest by duplicates, then pause.
-{{ config(unique_key=['group_id', 'config']) }}
+{{ config(unique_key=['cluster_id', 'group_id', 'config']) }}
 -- depends_on: {{ ref('stg_lens__events') }}
 
 with what_if as (
@@ -11,7 +11,7 @@ with what_if as (
 
 select
     *,
-    rank() over (partition by group_id order by predicted_duplicates asc, predicted_pause_s asc)
+    rank() over (partition by cluster_id, group_id order by predicted_duplicates asc, predicted_pause_s asc)
         as cost_rank,
     {{ built_through_batch() }} as built_through_batch
 from what_if

@@ -15,6 +15,7 @@ members as (
 
 select
     handoffs.handoff_id,
+    handoffs.cluster_id,
     handoffs.group_id,
     handoffs.episode_id,
     handoffs.topic,
@@ -35,6 +36,7 @@ select
 from handoffs
 left join members as next_members
     on
-        handoffs.group_id = next_members.group_id
+        handoffs.cluster_id = next_members.cluster_id
+        and handoffs.group_id = next_members.group_id
         and handoffs.next_agent_id = next_members.agent_id
 where handoffs.episode_id is not null

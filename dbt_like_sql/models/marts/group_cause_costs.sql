@@ -1,6 +1,6 @@
 -- Grain: one row per group and cause (what made the previous owners let go): what each
 -- cause cost over the group's whole window.
-{{ config(unique_key=['group_id', 'cause']) }}
+{{ config(unique_key=['cluster_id', 'group_id', 'cause']) }}
 -- depends_on: {{ ref('stg_lens__events') }}
 
 with metrics as (
@@ -9,6 +9,7 @@ with metrics as (
 )
 
 select
+    cluster_id,
     group_id,
     cause,
     sum(rebalances) as rebalances,
@@ -21,4 +22,4 @@ select
     {{ built_through_batch() }} as built_through_batch
 from metrics
 where grain = 'day' and cause != 'all'
-group by group_id, cause
+group by cluster_id, group_id, cause

@@ -1,6 +1,6 @@
 -- Grain: one row per group and day, with the change from the group's previous day (the
 -- trend a dashboard shows beside the figure).
-{{ config(unique_key=['group_id', 'day']) }}
+{{ config(unique_key=['cluster_id', 'group_id', 'day']) }}
 -- depends_on: {{ ref('stg_lens__events') }}
 
 with metrics as (
@@ -9,6 +9,7 @@ with metrics as (
 )
 
 select
+    cluster_id,
     group_id,
     cast(period_start as date) as `day`,
     rebalances,
@@ -23,9 +24,9 @@ select
     covered_s,
     owned_s,
     commit_on_revoke_coverage,
-    rebalances - lag(rebalances) over (partition by group_id order by period_start) as rebalances_change,
-    duplicates - lag(duplicates) over (partition by group_id order by period_start) as duplicates_change,
-    pause_s - lag(pause_s) over (partition by group_id order by period_start)
+    rebalances - lag(rebalances) over (partition by cluster_id, group_id order by period_start) as rebalances_change,
+    duplicates - lag(duplicates) over (partition by cluster_id, group_id order by period_start) as duplicates_change,
+    pause_s - lag(pause_s) over (partition by cluster_id, group_id order by period_start)
         as pause_change_s,
     {{ built_through_batch() }} as built_through_batch
 from metrics

@@ -1,6 +1,6 @@
 -- Grain: one row per group and hour (the hour an episode started). Incremental: a build
 -- recomputes only the groups with events validated since the last one and merges them in.
-{{ config(unique_key=['group_id', 'period_start']) }}
+{{ config(unique_key=['cluster_id', 'group_id', 'period_start']) }}
 -- depends_on: {{ ref('stg_lens__events') }}
 
 with metrics as (
@@ -9,6 +9,7 @@ with metrics as (
 )
 
 select
+    cluster_id,
     group_id,
     period_start,
     rebalances,

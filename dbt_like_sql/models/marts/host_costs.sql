@@ -1,6 +1,6 @@
 -- Grain: one row per group and host: the handoffs its member processes caused and what they
 -- cost (a host whose members restart or crash stands out).
-{{ config(unique_key=['group_id', 'host']) }}
+{{ config(unique_key=['cluster_id', 'group_id', 'host']) }}
 -- depends_on: {{ ref('stg_lens__events') }}
 
 with members as (
@@ -9,6 +9,7 @@ with members as (
 )
 
 select
+    cluster_id,
     group_id,
     coalesce(host, 'unknown') as host,
     count(*) as member_processes,
@@ -20,4 +21,4 @@ select
     sum(pause_upper_s) as pause_upper_s,
     {{ built_through_batch() }} as built_through_batch
 from members
-group by group_id, coalesce(host, 'unknown')
+group by cluster_id, group_id, coalesce(host, 'unknown')

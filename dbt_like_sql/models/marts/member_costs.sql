@@ -1,6 +1,6 @@
 -- Grain: one row per member process (agent) of a group: the handoffs it caused by letting
 -- partitions go, and what they cost; rank 1 is the group's costliest member.
-{{ config(unique_key=['group_id', 'agent_id']) }}
+{{ config(unique_key=['cluster_id', 'group_id', 'agent_id']) }}
 -- depends_on: {{ ref('stg_lens__events') }}
 
 with handoffs as (
@@ -10,6 +10,7 @@ with handoffs as (
 
 per_member as (
     select
+        cluster_id,
         group_id,
         prev_agent_id as agent_id,
         max(prev_client_id) as client_id,
@@ -22,12 +23,12 @@ per_member as (
         sum(pause_upper_s) as pause_upper_s
     from handoffs
     where cause != 'start'
-    group by group_id, prev_agent_id
+    group by cluster_id, group_id, prev_agent_id
 )
 
 select
     *,
-    row_number() over (partition by group_id order by duplicates desc, pause_s desc, agent_id asc)
+    row_number() over (partition by cluster_id, group_id order by duplicates desc, pause_s desc, agent_id asc)
         as cost_rank,
     {{ built_through_batch() }} as built_through_batch
 from per_member

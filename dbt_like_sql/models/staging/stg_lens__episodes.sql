@@ -5,6 +5,7 @@ with source as (
 
 select
     episode_id,
+    cluster_id,
     group_id,
     timestamp_millis(start_ms) as started_at,
     timestamp_millis(end_ms) as ended_at,

@@ -7,6 +7,7 @@ with source as (
 select
     event_id,
     kind,
+    cluster_id,
     group_id,
     agent_id,
     host,

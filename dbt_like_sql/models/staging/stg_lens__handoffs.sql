@@ -6,6 +6,7 @@ with source as (
 
 select
     handoff_id,
+    cluster_id,
     group_id,
     topic,
     `partition`,

@@ -4,6 +4,7 @@ with source as (
 )
 
 select
+    cluster_id,
     group_id,
     verified_at,
     scenario,
