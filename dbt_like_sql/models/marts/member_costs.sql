@@ -22,7 +22,8 @@ per_member as (
         sum(pause_s) as pause_s,
         sum(pause_upper_s) as pause_upper_s
     from handoffs
-    where cause != 'start'
+    -- a partition let go by a member without the agent (unseen_owner) has no member to rank
+    where cause != 'start' and prev_agent_id is not null
     group by cluster_id, group_id, prev_agent_id
 )
 
