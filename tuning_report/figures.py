@@ -69,6 +69,9 @@ def timeline(episodes: pl.DataFrame) -> go.Figure:
     return fig
 
 
+UNSEEN_OWNER = "a member without the agent"
+
+
 def ownership(handoffs: pl.DataFrame, started_at, ended_at) -> go.Figure:
     """One episode's partitions: who owned each before and after, and the pause between them
     (grey; hatched up to its upper bound when it is known only within bounds)."""
@@ -76,15 +79,20 @@ def ownership(handoffs: pl.DataFrame, started_at, ended_at) -> go.Figure:
     rows = handoffs.sort("topic", "partition")
     labels = [f"{t}-{p}" for t, p in zip(rows["topic"], rows["partition"])]
     fig = go.Figure()
-    owners = sorted({c for c in rows["prev_client_id"].to_list() + rows["next_client_id"].to_list() if c})
+    def owner_of(client: str | None, agent: str | None) -> str | None:
+        return UNSEEN_OWNER if agent is None else client  # no agent id: a member without the agent
+
+    prev = [owner_of(c, a) for c, a in zip(rows["prev_client_id"], rows["prev_agent_id"])]
+    nxt = [owner_of(c, a) for c, a in zip(rows["next_client_id"], rows["next_agent_id"])]
+    owners = sorted({c for c in prev + nxt if c})
     palette = ["#4c78a8", "#f58518", "#54a24b", "#b279a2", "#72b7b2", "#eeca3b", "#ff9da6", "#9d755d"]
     for i, owner in enumerate(owners):
         starts, spans, ys = [], [], []
-        for r, y in zip(rows.iter_rows(named=True), labels):
-            if r["prev_client_id"] == owner:
+        for r, y, before, after in zip(rows.iter_rows(named=True), labels, prev, nxt):
+            if before == owner:
                 begin = started_at - pad
                 starts.append(begin); spans.append(_ms(r["released_at"] - begin)); ys.append(y)
-            if r["next_client_id"] == owner:
+            if after == owner:
                 resumed = r["released_at"] + timedelta(seconds=r["pause_upper_s"] or 0)
                 starts.append(resumed); spans.append(_ms(ended_at + pad - resumed)); ys.append(y)
         fig.add_bar(y=ys, x=spans, base=starts, orientation="h", name=owner,
