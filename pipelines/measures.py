@@ -51,7 +51,8 @@ MEASURES: tuple[Measure, ...] = (
             "partition-seconds held by any member: `covered_s` plus what members without the agent held, estimated "
             "from the rebalances the agent saw (`pipelines/gold/unseen.py`; time mid-rebalance counts for neither)"),
     Measure("coverage", "share (0 to 1)",
-            "`covered_s` / `owned_s` of a group and period: below 1, members without the agent held the rest. "
+            "`covered_s` / `owned_s` of a group and period (from the first round that gave a member with the agent "
+            "a partition: what the agent watched): below 1, members without the agent held the rest. "
             "Handoffs to or from them are split there (`unseen_owner`) and never priced across them; the figures "
             "count only what the agent saw, and no change is priced below 0.9 (the group gets the `coverage` "
             "warning instead)"),

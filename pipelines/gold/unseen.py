@@ -30,12 +30,15 @@ a later run that refolds the pair replaces its parts (``_base``).
 instrumented members: ``covered_s`` (their ownership intervals, each from its assignment to its
 release; a crashed owner's to its last sign of life) over ``owned_s`` (``covered_s`` plus the
 spans unseen owners held: from the end of the round that gave them the partition to the
-start of the round that took it back, or to the group's last event). Time inside a round,
+start of the round that took it back, or to the group's last event). The window is what the
+agent watched: from the first round that gave an instrumented member a partition of the group
+(who held the partitions before it, and since when, nothing the agent sends can say: a
+generation number before it may or may not have assigned anything). Time inside a round,
 when nobody holds an eager group's partitions, counts for neither, as in the ground truth.
 The unseen spans are estimates of when a member nobody instruments held a partition: a
-member's leave reaches the others at their next heartbeat, so a span can run up to one
-heartbeat interval past the unseen owner's real release (measured on the built-in
-partial-adoption run: within 1 percentage point of the truth). A partition numbered above
+member's leave reaches the others at their next heartbeat, so a span ends half a heartbeat
+before the round it started (the middle of that window; measured on the built-in
+partial-adoption runs: within 0.5 percentage point of the truth). A partition numbered above
 every partition the instrumented members ever held is not known to exist and counts nowhere.
 """
 from __future__ import annotations
