@@ -111,7 +111,7 @@ def test_each_closed_loop_check_shows_predicted_against_measured(landed, spark, 
     page = write_report(path, tmp_path, progress=lambda _m: None).read_text()
     fleet = read_fleet(path)
     for check in checks:
-        n = fleet.groups().index(check["group_id"])
+        n = fleet.groups().index((check["cluster_id"], check["group_id"]))
         section = page[page.index(f'id="g{n}"'):]
         section = section[:section.index("</section>")]
         assert f'id="g{n}-checks"' in section, check["group_id"]
