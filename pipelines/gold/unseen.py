@@ -299,11 +299,12 @@ def _unseen_spans(mine: list[dict[str, Any]], tp: TP, handoffs: list[dict[str, A
     if first > first_round:  # held by someone unseen since the topic's first round
         spans += _minus_rounds(rounds[first_round].end_ms, _until_round(rounds[first], heartbeat_ms), rounds,
                                heartbeat_ms)
+    back_of = {_base(o["handoff_id"]): o for o in handoffs if o["handoff_id"].startswith("unseen~")}
     for h in handoffs:
         if h["handoff_id"].endswith("~unseen"):
             i = _round_at(rounds, h["assigned_ms"])
-            back = [o for o in handoffs if o["handoff_id"] == f"unseen~{_base(h['handoff_id'])}"]
-            end = _until_round(rounds[_round_at(rounds, back[0]["assigned_ms"])], heartbeat_ms) if back else group_end
+            back = back_of.get(_base(h["handoff_id"]))
+            end = _until_round(rounds[_round_at(rounds, back["assigned_ms"])], heartbeat_ms) if back else group_end
             if i < len(rounds):
                 spans += _minus_rounds(rounds[i].end_ms, end, rounds, heartbeat_ms)
     last = mine[-1]
