@@ -18,6 +18,7 @@ from typing import Any
 from consumer_agent.options import DEFAULT_TELEMETRY_TOPIC
 from lens_runtime.broker_choice import BOOTSTRAP_ENV, find_broker
 from lens_runtime.errors import LensError
+from pipelines.recommend.window import DEFAULT_WINDOW_H
 from lens_runtime.paths import home
 from lens_runtime.spark_session import SparkSettings
 
@@ -69,6 +70,8 @@ SETTINGS: tuple[Setting, ...] = (
             "the brokers' group.consumer.heartbeat.interval.ms, to price KIP-848 groups (default 5000)"),
     Setting("kip848_session_timeout_ms", "LENS_KIP848_SESSION_TIMEOUT_MS", "--kip848-session-timeout-ms",
             "the brokers' group.consumer.session.timeout.ms, to price KIP-848 groups (default 45000)"),
+    Setting("recommend_window_h", "LENS_RECOMMEND_WINDOW_H", "--recommend-window",
+            "hours of a group's history, up to its last event, that recommend judges it on (default 168: 7 days)"),
     Setting("lock_wait_s", "LENS_LOCK_WAIT_S", "--lock-wait",
             "seconds to wait for another run on the same lake to end before giving up (default 0: give up at once)"),
 )
@@ -109,6 +112,9 @@ class PipelineConfig:
     ``ingest_until_ms``: ingest lands, per partition, the records before the first one whose
     Kafka timestamp is at or after this (epoch ms); None: up to the end of the log. A scheduler
     passes its run's data interval end, so consecutive runs land consecutive slices of the topic.
+    ``recommend_window_h``: recommend judges a group on its gold of this many hours up to the
+    group's last event (``pipelines.recommend.window``): what a configuration change should be
+    judged on, and a bound on what one Python worker holds and replays whatever the group's age.
     ``lock_wait_s``: a run holds the lake's lock (``pipelines.lake_lock``); a second run on the
     same lake waits this long for it, then stops with one line naming the holder. 0 by default:
     an overlap is a scheduling mistake to see, not to hide behind a queue (a scheduler's retry
@@ -134,6 +140,7 @@ class PipelineConfig:
     ingest_until_ms: int | None = None
     kip848_heartbeat_ms: int = 5_000
     kip848_session_timeout_ms: int = 45_000
+    recommend_window_h: float = DEFAULT_WINDOW_H
     lock_wait_s: float = 0.0
     since_ms: int | None = None
     kafka_options: dict[str, str] = field(default_factory=dict)
@@ -153,6 +160,9 @@ class PipelineConfig:
         if self.kip848_heartbeat_ms <= 0 or self.kip848_session_timeout_ms <= 0:
             raise LensError("kip848_heartbeat_ms and kip848_session_timeout_ms must be > 0 (milliseconds, "
                             "the brokers' group.consumer.heartbeat.interval.ms and group.consumer.session.timeout.ms)")
+        if self.recommend_window_h <= 0:
+            raise LensError(f"recommend_window_h={self.recommend_window_h} must be > 0 (hours of history recommend "
+                            "judges a group on; --recommend-window or LENS_RECOMMEND_WINDOW_H, e.g. 168)")
         if self.lock_wait_s < 0:
             raise LensError(f"lock_wait_s={self.lock_wait_s} must be >= 0 (seconds to wait for another run on the lake)")
         if self.max_offsets_per_trigger is not None and self.max_offsets_per_trigger <= 0:

@@ -11,6 +11,7 @@ from pipelines.catalog import RECOMMENDATIONS
 from pipelines.recommend.candidates import BrokerGroups
 from pipelines.recommend import what_if as what_if_module
 from pipelines.recommend.rules import Evidence, Recommendation, recommend
+from pipelines.recommend.window import DEFAULT_WINDOW_H, SINCE, Rows, judged
 
 RECOMMENDATION_COLUMNS = RECOMMENDATIONS.column_names()
 
@@ -44,16 +45,17 @@ def recommendation_row(group: tuple[str, str], rank: int, r: Recommendation, w: 
     return row
 
 
-def recommend_group(rows: list[dict[str, Any]], lake_path: str,
-                    broker: BrokerGroups = BrokerGroups()) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def recommend_group(rows: list[dict[str, Any]], lake_path: str, broker: BrokerGroups = BrokerGroups(),
+                    window_h: float = DEFAULT_WINDOW_H) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(what-if rows, recommendation rows) of one group; ``rows`` carry the group's key, ``source`` (members,
-    handoffs, episodes, intervals, coverage) and the source table's columns. The what-if prices the
+    handoffs, episodes, intervals, coverage) and the source table's columns. The group is judged on
+    its last ``window_h`` hours (``pipelines.recommend.window``). The what-if prices the
     handoffs the agent saw both sides of; a group whose coverage is below ``rules.MIN_COVERAGE``
     gets the coverage warning instead of priced changes."""
-    of: dict[str, list[dict[str, Any]]] = {"members": [], "handoffs": [], "episodes": [], "intervals": [],
-                                           "coverage": []}
+    of: Rows = {source: [] for source in SINCE}
     for row in rows:
         of[row["source"]].append(row[row["source"]])
+    of = judged(of, round(window_h * 3_600_000))
     group = (rows[0]["cluster_id"], rows[0]["group_id"])
     owned = sum(c["owned_s"] for c in of["coverage"])
     coverage = sum(c["covered_s"] for c in of["coverage"]) / owned if owned > 0 else None

@@ -8,31 +8,45 @@ from pyspark.sql import functions as F
 from pipelines import catalog, lake
 from pipelines.config import PipelineConfig, Progress
 from pipelines.gold.group_apply import apply_per_group
+from pipelines.recommend import window
 from pipelines.recommend.candidates import BrokerGroups
 from pipelines.recommend.group_pass import recommend_group
 from pipelines.scope import Group, pending
 
-# What the pass reads of each gold table (the ownership intervals are the big one).
-SOURCES = {
+# What the pass reads of each gold table, as SQL expressions (the ownership intervals are the big one).
+SOURCES: dict[str, tuple[catalog.Table, list[str] | None]] = {
     "members": (catalog.MEMBERS, None),
     "handoffs": (catalog.HANDOFFS, None),
     "episodes": (catalog.EPISODES, [*catalog.GROUP_KEY, "start_ms", "end_ms", "cause"]),
     "intervals": (catalog.OWNERSHIP, [*catalog.GROUP_KEY, "topic", "partition", "agent_id", "assigned_ms",
                                       "first_fetch_ms", "released_ms", "last_progress_ms", "processed",
                                       "release_kind"]),
-    "coverage": (catalog.COVERAGE, [*catalog.GROUP_KEY, "covered_s", "owned_s"]),
+    "coverage": (catalog.COVERAGE, [*catalog.GROUP_KEY, "covered_s", "owned_s",
+                                    "unix_millis(hour_start) + 3600000 AS hour_end_ms"]),
 }
 OUTPUTS = (("what_if", catalog.WHAT_IF), ("recommendation", catalog.RECOMMENDATIONS))
 ROW_DDL = ", ".join(f"{name} struct<{table.ddl(': ')}>" for name, table in OUTPUTS)
 
 
+def _window_starts(spark: SparkSession, config: PipelineConfig, groups: list[Group]) -> DataFrame:
+    """Per group, its window's start (``window.start_of``): the window's length before its last event."""
+    members = lake.rows_of(spark, config.lake_path, catalog.MEMBERS, catalog.GROUP_KEY, groups)
+    window_ms = round(config.recommend_window_h * 3_600_000)
+    return members.groupBy(*catalog.GROUP_KEY).agg((F.max("last_seen_ms") - window_ms).alias("_window_start_ms"))
+
+
 def _inputs(spark: SparkSession, config: PipelineConfig, groups: list[Group]) -> DataFrame:
-    """One row per gold row of the groups: the group (``catalog.GROUP_KEY``), ``source`` and the row as a struct
-    in the column named by its source (the others null); rows as declared (``lake.declared``)."""
+    """One row per gold row of the groups in their windows (``window.SINCE``, so a Python worker holds
+    the window only): the group (``catalog.GROUP_KEY``), ``source`` and the row as a struct in the
+    column named by its source (the others null); rows as declared (``lake.declared``)."""
+    starts = F.broadcast(_window_starts(spark, config, groups))
     parts = []
     for name, (table, columns) in SOURCES.items():
         rows = lake.declared(lake.rows_of(spark, config.lake_path, table, catalog.GROUP_KEY, groups), table)
-        rows = rows.select(*(columns or rows.columns))
+        rows = rows.selectExpr(*(columns or rows.columns))
+        at = F.coalesce(*(F.col(c) for c in window.SINCE[name]))
+        rows = (rows.join(starts, list(catalog.GROUP_KEY))
+                .where(at.isNull() | (at >= F.col("_window_start_ms"))).drop("_window_start_ms"))
         parts.append(rows.select(*catalog.GROUP_KEY, F.lit(name).alias("source"), F.struct(*rows.columns).alias(name)))
     combined = parts[0]
     for part in parts[1:]:
@@ -50,7 +64,7 @@ def run(spark: SparkSession, config: PipelineConfig, progress: Progress = print)
     broker = BrokerGroups(config.kip848_heartbeat_ms, config.kip848_session_timeout_ms)
 
     def recommend(group: list[dict]) -> list[dict]:
-        what_if, recommendations = recommend_group(group, lake_path, broker)
+        what_if, recommendations = recommend_group(group, lake_path, broker, config.recommend_window_h)
         return ([{"what_if": row, "recommendation": None} for row in what_if]
                 + [{"what_if": None, "recommendation": row} for row in recommendations])
 

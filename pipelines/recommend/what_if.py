@@ -14,7 +14,7 @@ from typing import Any
 from pipelines.measures import measured_duplicates, measured_pause_s
 from pipelines.recommend.candidates import BrokerGroups, Config, candidates, current_config, heartbeats, kind_of
 from pipelines.simulator.cost_model import Fitted, Priced, fit, price
-from pipelines.simulator.replay import Setup, replay
+from pipelines.simulator.replay import Assignments, Setup, replay
 
 
 @dataclass(frozen=True)
@@ -64,10 +64,11 @@ def what_if(members: list[dict[str, Any]], handoffs: list[dict[str, Any]], inter
                  current.setup.session_timeout_ms)
     partitions = partition_counts(intervals)
     replays: dict[Setup, list] = {}
+    assignments = Assignments()
     priced = {}
     for c in candidates(current, members, broker):
         if c.setup not in replays:
-            replays[c.setup] = replay(members, partitions, c.setup)
+            replays[c.setup] = replay(members, partitions, c.setup, assignments)
         priced[c] = price(replays[c.setup], fitted, kind_of(c.setup), c.commit_on_revoke, c.setup.session_timeout_ms)
     times = [m["joined_ms"] for m in members] + [m["last_seen_ms"] for m in members]
     return WhatIf(current, fitted, measured(handoffs), priced, (min(times), max(times)))

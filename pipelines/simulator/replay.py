@@ -85,6 +85,7 @@ class Change:
 class _Group:
     setup: Setup
     partitions: dict[str, int]
+    assignments: Assignments
     members: dict[str, Member] = field(default_factory=dict)  # logical member -> its assignor view, join order
     departed: set[str] = field(default_factory=set)  # static members gone whose sessions have not expired
     owned: Assignment = field(default_factory=dict)
@@ -152,14 +153,34 @@ def changes_of(members: list[dict[str, Any]], setup: Setup) -> tuple[list[tuple[
     return formed, changes
 
 
+class Assignments:
+    """The assignments a group's replays computed, by their inputs. The candidates of one group
+    replay near-identical rounds (a deploy of 200 members meets the same memberships under every
+    setup that shares an assignor), and a model of a large group costs seconds a round; a
+    non-sticky model's result does not depend on what members owned, so that is no part of its key."""
+
+    def __init__(self) -> None:
+        self._known: dict[tuple[Any, ...], Assignment] = {}
+
+    def after(self, setup: Setup, members: list[Member], partitions: dict[str, int],
+              previous: Assignment) -> Assignment:
+        """What members own after a rebalance under ``setup`` (a classic cooperative one's last round)."""
+        sticky = ASSIGNORS[setup.assignor].sticky
+        key = (setup.assignor, tuple(members), tuple(partitions.items()),
+               frozenset((m, frozenset(tps)) for m, tps in previous.items() if tps) if sticky else None)
+        if key not in self._known:
+            if setup.assignor.startswith("classic:") and setup.cooperative:
+                self._known[key] = classic_cooperative_rounds(setup.assignor, members, partitions, previous)[-1]
+            else:
+                self._known[key] = assign(setup.assignor, members, partitions, previous)
+        return {m: set(tps) for m, tps in self._known[key].items()}
+
+
 def _rebalance(g: _Group, at_ms: int, trigger: str, gone: dict[str, HandoffKind], down_s: float = 0.0) -> None:
     """Run the assignor over the current members; ``gone``: members that left just now, and how."""
     members = list(g.members.values())
     previous = {m: tps for m, tps in g.owned.items() if m not in gone}
-    if g.setup.assignor.startswith("classic:") and g.setup.cooperative:
-        new = classic_cooperative_rounds(g.setup.assignor, members, g.partitions, previous)[-1]
-    else:
-        new = assign(g.setup.assignor, members, g.partitions, previous)
+    new = g.assignments.after(g.setup, members, g.partitions, previous)
     before, after = owners(g.owned), owners(new)
     handoffs = []
     for tp, owner in sorted(after.items()):
@@ -175,15 +196,17 @@ def _rebalance(g: _Group, at_ms: int, trigger: str, gone: dict[str, HandoffKind]
     g.rebalances.append(SimRebalance(at_ms, trigger, tuple(handoffs)))
 
 
-def replay(members: list[dict[str, Any]], partitions: dict[str, int], setup: Setup) -> list[SimRebalance]:
-    """The rebalances after the group formed, under ``setup``, each with its handoffs."""
+def replay(members: list[dict[str, Any]], partitions: dict[str, int], setup: Setup,
+           assignments: Assignments | None = None) -> list[SimRebalance]:
+    """The rebalances after the group formed, under ``setup``, each with its handoffs; ``assignments``:
+    those the group's other replays computed (to share them)."""
     formed, changes = changes_of(members, setup)
-    g = _Group(setup, partitions)
+    g = _Group(setup, partitions, assignments or Assignments())
     for me, topics in formed:
         g.members[me] = Member(me, me if setup.static else None, topics)
     if not g.members:
         return []
-    g.owned = assign(setup.assignor, list(g.members.values()), partitions)
+    g.owned = g.assignments.after(setup, list(g.members.values()), partitions, {})
     for batch in _rounds(changes, setup.assignor.startswith("consumer:")):
         gone: dict[str, HandoffKind] = {}
         rejoin = False
@@ -246,10 +269,13 @@ def _read_before_leaving(rebalances: list[SimRebalance], changes: list[Change]) 
     """Without the handoffs to members that go within ``FIRST_READ_MS`` of getting the
     partition: they read nothing (a fleet stopping member after member), so nobody re-reads
     or waits there, as nobody does in the measured group."""
-    going = [(c.at_ms, c.member) for c in changes if c.kind in ("leave", "depart", "crash", "stall")]
+    going: dict[str, list[int]] = {}
+    for c in changes:
+        if c.kind in ("leave", "depart", "crash", "stall"):
+            going.setdefault(c.member, []).append(c.at_ms)
 
     def reads(h: SimHandoff, at_ms: int) -> bool:
-        return not any(m == h.to and at_ms <= t <= at_ms + FIRST_READ_MS for t, m in going)
+        return not any(at_ms <= t <= at_ms + FIRST_READ_MS for t in going.get(h.to, ()))
 
     return [SimRebalance(r.at_ms, r.trigger, tuple(h for h in r.handoffs if reads(h, r.at_ms)), r.group_rebalance)
             for r in rebalances]

@@ -26,6 +26,7 @@ source (and would abort on touching it again), we drop the record, as Java does.
 """
 from __future__ import annotations
 
+import heapq
 from collections import Counter
 
 from pipelines.simulator.group import Assignment, Member, TopicPartition, potential_partitions
@@ -138,13 +139,19 @@ def _sort_partitions(current: dict[str, set[TopicPartition]], potential: dict[st
         return sorted(consumers_of, key=lambda tp: (len(consumers_of[tp]), *_tp_key(tp)))
     remaining = {c: sorted((tp for tp in tps if tp in consumers_of), key=_tp_key)
                  for c, tps in current.items()}
-    remaining = {c: tps for c, tps in remaining.items() if tps}
+    # the most loaded consumer first (ties: the greatest member id as bytes): a heap of
+    # (-left, -rank), as a scan of every consumer per partition costs members x partitions
+    rank = {c: i for i, c in enumerate(sorted(remaining, key=str.encode))}
+    heap = [(-len(tps), -rank[c], c) for c, tps in remaining.items() if tps]
+    heapq.heapify(heap)
+    taken_from = {c: 0 for c in remaining}
     ordered: list[TopicPartition] = []
-    while remaining:
-        most = max(remaining, key=lambda c: (len(remaining[c]), c.encode()))
-        ordered.append(remaining[most].pop(0))
-        if not remaining[most]:
-            del remaining[most]
+    while heap:
+        left, neg_rank, most = heapq.heappop(heap)
+        ordered.append(remaining[most][taken_from[most]])
+        taken_from[most] += 1
+        if left < -1:
+            heapq.heappush(heap, (left + 1, neg_rank, most))
     if not ordered:
         return sorted(consumers_of, key=_tp_key)
     taken = set(ordered)
@@ -157,10 +164,16 @@ def cooperative_sticky_assign(members: list[Member], partitions: dict[str, int],
         return {}
     previous = previous or {}
     topics = sorted((t for t in partitions if any(t in m.subscription for m in members)), key=str.encode)
-    consumers_of: dict[TopicPartition, list[str]] = {  # partition2AllPotentialConsumers, insertion order
-        (t, p): [m.member_id for m in members if t in m.subscription]
-        for t in topics for p in range(partitions[t])}
-    potential = {m.member_id: set(potential_partitions(m, partitions)) for m in members}
+    # partition2AllPotentialConsumers, insertion order; a topic's partitions share its list, and
+    # members with one subscription share their set (neither is changed below): built once per
+    # topic and subscription, not per partition and member
+    subscribers = {t: [m.member_id for m in members if t in m.subscription] for t in topics}
+    consumers_of: dict[TopicPartition, list[str]] = {(t, p): subscribers[t] for t in topics for p in range(partitions[t])}
+    by_subscription: dict[frozenset[str], set[TopicPartition]] = {}
+    for m in members:
+        if m.subscription not in by_subscription:
+            by_subscription[m.subscription] = set(potential_partitions(m, partitions))
+    potential = {m.member_id: by_subscription[m.subscription] for m in members}
 
     claims = Counter(tp for m in members for tp in previous.get(m.member_id, ()))
     current = {m.member_id: {tp for tp in previous.get(m.member_id, ()) if claims[tp] == 1}
