@@ -103,12 +103,16 @@ def spilled(spark: SparkSession, rows: DataFrame, path: str) -> Iterator[DataFra
 
 
 def version(spark: SparkSession, lake_path: str, table: Table) -> int:
-    """The table's latest Delta version, -1 when it does not exist yet."""
-    from delta.tables import DeltaTable
-
-    if not exists(spark, lake_path, table):
+    """The table's latest Delta version, -1 when it does not exist yet: the highest commit file
+    in its ``_delta_log`` (a listing through Hadoop's file system, no Spark job: the log keeps
+    the latest commit's file whatever it cleans up)."""
+    jvm = spark.sparkContext._jvm
+    log = jvm.org.apache.hadoop.fs.Path(f"{table.location(lake_path)}/_delta_log")
+    fs = log.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    if not fs.exists(log):
         return -1
-    return DeltaTable.forPath(spark, table.location(lake_path)).history(1).collect()[0]["version"]
+    names = [status.getPath().getName() for status in fs.listStatus(log)]
+    return max((int(n[:-5]) for n in names if n.endswith(".json") and n[:-5].isdigit()), default=-1)
 
 
 ROWS_PER_FILE = 250_000  # a file covers a narrow slice of the sort column, so scoped reads skip most files

@@ -1,0 +1,99 @@
+"""What a small or quiet run costs, stage by stage: the fixed costs an hourly DAG pays every hour.
+
+    PYTHONPATH=$PWD .venv/bin/python benchmarks/fixed_costs.py [--groups 2] [--baseline REV]
+
+On an embedded broker and a fresh lake: ``--groups`` synthetic groups' telemetry (880 events
+each: the size of a built-in scenario run or the demo's fleet) through every stage including
+the SQL build; the same again with nothing new; then one new group's telemetry (an
+incremental SQL build that touches one group). Each stage's seconds as ``pipeline run``
+times them, each run's total beside the issue's target (2 cores).
+
+``--baseline REV`` runs the same measurement on the commit REV first (a detached worktree
+of this repository, its code imported instead of this checkout's) and prints both side by
+side with their ratios: before and after in one run.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from pipeline_throughput import bench_lake, produce
+
+RUNS = ("first run", "nothing new", "one new group")
+TARGET_S = {"first run": 45.0, "nothing new": 15.0}  # the whole run; the one-group run's SQL build: 20 s
+SQL_TARGET_S = 20.0
+
+
+def measure(groups: int) -> dict[str, dict[str, float]]:
+    """Seconds per stage of each of ``RUNS``."""
+    from pipelines.stages import STAGES, run_stage
+
+    def timed() -> dict[str, float]:
+        took = {}
+        for stage in STAGES:
+            started = time.monotonic()
+            run_stage(spark, config, stage, progress=lambda _m: None)
+            took[stage] = time.monotonic() - started
+        return took
+
+    with bench_lake(2, keep=False) as (bootstrap, topic, config, spark, _):
+        n = produce(bootstrap, topic, groups, "small", seed=1)
+        print(f"{n:,} events of {groups} group(s)", file=sys.stderr, flush=True)
+        first = timed()
+        quiet = timed()
+        produce(bootstrap, topic, 1, "late", seed=2)
+        return {"first run": first, "nothing new": quiet, "one new group": timed()}
+
+
+def measure_at(rev: str, groups: int) -> dict[str, dict[str, float]]:
+    """``measure`` with the code of commit ``rev`` (a detached worktree sharing this checkout's jars)."""
+    root = Path(__file__).resolve().parents[1]
+    tree = Path(tempfile.mkdtemp(prefix="lens-baseline-")) / "tree"
+    subprocess.run(["git", "-C", str(root), "worktree", "add", "-q", "--detach", str(tree), rev], check=True)
+    try:
+        (tree / ".cache").symlink_to(root / ".cache")
+        out = subprocess.run([sys.executable, __file__, "--groups", str(groups), "--json"], cwd=tree, check=True,
+                             env={**os.environ, "PYTHONPATH": str(tree)}, stdout=subprocess.PIPE, text=True)
+        return json.loads(out.stdout)
+    finally:
+        subprocess.run(["git", "-C", str(root), "worktree", "remove", "--force", str(tree)], check=False)
+
+
+def show(now: dict[str, dict[str, float]], before: dict[str, dict[str, float]] | None, label: str) -> None:
+    for run in RUNS:
+        stages = now[run]
+        print(f"\n{run}:" + ("" if before is None else f"  ({label} -> this checkout)"))
+        for stage, took in [*stages.items(), ("total", sum(stages.values()))]:
+            was = None if before is None else (sum(before[run].values()) if stage == "total" else before[run][stage])
+            target = TARGET_S.get(run) if stage == "total" else (SQL_TARGET_S if run == "one new group"
+                                                                 and stage == "sql" else None)
+            line = f"  {stage:>9}: " + ("" if was is None else f"{was:6.1f} s -> ") + f"{took:6.1f} s"
+            if was:
+                line += f" ({took / was:.0%})"
+            if target is not None:
+                line += f"   target <= {target:.0f} s: {'met' if took <= target else 'NOT met'}"
+            print(line, flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--groups", type=int, default=2, help="synthetic groups in the first run (880 events each)")
+    parser.add_argument("--baseline", metavar="REV", help="also measure commit REV first, and print both")
+    parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)  # one side, for --baseline
+    args = parser.parse_args()
+    before = measure_at(args.baseline, args.groups) if args.baseline else None
+    now = measure(args.groups)
+    if args.json:
+        print(json.dumps(now))
+        return
+    show(now, before, args.baseline or "")
+
+
+if __name__ == "__main__":
+    main()
