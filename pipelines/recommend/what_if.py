@@ -16,6 +16,8 @@ from pipelines.recommend.candidates import BrokerGroups, Config, candidates, cur
 from pipelines.simulator.cost_model import Fitted, Priced, fit, price
 from pipelines.simulator.replay import Assignments, Setup, replay
 
+SHARED_PARTITIONS = 500_000  # owned partitions kept to share between replays: 40-75 MiB (measured 80-150 B each)
+
 
 @dataclass(frozen=True)
 class Measured:
@@ -54,6 +56,26 @@ def measured(handoffs: list[dict[str, Any]]) -> Measured:
                     sum(measured_pause_s(h) or 0.0 for h in churn))
 
 
+def price_all(configs: list[Config], members: list[dict[str, Any]], partitions: dict[str, int],
+              fitted: Fitted) -> dict[Config, Priced]:
+    """Every candidate priced, in ``configs`` order. Candidates of one setup share its replay, and
+    setups of one assignor model (one assignor, static or not: the members the model sees) the
+    assignments their replays compute (``replay.Assignments``, up to ``SHARED_PARTITIONS``). A replay
+    is dropped once priced and a model's assignments once its setups are replayed: a worker holds
+    one of each at a time, however many candidates there are and however long the window."""
+    families: dict[tuple[str, bool], dict[Setup, list[Config]]] = {}
+    for c in configs:
+        families.setdefault((c.setup.assignor, c.setup.static), {}).setdefault(c.setup, []).append(c)
+    priced: dict[Config, Priced] = {}
+    for family in families.values():
+        assignments = Assignments(SHARED_PARTITIONS if len(family) > 1 else 0)
+        for setup, sharing in family.items():
+            rebalances = replay(members, partitions, setup, assignments)
+            for c in sharing:
+                priced[c] = price(rebalances, fitted, kind_of(setup), c.commit_on_revoke, setup.session_timeout_ms)
+    return {c: priced[c] for c in configs}
+
+
 def what_if(members: list[dict[str, Any]], handoffs: list[dict[str, Any]], intervals: list[dict[str, Any]],
             broker: BrokerGroups) -> WhatIf | None:
     """The group's what-if, or None when it has no member that reported its configuration."""
@@ -62,14 +84,8 @@ def what_if(members: list[dict[str, Any]], handoffs: list[dict[str, Any]], inter
     current = current_config(members, broker)
     fitted = fit(handoffs, intervals, members, kind_of(current.setup), heartbeats(members, broker),
                  current.setup.session_timeout_ms)
-    partitions = partition_counts(intervals)
-    replays: dict[Setup, list] = {}
-    assignments = Assignments()
-    priced = {}
-    for c in candidates(current, members, broker):
-        if c.setup not in replays:
-            replays[c.setup] = replay(members, partitions, c.setup, assignments)
-        priced[c] = price(replays[c.setup], fitted, kind_of(c.setup), c.commit_on_revoke, c.setup.session_timeout_ms)
+    configs = candidates(current, members, broker)
+    priced = price_all(configs, members, partition_counts(intervals), fitted)
     times = [m["joined_ms"] for m in members] + [m["last_seen_ms"] for m in members]
     return WhatIf(current, fitted, measured(handoffs), priced, (min(times), max(times)))
 

@@ -154,13 +154,18 @@ def changes_of(members: list[dict[str, Any]], setup: Setup) -> tuple[list[tuple[
 
 
 class Assignments:
-    """The assignments a group's replays computed, by their inputs. The candidates of one group
-    replay near-identical rounds (a deploy of 200 members meets the same memberships under every
-    setup that shares an assignor), and a model of a large group costs seconds a round; a
-    non-sticky model's result does not depend on what members owned, so that is no part of its key."""
+    """The assignments a group's replays computed, by their inputs. Setups of one assignor that
+    differ in a timeout replay near-identical rounds (the same memberships until a crash or a stall
+    tells them apart), and a model of a large group costs seconds a round; a non-sticky model's
+    result does not depend on what members owned, so that is no part of its key.
 
-    def __init__(self) -> None:
+    ``keep``: how many owned partitions the kept assignments may hold in all (keys and results);
+    the first ones are kept, as a later replay meets them first. It bounds the memory whatever
+    the window's length; 0 (a setup no other replay shares) keeps none."""
+
+    def __init__(self, keep: int = 0) -> None:
         self._known: dict[tuple[Any, ...], Assignment] = {}
+        self._room = keep
 
     def after(self, setup: Setup, members: list[Member], partitions: dict[str, int],
               previous: Assignment) -> Assignment:
@@ -168,12 +173,17 @@ class Assignments:
         sticky = ASSIGNORS[setup.assignor].sticky
         key = (setup.assignor, tuple(members), tuple(partitions.items()),
                frozenset((m, frozenset(tps)) for m, tps in previous.items() if tps) if sticky else None)
-        if key not in self._known:
+        new = self._known.get(key)
+        if new is None:
             if setup.assignor.startswith("classic:") and setup.cooperative:
-                self._known[key] = classic_cooperative_rounds(setup.assignor, members, partitions, previous)[-1]
+                new = classic_cooperative_rounds(setup.assignor, members, partitions, previous)[-1]
             else:
-                self._known[key] = assign(setup.assignor, members, partitions, previous)
-        return {m: set(tps) for m, tps in self._known[key].items()}
+                new = assign(setup.assignor, members, partitions, previous)
+            size = sum(map(len, new.values())) + (sum(map(len, previous.values())) if sticky else 0)
+            if size <= self._room:
+                self._known[key] = new
+                self._room -= size
+        return {m: set(tps) for m, tps in new.items()}
 
 
 def _rebalance(g: _Group, at_ms: int, trigger: str, gone: dict[str, HandoffKind], down_s: float = 0.0) -> None:
@@ -199,7 +209,7 @@ def _rebalance(g: _Group, at_ms: int, trigger: str, gone: dict[str, HandoffKind]
 def replay(members: list[dict[str, Any]], partitions: dict[str, int], setup: Setup,
            assignments: Assignments | None = None) -> list[SimRebalance]:
     """The rebalances after the group formed, under ``setup``, each with its handoffs; ``assignments``:
-    those the group's other replays computed (to share them)."""
+    those the group's other replays computed (to share them; none by default)."""
     formed, changes = changes_of(members, setup)
     g = _Group(setup, partitions, assignments or Assignments())
     for me, topics in formed:

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from pipelines.simulator.replay import Setup, replay
+from pipelines.simulator import replay as replay_module
+from pipelines.simulator.replay import Assignments, Setup, replay
 
 
 def _member(agent: str, joined: int, join_cause: str = "start", left: int | None = None,
@@ -64,3 +65,45 @@ def test_static_members_that_leave_for_good_rebalance_only_when_their_session_ex
     # the whole fleet stopping: the sessions expire after everyone has gone, nobody reads again
     stopping = [_member("m1", 0, left=10_500, leave_cause="scale_in"), _member("m2", 0, left=10_000, leave_cause="scale_in")]
     assert all(r.handoffs == () for r in replay(stopping, PARTITIONS, _setup("classic:range", static=True)))
+
+
+# the restart, then m1 crashes at 30 s: found after the session timeout, the rounds before alike
+RESTART_THEN_CRASH = [_member("m1", 0, crashed=True, last_seen_ms=30_000), *RESTART[1:]]
+
+
+def _model_runs(monkeypatch) -> list[str]:
+    """The assignor model runs the replays make from now on (by assignor)."""
+    runs: list[str] = []
+    for name in ("assign", "classic_cooperative_rounds"):
+        real = getattr(replay_module, name)
+
+        def counted(assignor, *args, real=real, **kwargs):
+            runs.append(assignor)
+            return real(assignor, *args, **kwargs)
+        monkeypatch.setattr(replay_module, name, counted)
+    return runs
+
+
+@pytest.mark.parametrize("assignor", ["classic:range", "classic:cooperative-sticky", "consumer:uniform"])
+def test_setups_of_one_assignor_share_the_rounds_they_meet_alike(assignor, monkeypatch):
+    """Two session timeouts meet the same rounds (the formation, the restart's leave and join, and
+    the crash, found at different times but leaving the same members): the second replay runs
+    no model, and both replay as they would alone."""
+    quick, slow = (Setup(assignor, False, timeout, 300_000) for timeout in (6_000, 45_000))
+    runs = _model_runs(monkeypatch)
+    alone = [replay(RESTART_THEN_CRASH, PARTITIONS, s) for s in (quick, slow)]
+    alone_runs = len(runs)
+    shared = Assignments(keep=1_000)
+    assert [replay(RESTART_THEN_CRASH, PARTITIONS, s, shared) for s in (quick, slow)] == alone
+    assert alone_runs == 8 and len(runs) - alone_runs == 4
+
+
+def test_shared_assignments_keep_no_more_partitions_than_told(monkeypatch):
+    """Room for the formation's six partitions only: the second replay meets that one alone."""
+    quick, slow = (Setup("classic:range", False, timeout, 300_000) for timeout in (6_000, 45_000))
+    runs = _model_runs(monkeypatch)
+    alone = [replay(RESTART_THEN_CRASH, PARTITIONS, s) for s in (quick, slow)]
+    alone_runs = len(runs)
+    shared = Assignments(keep=6)
+    assert [replay(RESTART_THEN_CRASH, PARTITIONS, s, shared) for s in (quick, slow)] == alone
+    assert len(runs) - alone_runs == alone_runs - 1
