@@ -441,7 +441,7 @@ def run(spark: SparkSession, config: PipelineConfig, progress: Progress = print)
     """Validate every bronze row not validated yet (streaming over bronze, available-now).
 
     Bronze unchanged since a run that validated all of it: nothing to do, without GE's set-up
-    and the stream's start (a quiet run's validate cost 15-20 s of them)."""
+    and the stream's start, the fixed costs a quiet hourly run paid for nothing."""
     bronze = catalog.BRONZE.location(config.lake_path)
     if not lake.exists(spark, config.lake_path, catalog.BRONZE):
         raise LensError(f"no bronze table at {bronze}: run `rebalance-lens pipeline run ingest` first")
