@@ -104,6 +104,10 @@ def landed(spark: SparkSession, config: PipelineConfig) -> Landed:
 
     if not lake.exists(spark, config.lake_path, catalog.BRONZE):
         return Landed()
+    newest, info = lake.newest_commit(spark, config.lake_path, catalog.BRONZE)
+    mark = _mark(info.get("userMetadata"))
+    if mark is not None:  # the usual case, read from the log file: no Spark job
+        return Landed(newest, mark)
     table = DeltaTable.forPath(spark, catalog.BRONZE.location(config.lake_path))
     for limit in (RECENT_COMMITS, None):
         commits = (table.history(limit) if limit else table.history()).select("version", "userMetadata").collect()

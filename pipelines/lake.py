@@ -13,6 +13,7 @@ on the next write (Delta's schema merge), and stored rows are read through the d
 """
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import reduce
@@ -106,13 +107,35 @@ def version(spark: SparkSession, lake_path: str, table: Table) -> int:
     """The table's latest Delta version, -1 when it does not exist yet: the highest commit file
     in its ``_delta_log`` (a listing through Hadoop's file system, no Spark job: the log keeps
     the latest commit's file whatever it cleans up)."""
-    jvm = spark.sparkContext._jvm
-    log = jvm.org.apache.hadoop.fs.Path(f"{table.location(lake_path)}/_delta_log")
-    fs = log.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    fs, log = _log(spark, lake_path, table)
     if not fs.exists(log):
         return -1
     names = [status.getPath().getName() for status in fs.listStatus(log)]
     return max((int(n[:-5]) for n in names if n.endswith(".json") and n[:-5].isdigit()), default=-1)
+
+
+def _log(spark: SparkSession, lake_path: str, table: Table) -> tuple[Any, Any]:
+    """The Hadoop file system of the table's ``_delta_log`` folder, and the folder."""
+    log = spark.sparkContext._jvm.org.apache.hadoop.fs.Path(f"{table.location(lake_path)}/_delta_log")
+    return log.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()), log
+
+
+def newest_commit(spark: SparkSession, lake_path: str, table: Table) -> tuple[int, dict[str, Any]]:
+    """The table's latest version and that commit's ``commitInfo`` (``{}`` when it has none;
+    version -1: no table), read from its log file: no Spark job, where ``DeltaTable.history``
+    runs one."""
+    at = version(spark, lake_path, table)
+    if at < 0:
+        return at, {}
+    fs, log = _log(spark, lake_path, table)
+    jvm = spark.sparkContext._jvm
+    stream = fs.open(jvm.org.apache.hadoop.fs.Path(log, f"{at:020d}.json"))
+    try:
+        text = jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
+    finally:
+        stream.close()
+    actions = (json.loads(line) for line in text.splitlines() if line.strip())
+    return at, next((a["commitInfo"] for a in actions if "commitInfo" in a), {})
 
 
 ROWS_PER_FILE = 250_000  # a file covers a narrow slice of the sort column, so scoped reads skip most files

@@ -23,7 +23,10 @@ def changed_groups(spark: SparkSession, config: PipelineConfig, after_batch: int
     """Groups (``catalog.GROUP_KEY``) with events validated in (after_batch, upto_batch], or with events since ``config.since_ms``.
 
     A list, not a DataFrame: the reads and writes downstream take it as a literal list,
-    which Delta skips files by (a join skips none)."""
+    which Delta skips files by (a join skips none). No batch in the range and no ``since_ms``:
+    none, without a scan of events (a quiet run's silver, gold and recommend cost their checks)."""
+    if after_batch >= upto_batch and config.since_ms is None:
+        return []
     events = lake.read(spark, config.lake_path, catalog.EVENTS)
     cond = (F.col("validate_batch") > after_batch) & (F.col("validate_batch") <= upto_batch)
     if config.since_ms is not None:
