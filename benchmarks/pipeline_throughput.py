@@ -27,6 +27,10 @@ restart). For each ``--multiple`` k of ``--history-hours`` H (default 1 and 10):
 history, the full pipeline stage by stage as above (no floors), then ``--new-hours`` more hours
 (default 1) of the same groups and an incremental run, stage by stage. Prints per stage seconds, incremental/full and
 the peak RSS of the Python workers; at the end how the incremental run grew with history.
+
+``--shape eager``: the same, but the groups (default 2 x 60 members x 240 partitions) use the eager
+protocol and a rebalance every ``--eager-every-min`` minutes (default 20) revokes every partition
+and assigns each to another member: every partition has new handoffs every hour.
 """
 from __future__ import annotations
 
@@ -325,20 +329,24 @@ def run_size(events: int, cores: int, keep: bool) -> None:
 
 @dataclass(frozen=True)
 class LargeShape:
-    """Few large long-lived groups (lens_scenarios.synthetic.long_lived_telemetry)."""
+    """Few large long-lived groups (lens_scenarios.synthetic.long_lived_telemetry); with
+    ``eager_every_min`` > 0, an eager rebalance moves every partition that often."""
 
     groups: int
     members: int
     partitions: int
+    eager_every_min: int = 0
 
     def telemetry(self, hours: int, from_hour: int = 0) -> Iterator[tuple[str, str, int]]:
         from lens_scenarios.synthetic import long_lived_telemetry
 
-        return long_lived_telemetry(self.groups, self.members, self.partitions, hours, seed=1, prefix="long",
-                                    from_hour=from_hour)
+        return long_lived_telemetry(self.groups, self.members, self.partitions, hours, seed=1,
+                                    prefix="eager" if self.eager_every_min else "long", from_hour=from_hour,
+                                    eager_every_min=self.eager_every_min)
 
     def __str__(self) -> str:
-        return f"{self.groups} groups x {self.members} members x {self.partitions} partitions"
+        rounds = f", an eager round every {self.eager_every_min} min" if self.eager_every_min else ""
+        return f"{self.groups} groups x {self.members} members x {self.partitions} partitions{rounds}"
 
 
 @dataclass
@@ -408,21 +416,25 @@ def run_large(shape: LargeShape, history_hours: int, multiples: list[int], new_h
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--shape", choices=("small", "large"), default="small",
-                        help="small: many small groups (--events); large: few large long-lived groups (--history-hours)")
+    parser.add_argument("--shape", choices=("small", "large", "eager"), default="small",
+                        help="small: many small groups (--events); large: few large long-lived groups (--history-hours);"
+                             " eager: the same, every partition moved by an eager rebalance every --eager-every-min")
     parser.add_argument("--events", type=int, action="append", help="small: synthetic events (repeatable); default 1M")
     parser.add_argument("--history-hours", type=int, default=18, help="large: hours of history at 1x (default 18)")
     parser.add_argument("--multiple", type=int, action="append",
                         help="large: run this multiple of --history-hours (repeatable); default 1 and 10")
     parser.add_argument("--new-hours", type=int, default=1, help="large: hours of new events for the incremental run")
     parser.add_argument("--groups", type=int, default=2, help="large: groups (default 2)")
-    parser.add_argument("--members", type=int, default=20, help="large: members per group (default 20)")
+    parser.add_argument("--members", type=int, help="large, eager: members per group (default 20; eager 60)")
     parser.add_argument("--partitions", type=int, default=240, help="large: partitions per group (default 240)")
+    parser.add_argument("--eager-every-min", type=int, default=20, help="eager: minutes between rounds (default 20)")
     parser.add_argument("--cores", type=int, default=min(2, os.cpu_count() or 1))
     parser.add_argument("--keep", action="store_true", help="keep the lake and the floor output (to inspect)")
     args = parser.parse_args()
-    if args.shape == "large":
-        run_large(LargeShape(args.groups, args.members, args.partitions), args.history_hours,
+    if args.shape in ("large", "eager"):
+        eager = args.eager_every_min if args.shape == "eager" else 0
+        members = args.members or (60 if eager else 20)
+        run_large(LargeShape(args.groups, members, args.partitions, eager), args.history_hours,
                   args.multiple or [1, 10], args.new_hours, args.cores, args.keep)
         return
     for events in args.events or [1_000_000]:
