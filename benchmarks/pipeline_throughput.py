@@ -216,26 +216,28 @@ def bronze_reread_seconds(spark, config) -> float:
     return time.monotonic() - started
 
 
-def timed_stage(spark, config, stage: str) -> float:
+def timed_stage(spark, config, stage: str) -> tuple[float, dict[str, int]]:
+    """The stage's seconds and counts (validate's say whether the generator's events all passed)."""
     from pipelines.stages import run_stage
 
     started = time.monotonic()
-    run_stage(spark, config, stage, progress=lambda m: None)
-    return time.monotonic() - started
+    counts = run_stage(spark, config, stage, progress=lambda m: None)
+    return time.monotonic() - started, counts
 
 
 def run_stages(spark, config, n: int, cores: int,
                label: str = "") -> tuple[dict[str, float], dict[str, PeakMemory]]:
     """Every stage in turn, each timed and its memory sampled; prints a line per stage
     (events/s/core over ``n`` events); returns the seconds and the memory by stage."""
+    from pipelines.config import describe
     from pipelines.stages import STAGES
 
     took, mems = {}, {}
     for stage in STAGES:
         with PeakMemory(spark) as mems[stage]:
-            took[stage] = timed_stage(spark, config, stage)
+            took[stage], counts = timed_stage(spark, config, stage)
         print(f"{label}{stage:>9}: {took[stage]:7.1f} s  {n / took[stage] / cores:10,.0f} events/s/core  "
-              f"{mems[stage]}", flush=True)
+              f"{mems[stage]}" + (f"\n    {describe(counts)}" if stage == "validate" else ""), flush=True)
     return took, mems
 
 
@@ -319,7 +321,7 @@ def run_size(events: int, cores: int, keep: bool) -> None:
         for label, make in batches:
             extra = make()
             with PeakMemory(spark) as mem, delta_commits(spark, config) as made:
-                took = {stage: timed_stage(spark, config, stage) for stage in STAGES}
+                took = {stage: timed_stage(spark, config, stage)[0] for stage in STAGES}
             incremental = pipeline_seconds(took)
             print(f"incremental over {extra:,} new events ({extra / n:.1%}, {label}): {incremental:.1f} s = "
                   f"{incremental / total:.1%} of the full run (without the SQL build)  {mem}\n    by stage: " + ", ".join(
