@@ -27,6 +27,10 @@ restart). For each ``--multiple`` k of ``--history-hours`` H (default 1 and 10):
 history, the full pipeline stage by stage as above (no floors), then ``--new-hours`` more hours
 (default 1) of the same groups and an incremental run, stage by stage. Prints per stage seconds, incremental/full and
 the peak RSS of the Python workers; at the end how the incremental run grew with history.
+
+``--shape eager``: the same, but the groups (default 2 x 60 members x 240 partitions) use the eager
+protocol and a rebalance every ``--eager-every-min`` minutes (default 20) revokes every partition
+and assigns each to another member: every partition has new handoffs every hour.
 """
 from __future__ import annotations
 
@@ -212,26 +216,28 @@ def bronze_reread_seconds(spark, config) -> float:
     return time.monotonic() - started
 
 
-def timed_stage(spark, config, stage: str) -> float:
+def timed_stage(spark, config, stage: str) -> tuple[float, dict[str, int]]:
+    """The stage's seconds and counts (validate's say whether the generator's events all passed)."""
     from pipelines.stages import run_stage
 
     started = time.monotonic()
-    run_stage(spark, config, stage, progress=lambda m: None)
-    return time.monotonic() - started
+    counts = run_stage(spark, config, stage, progress=lambda m: None)
+    return time.monotonic() - started, counts
 
 
 def run_stages(spark, config, n: int, cores: int,
                label: str = "") -> tuple[dict[str, float], dict[str, PeakMemory]]:
     """Every stage in turn, each timed and its memory sampled; prints a line per stage
     (events/s/core over ``n`` events); returns the seconds and the memory by stage."""
+    from pipelines.config import describe
     from pipelines.stages import STAGES
 
     took, mems = {}, {}
     for stage in STAGES:
         with PeakMemory(spark) as mems[stage]:
-            took[stage] = timed_stage(spark, config, stage)
+            took[stage], counts = timed_stage(spark, config, stage)
         print(f"{label}{stage:>9}: {took[stage]:7.1f} s  {n / took[stage] / cores:10,.0f} events/s/core  "
-              f"{mems[stage]}", flush=True)
+              f"{mems[stage]}" + (f"\n    {describe(counts)}" if stage == "validate" else ""), flush=True)
     return took, mems
 
 
@@ -315,7 +321,7 @@ def run_size(events: int, cores: int, keep: bool) -> None:
         for label, make in batches:
             extra = make()
             with PeakMemory(spark) as mem, delta_commits(spark, config) as made:
-                took = {stage: timed_stage(spark, config, stage) for stage in STAGES}
+                took = {stage: timed_stage(spark, config, stage)[0] for stage in STAGES}
             incremental = pipeline_seconds(took)
             print(f"incremental over {extra:,} new events ({extra / n:.1%}, {label}): {incremental:.1f} s = "
                   f"{incremental / total:.1%} of the full run (without the SQL build)  {mem}\n    by stage: " + ", ".join(
@@ -325,20 +331,24 @@ def run_size(events: int, cores: int, keep: bool) -> None:
 
 @dataclass(frozen=True)
 class LargeShape:
-    """Few large long-lived groups (lens_scenarios.synthetic.long_lived_telemetry)."""
+    """Few large long-lived groups (lens_scenarios.synthetic.long_lived_telemetry); with
+    ``eager_every_min`` > 0, an eager rebalance moves every partition that often."""
 
     groups: int
     members: int
     partitions: int
+    eager_every_min: int = 0
 
     def telemetry(self, hours: int, from_hour: int = 0) -> Iterator[tuple[str, str, int]]:
         from lens_scenarios.synthetic import long_lived_telemetry
 
-        return long_lived_telemetry(self.groups, self.members, self.partitions, hours, seed=1, prefix="long",
-                                    from_hour=from_hour)
+        return long_lived_telemetry(self.groups, self.members, self.partitions, hours, seed=1,
+                                    prefix="eager" if self.eager_every_min else "long", from_hour=from_hour,
+                                    eager_every_min=self.eager_every_min)
 
     def __str__(self) -> str:
-        return f"{self.groups} groups x {self.members} members x {self.partitions} partitions"
+        rounds = f", an eager round every {self.eager_every_min} min" if self.eager_every_min else ""
+        return f"{self.groups} groups x {self.members} members x {self.partitions} partitions{rounds}"
 
 
 @dataclass
@@ -408,21 +418,25 @@ def run_large(shape: LargeShape, history_hours: int, multiples: list[int], new_h
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--shape", choices=("small", "large"), default="small",
-                        help="small: many small groups (--events); large: few large long-lived groups (--history-hours)")
+    parser.add_argument("--shape", choices=("small", "large", "eager"), default="small",
+                        help="small: many small groups (--events); large: few large long-lived groups (--history-hours);"
+                             " eager: the same, every partition moved by an eager rebalance every --eager-every-min")
     parser.add_argument("--events", type=int, action="append", help="small: synthetic events (repeatable); default 1M")
     parser.add_argument("--history-hours", type=int, default=18, help="large: hours of history at 1x (default 18)")
     parser.add_argument("--multiple", type=int, action="append",
                         help="large: run this multiple of --history-hours (repeatable); default 1 and 10")
     parser.add_argument("--new-hours", type=int, default=1, help="large: hours of new events for the incremental run")
     parser.add_argument("--groups", type=int, default=2, help="large: groups (default 2)")
-    parser.add_argument("--members", type=int, default=20, help="large: members per group (default 20)")
+    parser.add_argument("--members", type=int, help="large, eager: members per group (default 20; eager 60)")
     parser.add_argument("--partitions", type=int, default=240, help="large: partitions per group (default 240)")
+    parser.add_argument("--eager-every-min", type=int, default=20, help="eager: minutes between rounds (default 20)")
     parser.add_argument("--cores", type=int, default=min(2, os.cpu_count() or 1))
     parser.add_argument("--keep", action="store_true", help="keep the lake and the floor output (to inspect)")
     args = parser.parse_args()
-    if args.shape == "large":
-        run_large(LargeShape(args.groups, args.members, args.partitions), args.history_hours,
+    if args.shape in ("large", "eager"):
+        eager = args.eager_every_min if args.shape == "eager" else 0
+        members = args.members or (60 if eager else 20)
+        run_large(LargeShape(args.groups, members, args.partitions, eager), args.history_hours,
                   args.multiple or [1, 10], args.new_hours, args.cores, args.keep)
         return
     for events in args.events or [1_000_000]:

@@ -280,18 +280,21 @@ class _LongLivedGroup:
 
     Partition ``p`` receives ``records_per_s`` records a second from time 0 (its log end at
     time t is ``records_per_s * t``), the group's members use the cooperative-sticky assignor,
-    and each member's home partitions are ``p % members == slot``.
+    and each member's home partitions are ``p % members == slot``. With ``eager_every_min`` > 0
+    they use the eager protocol instead: every rebalance (one each ``eager_every_min`` minutes,
+    and a restart's leave and join) revokes every partition and deals each to another member.
     """
 
     JOIN_MS = 3_000      # from a join (or a leave) to the rebalance's assignment
     DOWN_MS = 20_000     # a restarted member's new process joins this long after the old one left
 
     def __init__(self, group: str, members: int, partitions: int, seed: int, tick_ms: int, records_per_s: int,
-                 restart_every_h: int, deploy_every_h: int) -> None:
+                 restart_every_h: int, deploy_every_h: int, eager_every_min: int = 0) -> None:
         self.fleet = Fleet(group=group, seed=seed)
         self.rng = self.fleet.rng
         self.tick_ms, self.rate = tick_ms, records_per_s
         self.restart_every_h, self.deploy_every_h = restart_every_h, deploy_every_h
+        self.eager_every_min = eager_every_min
         self.home = [tuple(tp(p) for p in range(slot, partitions, members)) for slot in range(members)]
         self.committed = {tp(p): 0 for p in range(partitions)}
         self.owner: dict[tuple[str, int], int | None] = dict.fromkeys(self.committed)
@@ -315,6 +318,9 @@ class _LongLivedGroup:
             self._at(start + 20 * 60_000, self._leave, (hour // self.restart_every_h) % len(self.slots))
         if self.deploy_every_h and hour % self.deploy_every_h == self.deploy_every_h - 1:
             self._at(start + 30 * 60_000, self._rolling_restart, 0)  # a deploy: each member in turn
+        if self.eager_every_min:
+            for minute in range(self.eager_every_min, 61, self.eager_every_min):
+                self._at(start + minute * 60_000, self._eager_round)
         while self._queue and self._queue[0][0] < end_ms:
             t, _, action, args = heapq.heappop(self._queue)
             action(t, *args)
@@ -324,7 +330,10 @@ class _LongLivedGroup:
 
     def _join(self, t: int, slot: int) -> None:
         name = f"m{slot}"
-        self.slots[slot] = self.fleet.member(name, rebalance_protocol="cooperative", assignor="cooperative-sticky")
+        if self.eager_every_min:
+            self.slots[slot] = self.fleet.member(name, rebalance_protocol="eager", assignor="roundrobin")
+        else:
+            self.slots[slot] = self.fleet.member(name, rebalance_protocol="cooperative", assignor="cooperative-sticky")
         self.slots[slot].at(t).joins()
 
     def _give(self, t: int, slot: int, parts: tuple[tuple[str, int], ...]) -> None:
@@ -395,6 +404,13 @@ class _LongLivedGroup:
         self._revoke(t, slot, owned)
         member.at(t).leaves()
         self.slots[slot] = None
+        if self.eager_every_min:  # the leave and the join are each an eager round
+            self._eager_round(t)
+            self._at(t + self.DOWN_MS, self._join, slot)
+            self._at(t + self.DOWN_MS, self._eager_round)
+            if then is not None:
+                self._at(t + self.DOWN_MS + 30_000, then, *args)
+            return
         self._at(t + self.JOIN_MS, self._spread, owned)
         self._at(t + self.DOWN_MS, self._join, slot)
         self._at(t + self.DOWN_MS + self.JOIN_MS, self._take_back, slot, then, args)
@@ -422,6 +438,26 @@ class _LongLivedGroup:
         if then is not None:
             self._at(t + 30_000, then, *args)
 
+    def _eager_round(self, t: int) -> None:
+        """An eager rebalance: every member revokes all it owns; the assignment follows."""
+        for slot, member in enumerate(self.slots):
+            if member is not None and member.owned:
+                self._revoke(t, slot, tuple(member.owned))
+        self._at(t + self.JOIN_MS, self._deal)
+
+    def _deal(self, t: int) -> None:
+        """Assign every unowned partition round-robin over the live members, shifted by the
+        generation, so that with the same members each partition moves to the next member (two
+        rounds before one assignment deal only once: the second finds nothing unowned)."""
+        self.generation += 1
+        alive = [s for s, m in enumerate(self.slots) if m is not None]
+        share: dict[int, list[tuple[str, int]]] = {}
+        for p, owner in self.owner.items():
+            if owner is None and alive:
+                share.setdefault(alive[(p[1] + self.generation) % len(alive)], []).append(p)
+        for slot, mine in share.items():
+            self._give(t, slot, tuple(mine))
+
     def _rolling_restart(self, t: int, slot: int) -> None:
         if slot < len(self.slots):
             self._leave(t, slot, self._rolling_restart, slot + 1)
@@ -429,7 +465,8 @@ class _LongLivedGroup:
 
 def long_lived_telemetry(groups: int, members: int, partitions: int, hours: int, seed: int = 1,
                          prefix: str = "long", from_hour: int = 0, tick_s: int = 30, records_per_s: int = 20,
-                         restart_every_h: int = 2, deploy_every_h: int = 24) -> Iterator[tuple[str, str, int]]:
+                         restart_every_h: int = 2, deploy_every_h: int = 24,
+                         eager_every_min: int = 0) -> Iterator[tuple[str, str, int]]:
     """(key, value, timestamp ms) triples of ``groups`` large long-lived groups over ``hours`` hours.
 
     Each group has ``members`` members owning ``partitions`` partitions steadily
@@ -449,9 +486,13 @@ def long_lived_telemetry(groups: int, members: int, partitions: int, hours: int,
     ``from_hour`` > 0 emits only hours ``from_hour``..``hours``-1 of the same groups (the earlier
     hours are simulated, so offsets and sequence numbers continue): "one more hour" of a
     history produced before. The groups' events come hour by hour.
+
+    ``eager_every_min`` > 0: the members use the eager protocol, and every ``eager_every_min``
+    minutes (and at a restart's leave and join) a rebalance revokes every partition and assigns
+    each to another member: every partition has new handoffs every hour.
     """
     sims = [_LongLivedGroup(f"{prefix}-{g}", members, partitions, seed * 100_003 + g, tick_s * 1000, records_per_s,
-                            restart_every_h, deploy_every_h) for g in range(groups)]
+                            restart_every_h, deploy_every_h, eager_every_min) for g in range(groups)]
     for hour in range(hours):
         for sim in sims:
             sim.run_until((hour + 1) * 3_600_000, hour)

@@ -7,7 +7,7 @@ import jsonschema
 
 from consumer_agent import contract
 from pipelines import catalog, telemetry_types as ts
-from lens_scenarios.synthetic import fleet_telemetry
+from lens_scenarios.synthetic import fleet_telemetry, long_lived_telemetry
 from tests.support.fleets import every_cause, scale_out_then_crash
 
 
@@ -20,6 +20,27 @@ def test_builder_output_is_valid_v1():
         validator.validate(json.loads(value))
     assert len(values) > 100
 
+
+
+def test_eager_long_lived_rounds_move_every_partition():
+    """The benchmark's eager shape is valid v1, and each hour every partition is revoked and
+    assigned to a member other than the one that revoked it."""
+    validator = jsonschema.Draft202012Validator(contract.schema())
+    events = [json.loads(v) for _, v, _ in long_lived_telemetry(groups=1, members=4, partitions=8, hours=2,
+                                                                 tick_s=300, eager_every_min=20)]
+    for event in events:
+        validator.validate(event)
+    assert {e["rebalance_protocol"] for e in events} == {"eager"}
+    last_revoker: dict[int, str] = {}
+    moved: dict[int, int] = {}
+    for e in events:
+        parts = [p["partition"] for p in e["body"].get("partitions", [])]
+        if e["kind"] == "partitions_revoked":
+            last_revoker.update(dict.fromkeys(parts, e["agent_id"]))
+        elif e["kind"] == "partitions_assigned":
+            for p in parts:
+                moved[p] = moved.get(p, 0) + (last_revoker.get(p) not in (None, e["agent_id"]))
+    assert set(moved) == set(range(8)) and min(moved.values()) >= 5  # rounds at 0:20, 0:40, 1:00, 1:20, 1:40
 
 def test_spark_schema_follows_contract():
     envelope = ts.envelope_schema()
