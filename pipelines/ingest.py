@@ -89,7 +89,7 @@ class LogOffsets:
     first: Offsets  # where a topic never landed starts: since_ms's offset, else the earliest
 
 
-def _mark(metadata: str | None) -> dict[str, Offsets] | None:
+def landed_through(metadata: str | None) -> dict[str, Offsets] | None:
     """The offsets an ingest commit's userMetadata says it landed through; None for other commits."""
     try:
         found = json.loads(metadata or "")[MARK_KEY]["next_offsets"]
@@ -105,14 +105,14 @@ def landed(spark: SparkSession, config: PipelineConfig) -> Landed:
     if not lake.exists(spark, config.lake_path, catalog.BRONZE):
         return Landed()
     newest, info = lake.newest_commit(spark, config.lake_path, catalog.BRONZE)
-    mark = _mark(info.get("userMetadata"))
+    mark = landed_through(info.get("userMetadata"))
     if mark is not None:  # the usual case, read from the log file: no Spark job
         return Landed(newest, mark)
     table = DeltaTable.forPath(spark, catalog.BRONZE.location(config.lake_path))
     for limit in (RECENT_COMMITS, None):
         commits = (table.history(limit) if limit else table.history()).select("version", "userMetadata").collect()
         for commit in commits:  # newest first
-            mark = _mark(commit.userMetadata)
+            mark = landed_through(commit.userMetadata)
             if mark is not None:
                 return Landed(commits[0].version, mark)
         if limit and len(commits) < limit:

@@ -44,7 +44,7 @@ def test_a_bounded_run_lands_its_hour_in_commits_then_the_next_continues(spark, 
     assert commits >= 2  # 40 records a partition a commit
     newest = DeltaTable.forPath(spark, catalog.BRONZE.location(config.lake_path)).history(1).first()
     # read from the newest commit's log file, as the history says
-    assert ingest.landed(spark, config) == ingest.Landed(newest.version, ingest._mark(newest.userMetadata))
+    assert ingest.landed(spark, config) == ingest.Landed(newest.version, ingest.landed_through(newest.userMetadata))
     assert ingest.run(spark, config, progress=lambda _m: None) == {"rows": 0}
     rest = dataclasses.replace(config, ingest_until_ms=None, max_offsets_per_trigger=None)
     assert ingest.run(spark, rest, progress=lambda _m: None) == {"rows": len(records) - first_hour}
