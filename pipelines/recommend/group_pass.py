@@ -11,7 +11,7 @@ from pipelines.catalog import RECOMMENDATIONS
 from pipelines.recommend.candidates import BrokerGroups
 from pipelines.recommend import what_if as what_if_module
 from pipelines.recommend.rules import Evidence, Recommendation, recommend
-from pipelines.recommend.window import DEFAULT_WINDOW_H, SINCE, Rows, judged
+from pipelines.recommend.window import DEFAULT_WINDOW_H, SINCE, Rows, judged, length_ms
 
 RECOMMENDATION_COLUMNS = RECOMMENDATIONS.column_names()
 
@@ -55,7 +55,7 @@ def recommend_group(rows: list[dict[str, Any]], lake_path: str, broker: BrokerGr
     of: Rows = {source: [] for source in SINCE}
     for row in rows:
         of[row["source"]].append(row[row["source"]])
-    of = judged(of, round(window_h * 3_600_000))
+    of = judged(of, length_ms(window_h))
     group = (rows[0]["cluster_id"], rows[0]["group_id"])
     owned = sum(c["owned_s"] for c in of["coverage"])
     coverage = sum(c["covered_s"] for c in of["coverage"]) / owned if owned > 0 else None

@@ -31,7 +31,7 @@ ROW_DDL = ", ".join(f"{name} struct<{table.ddl(': ')}>" for name, table in OUTPU
 def _window_starts(spark: SparkSession, config: PipelineConfig, groups: list[Group]) -> DataFrame:
     """Per group, its window's start (``window.start_of``): the window's length before its last event."""
     members = lake.rows_of(spark, config.lake_path, catalog.MEMBERS, catalog.GROUP_KEY, groups)
-    window_ms = round(config.recommend_window_h * 3_600_000)
+    window_ms = window.length_ms(config.recommend_window_h)
     return members.groupBy(*catalog.GROUP_KEY).agg((F.max("last_seen_ms") - window_ms).alias("_window_start_ms"))
 
 

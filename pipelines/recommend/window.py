@@ -26,6 +26,11 @@ SINCE: dict[str, tuple[str, ...]] = {
 }
 
 
+def length_ms(window_h: float) -> int:
+    """The window's length in milliseconds (``recommend_window_h`` is in hours)."""
+    return round(window_h * 3_600_000)
+
+
 def start_of(members: list[dict[str, Any]], window_ms: int) -> int | None:
     """The window's start: ``window_ms`` before the group's last event (None: no member)."""
     return max(m["last_seen_ms"] for m in members) - window_ms if members else None
