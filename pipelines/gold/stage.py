@@ -166,6 +166,17 @@ def _rebalance_events(spark: SparkSession, config: PipelineConfig, groups: list[
     return lake.rows_of(spark, lake_path, table, GROUP, groups)
 
 
+def _superseded(stored: DataFrame, intervals: DataFrame) -> DataFrame:
+    """The ``stored`` handoffs whose previous owner's interval this run did not fold again. A
+    refolded interval gets its next owner from this run: an event up to ``gold_lateness_s`` late
+    can put an owner between two, and the stored handoff that skipped it (its id names the pair
+    of intervals by their assign events; a part of a split one, ``unseen``, the pair's) must go."""
+    pair = F.regexp_replace("handoff_id", r"^unseen~|~unseen$", "")
+    prev = stored.withColumn("_prev", F.substring_index(pair, ">", 1))
+    folded = intervals.select(*GROUP, F.col("assign_event_id").alias("_prev"), "topic", "partition")
+    return prev.join(folded, [*GROUP, "_prev", "topic", "partition"], "left_anti").drop("_prev")
+
+
 def _kept(stored: DataFrame, new: DataFrame, keys: list[str]) -> DataFrame:
     """``new`` and the ``stored`` rows whose keys it does not have."""
     return new.unionByName(stored.join(new.select(*keys), keys, "left_anti"))
@@ -212,9 +223,10 @@ def run(spark: SparkSession, config: PipelineConfig, progress: Progress = print)
         states = folded.where(F.col("state").isNotNull()).select("state.*")
         kept = sorted(marks)
         if kept:
+            handoffs = _kept(_superseded(_stored(spark, config, catalog.HANDOFFS, kept), intervals), handoffs,
+                             ["handoff_id"])
             intervals = _kept(_stored(spark, config, catalog.OWNERSHIP, kept), intervals,
                               [*GROUP, *catalog.OWNERSHIP.keys])
-            handoffs = _kept(_stored(spark, config, catalog.HANDOFFS, kept), handoffs, ["handoff_id"])
         seen = window.groupBy(*GROUP, "agent_id").agg(F.max("event_time_ms").alias("ms"))
         if kept:
             seen = (seen.unionByName(_stored(spark, config, catalog.MEMBERS, kept)
