@@ -220,6 +220,10 @@ def _prev_key(h: dict[str, Any]) -> tuple[str, str, int]:
     return h["handoff_id"].split(">", 1)[0], h["topic"], h["partition"]
 
 
+def _next_key(h: dict[str, Any]) -> tuple[str, str, int]:
+    return _base(h["handoff_id"]).split(">", 1)[1].split(":", 1)[0], h["topic"], h["partition"]
+
+
 def _base(handoff_id: str) -> str:
     return handoff_id.removesuffix("~unseen").removeprefix("unseen~")
 
@@ -228,8 +232,10 @@ def split(handoffs: list[dict[str, Any]], intervals: list[dict[str, Any]], round
           ) -> list[dict[str, Any]]:
     """``handoffs`` with each one that spans an unseen owner replaced by its two parts, a part to an
     unseen owner for each last interval of a partition that went on to one, and a part from one for
-    each first interval of a partition that came from one. Parts stored by an
-    earlier run stay unless this run brings their pair (or their previous owner's next) again."""
+    each first interval of a partition that came from one. Parts stored by an earlier run stay
+    unless this run brings their pair again, or a seen owner's handoff their ``~unseen`` part's
+    previous owner left by or their ``unseen~`` part's next owner came by (a late owner's
+    events can land on either side of an unseen owner, or show there was none)."""
     fresh = [h for h in handoffs if not h.get("unseen_owner")]
     prev_of = {(i["assign_event_id"], i["topic"], i["partition"]): i for i in intervals}
     leaving = [(_leaving(i), i) for i in intervals if _left_to_unseen(i, rounds)]
@@ -241,8 +247,10 @@ def split(handoffs: list[dict[str, Any]], intervals: list[dict[str, Any]], round
     arriving = [_arriving(i) for i in firsts.values() if _came_from_unseen(i, rounds, first_round)]
     redone = {h["handoff_id"] for h in (*fresh, *arriving)} | {h["handoff_id"] for h, _ in leaving}
     moved_on = {_prev_key(h) for h in fresh} | {_prev_key(h) for h, _ in leaving}
+    came_by = {_next_key(h) for h in fresh}
     out = [h for h in handoffs if h.get("unseen_owner") and _base(h["handoff_id"]) not in redone
-           and not (h["handoff_id"].endswith("~unseen") and _prev_key(h) in moved_on)]
+           and not (h["handoff_id"].endswith("~unseen") and _prev_key(h) in moved_on)
+           and not (h["handoff_id"].startswith("unseen~") and _next_key(h) in came_by)]
     out += [_to_unseen(h, i, rounds) for h, i in leaving] + [_from_unseen(h) for h in arriving]
     for h in fresh:
         if spans_unseen(h, rounds):

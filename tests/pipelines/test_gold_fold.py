@@ -13,17 +13,20 @@ from collections import defaultdict
 import orjson
 import pytest
 from pyspark.sql import functions as F
+from pyspark.sql.types import DoubleType
 
 from pipelines import catalog, lake
 from pipelines.gold.facts import NEVER, facts, runs, stalls
+from pipelines.gold.group_pass import group_gold
 from pipelines.gold.handoffs import handoffs_of
 from pipelines.gold.ownership import PartitionFold
+from pipelines.gold.stage import _kept, _superseded
 from pipelines.stages import run_stage
 from pipelines.validate import parse
 from lens_scenarios.synthetic import P0, P1, Fleet
 from tests.support import fleets
 from tests.support.lakes import fresh_config
-from tests.support.reference_ownership import ownership_intervals as reference_intervals
+from tests.support.reference_ownership import group_of, ownership_intervals as reference_intervals
 from tests.support.sliced_gold import assert_gold_intervals_equal_reference, assert_sliced_gold_equals
 
 
@@ -75,6 +78,7 @@ def cut(spark) -> dict[str, dict[str, list[list[dict]]]]:
 
 
 SOURCES = ("facts", "runs")
+GAP_S = 10.0  # gold's episode gap in the pure tests
 
 
 @pytest.mark.parametrize("source", SOURCES)
@@ -159,3 +163,57 @@ def test_gold_keeps_a_fold_state_per_partition_and_per_group(spark, fleets_lake)
     per_group = states.where(F.col("topic").isNull())
     assert per_group.count() == len({f.group for f in FLEETS.values()})
     assert states.where(F.col("topic").isNotNull() & F.col("tail").isNull()).count() == 0
+
+
+
+def _frame(spark, rows: list[dict], table: catalog.Table):
+    """``rows`` as a DataFrame of ``table``'s schema (the pure pass's whole numbers in its double columns)."""
+    fields = table.schema().fields
+    return spark.createDataFrame([tuple(float(r[f.name]) if isinstance(f.dataType, DoubleType) and r.get(f.name) is not None
+                                        else r.get(f.name) for f in fields) for r in rows], table.schema())
+
+
+
+def _late_owner_between() -> tuple[Fleet, str]:
+    """P0 goes m1 -> m3 -> m2, m3 committing nothing; without m3, gold has m1 -> m2 (m2 starts
+    where m1 committed)."""
+    fleet = Fleet(group="late-owner")
+    m1, m2, m3 = (fleet.member(f"m{i}") for i in (1, 2, 3))
+    m1.at(0).joins().at(500).assigned(P0, generation=1).fetches(P0, 0)
+    m1.at(5_000).processes(P0, upto=49, interval_ms=4_000).commits(P0, 50).revokes(P0)
+    m3.at(5_500).joins().at(6_000).assigned(P0, generation=2).fetches(P0, 50)
+    m3.at(8_000).processes(P0, upto=79, interval_ms=2_000).revokes(P0)
+    m2.at(8_500).joins().at(9_000).assigned(P0, generation=3).fetches(P0, 50)
+    return fleet, m3.agent_id
+
+
+def _late_first_owner() -> tuple[Fleet, str]:
+    """m1 holds P1 from the first round, m3 P0 until m2 takes it; without m3, P0 came to m2
+    from an unseen owner (first seen in a later round than its topic)."""
+    fleet = Fleet(group="late-first")
+    m1, m2, m3 = (fleet.member(f"m{i}") for i in (1, 2, 3))
+    m1.at(0).joins().at(500).assigned(P1, generation=1).fetches(P1, 0)
+    m3.at(0).joins().at(500).assigned(P0, generation=1).fetches(P0, 0)
+    m3.at(8_000).processes(P0, upto=79, interval_ms=7_000).commits(P0, 80).revokes(P0)
+    m2.at(8_500).joins().at(9_000).assigned(P0, generation=2).fetches(P0, 80)
+    return fleet, m3.agent_id
+
+
+@pytest.mark.parametrize("planted", (_late_owner_between, _late_first_owner))
+def test_a_late_owners_events_replace_the_stored_handoffs_they_disprove(spark, planted):
+    """m3's events arrive after gold stored P0's handoffs without it, within the lateness (the
+    run folds on from its state): the handoffs of one run over all the events replace every
+    stored one m3 disproves, a seen pair's or an unseen owner's part
+    (tests/hardening/test_late_duplicates.py found such stale ones end to end)."""
+    fleet, late = planted()
+    stored = group_of([e for e in fleet.events if e["agent_id"] != late], GAP_S)[1]
+    want = group_of(fleet.events, GAP_S)[1]
+    assert {h["handoff_id"] for h in stored}.isdisjoint(h["handoff_id"] for h in want), "the case is planted"
+    intervals = reference_intervals(fleet.events)
+    kept = _kept(_superseded(_frame(spark, stored, catalog.HANDOFFS), _frame(spark, intervals, catalog.OWNERSHIP)),
+                 _frame(spark, handoffs_of(intervals), catalog.HANDOFFS), ["handoff_id"])
+    last_seen = {e["agent_id"]: e["event_time_ms"] for e in sorted(fleet.events, key=lambda e: e["event_time_ms"])}
+    got = group_gold(fleet.events, [r.asDict() for r in kept.collect()], last_seen, GAP_S, intervals)[0]
+    assert sorted((h["handoff_id"], h["unseen_owner"]) for h in got) == sorted(
+        (h["handoff_id"], h["unseen_owner"]) for h in want)
+    assert _canon(got) == _canon(want)
