@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from pipeline_throughput import bench_lake, produce
 
@@ -30,20 +31,38 @@ TARGET_S = {("first run", "total"): 45.0, ("nothing new", "total"): 15.0, ("one 
 
 
 DONE = re.compile(r"^\[(\w+)\] done in ([0-9.]+) s")
+DBT = "sql: dbt"  # the SQL stage's breakdown, from dbt's run_results.json (not a stage: no total counts it)
 
 
-def measure(groups: int) -> dict[str, dict[str, float]]:
+def dbt_breakdown(run_results: Path) -> dict[str, float]:
+    """Where a SQL build's time went, by dbt's own clock: its elapsed time and the summed
+    execution times of its models and of its data tests (4 threads: sums exceed the elapsed);
+    the stage's time beyond ``elapsed`` is dbt's start and parse and the tables' registration."""
+    results = json.loads(run_results.read_text())
+    nodes = results["results"]
+    of = {kind: [n["execution_time"] for n in nodes if n["unique_id"].startswith(f"{kind}.")]
+          for kind in ("model", "test")}
+    return {"elapsed": results["elapsed_time"], "models": len(of["model"]), "models_s": sum(of["model"]),
+            "tests": len(of["test"]), "tests_s": sum(of["test"])}
+
+
+def measure(groups: int) -> dict[str, dict[str, Any]]:
     """Seconds per stage of each of ``RUNS``, as ``pipeline run`` prints them (one lock and one
     migration check per run, then each stage's own time)."""
+    from pipelines.sql_build import docs_path
     from pipelines.stages import run_pipeline
 
-    def timed() -> dict[str, float]:
-        took: dict[str, float] = {}
+    def timed() -> dict[str, Any]:
+        took: dict[str, Any] = {}  # seconds per stage, and DBT: the SQL build's breakdown
 
         def progress(message: str) -> None:
             if found := DONE.match(message):
                 took[found[1]] = float(found[2])
+        results = docs_path(config.lake_path) / "run_results.json"
+        was = results.stat().st_mtime if results.exists() else None
         run_pipeline(spark, config, progress=progress)
+        if results.exists() and results.stat().st_mtime != was:  # a build ran (a skipped one writes nothing)
+            took[DBT] = dbt_breakdown(results)
         return took
 
     with bench_lake(2, keep=False) as (bootstrap, topic, config, spark, _):
@@ -71,10 +90,11 @@ def measure_at(rev: str, groups: int) -> dict[str, dict[str, float]]:
 
 def show(now: dict[str, dict[str, float]], before: dict[str, dict[str, float]] | None, label: str) -> None:
     for run in RUNS:
-        stages = now[run]
+        stages = {stage: took for stage, took in now[run].items() if stage != DBT}
         print(f"\n{run}:" + ("" if before is None else f"  ({label} -> this checkout)"))
         for stage, took in [*stages.items(), ("total", sum(stages.values()))]:
-            was = None if before is None else (sum(before[run].values()) if stage == "total" else before[run][stage])
+            was = None if before is None else (sum(v for k, v in before[run].items() if k != DBT) if stage == "total"
+                                               else before[run][stage])
             target = TARGET_S.get((run, stage))
             line = f"  {stage:>9}: " + ("" if was is None else f"{was:6.1f} s -> ") + f"{took:6.1f} s"
             if was:
@@ -82,6 +102,11 @@ def show(now: dict[str, dict[str, float]], before: dict[str, dict[str, float]] |
             if target is not None:
                 line += f"   target <= {target:.0f} s: {'met' if took <= target else 'NOT met'}"
             print(line, flush=True)
+            if stage == "sql" and DBT in now[run]:
+                d = now[run][DBT]
+                print(f"             dbt: {d['elapsed']:.1f} s by its clock, {took - d['elapsed']:.1f} s before it "
+                      f"(start, parse, tables registered); {d['models']:.0f} models {d['models_s']:.1f} s and "
+                      f"{d['tests']:.0f} data tests {d['tests_s']:.1f} s summed over 4 threads", flush=True)
 
 
 def main() -> None:
