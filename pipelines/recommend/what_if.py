@@ -13,7 +13,7 @@ from typing import Any
 
 from pipelines.measures import measured_duplicates, measured_pause_s
 from pipelines.recommend.candidates import BrokerGroups, Config, candidates, current_config, heartbeats, kind_of
-from pipelines.simulator.cost_model import Fitted, Priced, fit, price
+from pipelines.simulator.cost_model import Fitted, Priced, fit, price_each
 from pipelines.simulator.replay import Assignments, Setup, replay
 
 SHARED_PARTITIONS = 500_000  # owned partitions kept to share between replays: 40-75 MiB (measured 80-150 B each)
@@ -61,8 +61,9 @@ def price_all(configs: list[Config], members: list[dict[str, Any]], partitions: 
     """Every candidate priced, in ``configs`` order. Candidates of one setup share its replay, and
     setups of one assignor model (one assignor, static or not: the members the model sees) the
     assignments their replays compute (``replay.Assignments``, up to ``SHARED_PARTITIONS``). A replay
-    is dropped once priced and a model's assignments once its setups are replayed: a worker holds
-    one of each at a time, however many candidates there are and however long the window."""
+    is priced as it runs, round by round, for all its candidates at once, and a model's assignments
+    dropped once its setups are replayed: a worker holds one round and one model's assignments at
+    a time, however many candidates there are and however long the window."""
     families: dict[tuple[str, bool], dict[Setup, list[Config]]] = {}
     for c in configs:
         families.setdefault((c.setup.assignor, c.setup.static), {}).setdefault(c.setup, []).append(c)
@@ -70,9 +71,9 @@ def price_all(configs: list[Config], members: list[dict[str, Any]], partitions: 
     for family in families.values():
         assignments = Assignments(SHARED_PARTITIONS if len(family) > 1 else 0)
         for setup, sharing in family.items():
-            rebalances = replay(members, partitions, setup, assignments)
-            for c in sharing:
-                priced[c] = price(rebalances, fitted, kind_of(setup), c.commit_on_revoke, setup.session_timeout_ms)
+            priced.update(zip(sharing, price_each(replay(members, partitions, setup, assignments), fitted,
+                                                  kind_of(setup), [c.commit_on_revoke for c in sharing],
+                                                  setup.session_timeout_ms)))
     return {c: priced[c] for c in configs}
 
 

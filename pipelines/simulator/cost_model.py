@@ -29,7 +29,7 @@ Fitted from the group's own gold rows, never from constants tuned to our scenari
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -168,11 +168,22 @@ class Priced:
     pause_s: float
 
 
-def price(rebalances: list[SimRebalance], fitted: Fitted, kind: str, commit_on_revoke: bool,
+def price_each(rebalances: Iterable[SimRebalance], fitted: Fitted, kind: str, commit_on_revoke: Sequence[bool],
+               session_timeout_ms: int) -> list[Priced]:
+    """A replay's totals once per ``commit_on_revoke`` choice, in one pass over its rounds (a
+    replay is read as it runs, not held: ``replay.replay``)."""
+    totals = [[0, 0, 0, 0.0, 0.0] for _ in commit_on_revoke]
+    for r in rebalances:
+        for t, commits in zip(totals, commit_on_revoke):
+            t[0] += r.group_rebalance
+            for h in r.handoffs:
+                t[1] += 1
+                t[2] += h.moved
+                t[3] += fitted.duplicates(h, commits)
+                t[4] += fitted.pause_s(h, kind, commits, session_timeout_ms)
+    return [Priced(*t) for t in totals]
+
+
+def price(rebalances: Iterable[SimRebalance], fitted: Fitted, kind: str, commit_on_revoke: bool,
           session_timeout_ms: int) -> Priced:
-    handoffs = [h for r in rebalances for h in r.handoffs]
-    return Priced(
-        rebalances=sum(r.group_rebalance for r in rebalances),
-        handoffs=len(handoffs), partitions_moved=sum(h.moved for h in handoffs),
-        duplicates=sum(fitted.duplicates(h, commit_on_revoke) for h in handoffs),
-        pause_s=sum(fitted.pause_s(h, kind, commit_on_revoke, session_timeout_ms) for h in handoffs))
+    return price_each(rebalances, fitted, kind, [commit_on_revoke], session_timeout_ms)[0]

@@ -25,14 +25,14 @@ def _setup(assignor: str, static: bool = False) -> Setup:
 
 
 def test_eager_hands_over_every_partition_at_both_rebalances_of_a_restart():
-    rebalances = replay(RESTART, PARTITIONS, _setup("classic:range"))
+    rebalances = list(replay(RESTART, PARTITIONS, _setup("classic:range")))
     assert [(r.trigger, len(r.handoffs)) for r in rebalances] == [("restart", 6), ("restart", 6)]
     assert sum(h.kind == "graceful" for r in rebalances for h in r.handoffs) == 12
 
 
 @pytest.mark.parametrize("assignor", ["classic:cooperative-sticky", "consumer:uniform"])
 def test_cooperative_hands_over_only_what_moves(assignor):
-    rebalances = replay(RESTART, PARTITIONS, _setup(assignor))
+    rebalances = list(replay(RESTART, PARTITIONS, _setup(assignor)))
     assert [len(r.handoffs) for r in rebalances] == [2, 2]  # the leaver's two go, two come back to the joiner
     assert all(h.moved for r in rebalances for h in r.handoffs)
 
@@ -55,7 +55,7 @@ def test_a_stall_below_max_poll_interval_is_no_rebalance():
     assert (lost.at_ms, back.at_ms) == (12_000, 15_100)
     assert {h.kind for h in lost.handoffs if h.moved} == {"lost"} and back.trigger == "poll_interval_exceeded"
     patient = Setup("classic:range", False, session_timeout_ms=6_000, max_poll_interval_ms=20_000)
-    assert replay(stalled, PARTITIONS, patient) == []
+    assert list(replay(stalled, PARTITIONS, patient)) == []
 
 
 def test_static_members_that_leave_for_good_rebalance_only_when_their_session_expires():
@@ -91,10 +91,10 @@ def test_setups_of_one_assignor_share_the_rounds_they_meet_alike(assignor, monke
     no model, and both replay as they would alone."""
     quick, slow = (Setup(assignor, False, timeout, 300_000) for timeout in (6_000, 45_000))
     runs = _model_runs(monkeypatch)
-    alone = [replay(RESTART_THEN_CRASH, PARTITIONS, s) for s in (quick, slow)]
+    alone = [list(replay(RESTART_THEN_CRASH, PARTITIONS, s)) for s in (quick, slow)]
     alone_runs = len(runs)
     shared = Assignments(keep=1_000)
-    assert [replay(RESTART_THEN_CRASH, PARTITIONS, s, shared) for s in (quick, slow)] == alone
+    assert [list(replay(RESTART_THEN_CRASH, PARTITIONS, s, shared)) for s in (quick, slow)] == alone
     assert alone_runs == 8 and len(runs) - alone_runs == 4
 
 
@@ -102,8 +102,8 @@ def test_shared_assignments_keep_no_more_partitions_than_told(monkeypatch):
     """Room for the formation's six partitions only: the second replay meets that one alone."""
     quick, slow = (Setup("classic:range", False, timeout, 300_000) for timeout in (6_000, 45_000))
     runs = _model_runs(monkeypatch)
-    alone = [replay(RESTART_THEN_CRASH, PARTITIONS, s) for s in (quick, slow)]
+    alone = [list(replay(RESTART_THEN_CRASH, PARTITIONS, s)) for s in (quick, slow)]
     alone_runs = len(runs)
     shared = Assignments(keep=6)
-    assert [replay(RESTART_THEN_CRASH, PARTITIONS, s, shared) for s in (quick, slow)] == alone
+    assert [list(replay(RESTART_THEN_CRASH, PARTITIONS, s, shared)) for s in (quick, slow)] == alone
     assert len(runs) - alone_runs == alone_runs - 1
