@@ -7,8 +7,8 @@ import yaml
 from lens_runtime.errors import LensError
 from lens_scenarios.spec import builtin_names, load, parse
 
-ACTIONS_COVERED = {"rolling_restart", "scale_out", "scale_in", "crash", "slow_processing", "subscription_change",
-                   "enforce_rebalance"}
+ACTIONS_COVERED = {"rolling_restart", "protocol_migration", "scale_out", "scale_in", "crash", "slow_processing",
+                   "subscription_change", "enforce_rebalance"}
 
 
 def test_at_least_six_builtins_load_and_cover_every_action():
