@@ -59,6 +59,18 @@ def member_assignor(run_assignor: str, group_protocol: str | None) -> str:
     return assignor_for(None, group_protocol)
 
 
+def check_online_upgrade(assignor: str, scenario: str) -> None:
+    """Refuse to migrate a librdkafka cooperative-sticky group online: its members put their previous
+    assignment in the subscription's user data, the leader copies it into each assignment, and the
+    Kafka 4.2 broker refuses to convert a classic group whose assignments carry user data. Each
+    member restarted on the consumer protocol then dies of a fatal GROUP_ID_NOT_FOUND, consuming
+    nothing, while the group stays classic (observed: docs/measured.md, "The KIP-848 migration")."""
+    if assignor == "cooperative-sticky":
+        raise LensError(f"Scenario {scenario} migrates members to group.protocol consumer, which the broker refuses "
+                        "for a cooperative-sticky group (each migrant dies of a fatal GROUP_ID_NOT_FOUND). "
+                        "Run it with --assignor range or roundrobin.")
+
+
 def member_config(*, bootstrap: str, group_id: str, assignor: str, commit: str, client_id: str,
                   group_instance_id: str | None, max_poll_interval_ms: int, telemetry_topic: str,
                   session_timeout_ms: int = CLASSIC_SESSION_TIMEOUT_MS, agent: bool = True,

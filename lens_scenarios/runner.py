@@ -27,7 +27,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from consumer_agent import DEFAULT_TELEMETRY_TOPIC
 
 from lens_runtime.errors import LensError
-from lens_scenarios.consumer_config import CLASSIC_SESSION_TIMEOUT_MS, member_assignor, member_config, protocol_of
+from lens_scenarios.consumer_config import (CLASSIC_SESSION_TIMEOUT_MS, check_online_upgrade, member_assignor,
+                                            member_config, protocol_of)
 from lens_scenarios.feeder import Feeder
 from lens_scenarios.fleet import Fleet
 from lens_scenarios.ground_truth import GroundTruth
@@ -106,6 +107,8 @@ def _wait_settled(fleet: Fleet, partitions: int, tick: Callable[[str], None]) ->
 
 def run_scenario(scenario: Scenario, options: RunOptions,
                  on_progress: Callable[[Progress], None] = lambda _p: None) -> RunResult:
+    if "consumer" in scenario.migrations:
+        check_online_upgrade(options.assignor, scenario.name)
     token = options.token or uuid.uuid4().hex[:6]
     run_id = f"{scenario.name}-{options.assignor}-{options.commit}-{token}"
     run_dir = Path(options.out_dir) / run_id

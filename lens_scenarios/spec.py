@@ -88,12 +88,20 @@ class Scenario:
         started = [*self.members, *(m for a in self.timeline if a.kind == "scale_out" for m in a.members or ())]
         return all(m.agent for m in started)
 
+    @property
+    def migrations(self) -> frozenset[str]:
+        """The group.protocols its protocol_migrations move members to (the runner checks the run allows them)."""
+        return frozenset(a.params["to"] for a in self.timeline if a.kind == "protocol_migration")
 
-def builtin_names(*, fully_instrumented: bool = False) -> list[str]:
+
+def builtin_names(*, fully_instrumented: bool = False, migrations: bool = True) -> list[str]:
     """The built-in scenarios; ``fully_instrumented``: only those whose every member runs the agent
-    (what a gold-against-truth check can hold to exact figures until gold prices unseen owners)."""
+    (what a gold-against-truth check can hold to exact figures until gold prices unseen owners);
+    ``migrations=False``: without those that move members between protocols (each runs under its
+    own assignor, a classic one, not one a test cycles through)."""
     names = sorted(p.stem for p in BUILTIN_DIR.glob("*.yaml"))
-    return [n for n in names if load(n).fully_instrumented] if fully_instrumented else names
+    return [n for n in names
+            if (not fully_instrumented or load(n).fully_instrumented) and (migrations or not load(n).migrations)]
 
 
 def resolve(name_or_file: str) -> Path:
@@ -307,8 +315,9 @@ def _check_members(scenario: Scenario) -> tuple[Action, ...]:
     """Member names must be unique in the fleet, and actions may only touch members that exist then.
 
     Returns the timeline with every member an action names (other than a scale_out's new ones)
-    running what that member runs then (``agent``, and the protocol a protocol_migration moved it
-    to), so a restart of a plain member restarts a plain member and a migrated one stays migrated."""
+    running what that member runs then (``_as_running``: its client, its instance id, the protocol
+    a protocol_migration moved it to), so a restart of a plain member restarts a plain member and
+    a migrated one stays migrated."""
     source = scenario.source
     runs = {m.name: m for m in scenario.members}
     alive = set(runs)
@@ -335,13 +344,19 @@ def _check_members(scenario: Scenario) -> tuple[Action, ...]:
         if action.kind == "scale_in" or (action.kind == "crash" and action.params.get("restart_after_s") is None):
             alive.difference_update(names)
         if action.members is not None:
-            action = replace(action, members=tuple(
-                replace(m, agent=runs[m.name].agent, group_protocol=runs[m.name].group_protocol,
-                        remote_assignor=runs[m.name].remote_assignor) for m in action.members))
+            action = replace(action, members=tuple(_as_running(m, runs[m.name]) for m in action.members))
         for name in names or sorted(alive):
             runs[name] = restarted_as(action, runs[name])
         timeline.append(action)
     return tuple(timeline)
+
+
+def _as_running(named: MemberSpec, running: MemberSpec) -> MemberSpec:
+    """A member an action names, as it runs then: its instance id and topics if the entry gives them,
+    else those it runs with, and always its client and protocol (a static member restarted by name
+    stays static)."""
+    return replace(running, group_instance_id=named.group_instance_id or running.group_instance_id,
+                   topics=running.topics if named.topics is None else named.topics)
 
 
 def with_topic_prefix(scenario: Scenario, prefix: str) -> Scenario:
