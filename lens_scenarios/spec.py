@@ -94,14 +94,14 @@ class Scenario:
         return frozenset(a.params["to"] for a in self.timeline if a.kind == "protocol_migration")
 
 
-def builtin_names(*, fully_instrumented: bool = False, migrations: bool = True) -> list[str]:
+def builtin_names(*, fully_instrumented: bool = False, migrations: bool | None = None) -> list[str]:
     """The built-in scenarios; ``fully_instrumented``: only those whose every member runs the agent
     (what a gold-against-truth check can hold to exact figures until gold prices unseen owners);
-    ``migrations=False``: without those that move members between protocols (each runs under its
-    own assignor, a classic one, not one a test cycles through)."""
+    ``migrations``: only those that move members between protocols (True), or none of them (False:
+    each of those runs under a classic assignor of its own, not one a test cycles through)."""
     names = sorted(p.stem for p in BUILTIN_DIR.glob("*.yaml"))
-    return [n for n in names
-            if (not fully_instrumented or load(n).fully_instrumented) and (migrations or not load(n).migrations)]
+    return [n for n in names if (not fully_instrumented or load(n).fully_instrumented)
+            and (migrations is None or migrations == bool(load(n).migrations))]
 
 
 def resolve(name_or_file: str) -> Path:
