@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from consumer_agent.contract import GROUP_PROTOCOLS
 from lens_runtime.errors import LensError
 
 BUILTIN_DIR = Path(__file__).resolve().parent / "builtin"
@@ -33,8 +34,8 @@ ACTION_KEYS: dict[str, tuple[frozenset[str], dict[str, Any]]] = {
 }
 # The actions that stop members and start them again, one at a time (lens_scenarios.timeline plays both alike).
 RESTARTS = ("rolling_restart", "protocol_migration")
-GROUP_PROTOCOLS = ("classic", "consumer")
-REMOTE_ASSIGNORS = ("uniform", "range")  # KIP-848's group.remote.assignor on the 4.2.0 broker
+# KIP-848's group.remote.assignor on the 4.2.0 broker (pipelines.vocabulary declares them; a test checks)
+REMOTE_ASSIGNORS = ("uniform", "range")
 
 
 @dataclass(frozen=True)
