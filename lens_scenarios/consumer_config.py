@@ -50,18 +50,43 @@ def assignor_for(assignor: str | None, protocol: str | None) -> str:
     return assignor or "range"
 
 
+def member_assignor(run_assignor: str, group_protocol: str | None) -> str:
+    """The --assignor word one member runs: the run's, unless a protocol migration moved the member
+    to the other group.protocol; then KIP-848's, or, rolled back to classic in a KIP-848 run, range
+    (the classic default: a KIP-848 run names no classic assignor to return to)."""
+    if group_protocol is None or group_protocol == protocol_of(run_assignor):
+        return run_assignor
+    return assignor_for(None, group_protocol)
+
+
+def check_online_upgrade(assignor: str, scenario: str) -> None:
+    """Refuse to migrate a librdkafka cooperative-sticky group online: its members put their previous
+    assignment in the subscription's user data, the leader copies it into each assignment, and the
+    Kafka 4.2 broker refuses to convert a classic group whose assignments carry user data. Each
+    member restarted on the consumer protocol then dies of a fatal GROUP_ID_NOT_FOUND, consuming
+    nothing, while the group stays classic (observed: docs/measured.md, "The KIP-848 migration")."""
+    if assignor == "cooperative-sticky":
+        raise LensError(f"Scenario {scenario} migrates members to group.protocol consumer, which the broker refuses "
+                        "for a cooperative-sticky group (each migrant dies of a fatal GROUP_ID_NOT_FOUND). "
+                        "Run it with --assignor range or roundrobin.")
+
+
 def member_config(*, bootstrap: str, group_id: str, assignor: str, commit: str, client_id: str,
                   group_instance_id: str | None, max_poll_interval_ms: int, telemetry_topic: str,
                   session_timeout_ms: int = CLASSIC_SESSION_TIMEOUT_MS, agent: bool = True,
-                  telemetry_bootstrap: str | None = None) -> dict[str, Any]:
+                  telemetry_bootstrap: str | None = None, remote_assignor: str | None = None) -> dict[str, Any]:
     """librdkafka + agent settings for one member process; ``agent=False``: librdkafka's alone
     (a plain ``confluent_kafka.Consumer`` refuses the ``lens.*`` keys). ``telemetry_bootstrap``:
-    the telemetry's cluster, when not the consumer's.
+    the telemetry's cluster, when not the consumer's. ``remote_assignor``: a KIP-848 member's
+    group.remote.assignor (None: the broker's default).
 
     KIP-848 refuses session.timeout.ms, heartbeat.interval.ms and
     partition.assignment.strategy on the client; the broker owns them there.
     """
     check_choice(assignor, ASSIGNORS, "--assignor")
+    if remote_assignor is not None and protocol_of(assignor) != "consumer":
+        raise LensError(f"group.remote.assignor {remote_assignor!r} is KIP-848's, but this member runs the classic "
+                        f"{assignor}. Drop remote_assignor, or move the member to group.protocol consumer.")
     check_choice(commit, COMMIT_STYLES, "--commit")
     config: dict[str, Any] = {
         "bootstrap.servers": bootstrap,
@@ -77,6 +102,8 @@ def member_config(*, bootstrap: str, group_id: str, assignor: str, commit: str, 
     }
     if protocol_of(assignor) == "consumer":
         config["group.protocol"] = "consumer"
+        if remote_assignor is not None:
+            config["group.remote.assignor"] = remote_assignor
     else:
         config.update({"group.protocol": "classic", "partition.assignment.strategy": RUNS[assignor].split(":", 1)[1],
                        "session.timeout.ms": session_timeout_ms,

@@ -19,12 +19,16 @@ pipelines can compare their gold tables with:
 - each handoff's cause, from what the scenario did (never from telemetry): the previous
   owner was killed (``crash``), lost the partition after a stall the timeline ordered
   (``poll_interval_exceeded``; ``session_lost`` without one), or was closing (``restart``
-  or ``scale_in``, whichever timeline action stopped it; ``scale_in`` at the run's end);
+  or ``scale_in``, whichever timeline action stopped it, a protocol migration being a restart
+  on another protocol; ``scale_in`` at the run's end);
   else the timeline action last played before the release (``start`` before the timeline);
 - rebalances: assign/revoke/lost callbacks of the whole fleet, clustered in time
   (a quiet gap of ``REBALANCE_GAP_S`` separates two), leaving out each process's own
   first assignment and the revoke it gets while closing: a static member that restarts
   and gets its partitions back causes no rebalance.
+
+A member's group.protocol plays no part: truth reads callbacks and records alone, so a run whose
+members change protocol mid-run (a KIP-848 migration) is computed exactly as any other.
 
 Members that run the plain client (``agent: false``) keep the same truth log, so all of the
 above covers them exactly as the instrumented ones; each handoff says whether its owners were
@@ -42,14 +46,16 @@ from pathlib import Path
 from typing import Any
 
 from lens_scenarios.coverage import HeldInterval, coverage, coverage_by_hour, held_intervals
+from lens_scenarios.spec import RESTARTS
 from lens_scenarios.truth_log import CallbackEvent, Delivery, ProcessMeta, read_deliveries, read_events, read_meta
 
 REBALANCE_GAP_S = 1.0
 NS = 1_000_000_000
 # timeline action -> the cause of the handoffs it brings about (the gold causes' names)
-ACTION_CAUSES = {"rolling_restart": "restart", "scale_out": "scale_out", "scale_in": "scale_in", "crash": "crash",
-                 "slow_processing": "poll_interval_exceeded", "subscription_change": "subscription_change",
-                 "enforce_rebalance": "enforced"}
+# (a protocol migration is a restart on another protocol: gold's own cause for it is issue 39's mixed-phase work)
+ACTION_CAUSES = {"rolling_restart": "restart", "protocol_migration": "restart", "scale_out": "scale_out",
+                 "scale_in": "scale_in", "crash": "crash", "slow_processing": "poll_interval_exceeded",
+                 "subscription_change": "subscription_change", "enforce_rebalance": "enforced"}
 
 
 @dataclass(frozen=True)
@@ -184,7 +190,7 @@ def cause_of(prev: OwnershipInterval, closing_ns: dict[str, int], steps: list[Pl
                       for s in steps)
         return "poll_interval_exceeded" if stalled else "session_lost"
     if prev.ended_by == "exit" or closing_ns.get(prev.process, released + 1) <= released:
-        stopped = [s for s in before if prev.member in s.members and s.action in ("rolling_restart", "scale_in")]
+        stopped = [s for s in before if prev.member in s.members and s.action in (*RESTARTS, "scale_in")]
         return ACTION_CAUSES[stopped[-1].action] if stopped else "scale_in"
     return ACTION_CAUSES[before[-1].action] if before else "start"
 
@@ -336,6 +342,7 @@ class GroundTruth:
                 "handoffs": [{**asdict(h), "moved": h.moved} for h in self.handoffs],
                 "rebalances": [asdict(r) for r in self.rebalances],
                 "processes": [{"process": m.process, "member": m.member, "instrumented": m.agent,
-                               "member_ids": ids[m.process]} for m in self.processes],
+                               "group_protocol": m.group_protocol, "member_ids": ids[m.process]}
+                              for m in self.processes],
                 "ownership": [{**asdict(h), "seconds": round(h.seconds, 6)} for h in self.held],
                 "coverage": self.coverage_json()}

@@ -64,7 +64,7 @@ class Member:
         self.spec = spec
         self.agent = bool(spec.get("agent", True))
         self.truth = TruthWriter(Path(spec["run_dir"]), spec["member"], spec["process"], spec["topics"],
-                                 agent=self.agent)
+                                 agent=self.agent, group_protocol=spec["config"].get("group.protocol"))
         self.consumer = make_consumer(spec["config"], self.agent)
         self.assigned: set[tuple[str, int]] = set()
         self.inbox: queue.Queue[dict] = queue.Queue()

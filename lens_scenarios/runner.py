@@ -27,7 +27,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from consumer_agent import DEFAULT_TELEMETRY_TOPIC
 
 from lens_runtime.errors import LensError
-from lens_scenarios.consumer_config import CLASSIC_SESSION_TIMEOUT_MS, member_config, protocol_of
+from lens_scenarios.consumer_config import (CLASSIC_SESSION_TIMEOUT_MS, check_online_upgrade, member_assignor,
+                                            member_config, protocol_of)
 from lens_scenarios.feeder import Feeder
 from lens_scenarios.fleet import Fleet
 from lens_scenarios.ground_truth import GroundTruth
@@ -106,6 +107,8 @@ def _wait_settled(fleet: Fleet, partitions: int, tick: Callable[[str], None]) ->
 
 def run_scenario(scenario: Scenario, options: RunOptions,
                  on_progress: Callable[[Progress], None] = lambda _p: None) -> RunResult:
+    if "consumer" in scenario.migrations:
+        check_online_upgrade(options.assignor, scenario.name)
     token = options.token or uuid.uuid4().hex[:6]
     run_id = f"{scenario.name}-{options.assignor}-{options.commit}-{token}"
     run_dir = Path(options.out_dir) / run_id
@@ -140,12 +143,14 @@ def run_scenario(scenario: Scenario, options: RunOptions,
 
         def spec_for(member: MemberSpec, process: str) -> dict[str, Any]:
             instance = member.group_instance_id and f"{group_id}-{member.group_instance_id}"
-            config = member_config(bootstrap=bootstrap, group_id=group_id, assignor=options.assignor,
+            config = member_config(bootstrap=bootstrap, group_id=group_id,
+                                   assignor=member_assignor(options.assignor, member.group_protocol),
                                    commit=options.commit, client_id=f"{run_id}-{process}",
                                    group_instance_id=instance, max_poll_interval_ms=scenario.max_poll_interval_ms,
                                    telemetry_topic=options.telemetry_topic,
                                    session_timeout_ms=options.session_timeout_ms, agent=member.agent,
-                                   telemetry_bootstrap=options.telemetry_bootstrap)
+                                   telemetry_bootstrap=options.telemetry_bootstrap,
+                                   remote_assignor=member.remote_assignor)
             if member.agent:
                 manifest.setdefault("consumer_config", {k: v for k, v in config.items() if k != "client.id"})
             return {"run_dir": str(run_dir.resolve()), "member": member.name, "process": process, "agent": member.agent,

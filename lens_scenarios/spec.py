@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from consumer_agent.contract import GROUP_PROTOCOLS
 from lens_runtime.errors import LensError
 
 BUILTIN_DIR = Path(__file__).resolve().parent / "builtin"
@@ -27,7 +28,14 @@ ACTION_KEYS: dict[str, tuple[frozenset[str], dict[str, Any]]] = {
     "slow_processing": (frozenset({"members"}), {"stall_s": None}),
     "subscription_change": (frozenset({"topics"}), {"members": None}),
     "enforce_rebalance": (frozenset({"members"}), {"reason": "scenario timeline"}),
+    # a rolling restart whose members come back on another group.protocol (KIP-848 online migration, or its rollback)
+    "protocol_migration": (frozenset({"to"}), {"members": None, "down_s": 0.5, "interval_s": 6.0,
+                                              "remote_assignor": None}),
 }
+# The actions that stop members and start them again, one at a time (lens_scenarios.timeline plays both alike).
+RESTARTS = ("rolling_restart", "protocol_migration")
+# KIP-848's group.remote.assignor on the 4.2.0 broker (pipelines.vocabulary declares them; a test checks)
+REMOTE_ASSIGNORS = ("uniform", "range")
 
 
 @dataclass(frozen=True)
@@ -43,6 +51,8 @@ class MemberSpec:
     group_instance_id: str | None = None
     topics: tuple[str, ...] | None = None  # None: the scenario's initial subscription
     agent: bool = True  # False: the plain confluent_kafka client, no telemetry (a fleet mid-adoption)
+    group_protocol: str | None = None  # None: the run's; set by a protocol_migration that restarted it
+    remote_assignor: str | None = None  # KIP-848's group.remote.assignor (None: the broker's default, uniform)
 
 
 @dataclass(frozen=True)
@@ -79,12 +89,20 @@ class Scenario:
         started = [*self.members, *(m for a in self.timeline if a.kind == "scale_out" for m in a.members or ())]
         return all(m.agent for m in started)
 
+    @property
+    def migrations(self) -> frozenset[str]:
+        """The group.protocols its protocol_migrations move members to (the runner checks the run allows them)."""
+        return frozenset(a.params["to"] for a in self.timeline if a.kind == "protocol_migration")
 
-def builtin_names(*, fully_instrumented: bool = False) -> list[str]:
+
+def builtin_names(*, fully_instrumented: bool = False, migrations: bool | None = None) -> list[str]:
     """The built-in scenarios; ``fully_instrumented``: only those whose every member runs the agent
-    (what a gold-against-truth check can hold to exact figures until gold prices unseen owners)."""
+    (what a gold-against-truth check can hold to exact figures until gold prices unseen owners);
+    ``migrations``: only those that move members between protocols (True), or none of them (False:
+    each of those runs under a classic assignor of its own, not one a test cycles through)."""
     names = sorted(p.stem for p in BUILTIN_DIR.glob("*.yaml"))
-    return [n for n in names if load(n).fully_instrumented] if fully_instrumented else names
+    return [n for n in names if (not fully_instrumented or load(n).fully_instrumented)
+            and (migrations is None or migrations == bool(load(n).migrations))]
 
 
 def resolve(name_or_file: str) -> Path:
@@ -226,10 +244,34 @@ def _action(item: Any, index: int, source: str, topics: set[str]) -> Action:
     params = {name: item.get(name, default) for name, default in optional.items() if name != "members"}
     if kind == "subscription_change":
         params["topics"] = _topic_list(item["topics"], f"{key}.topics", source, topics)
+    if kind == "protocol_migration":
+        params.update(_migration(item, key, source))
     for name in ("down_s", "interval_s", "restart_after_s", "stall_s"):
         if params.get(name) is not None:
             params[name] = _number(params, name, f"{source}: {key}", None, 0, 600)
     return Action(at_s=float(at), kind=kind, members=parsed, params=params)
+
+
+def _migration(item: dict, key: str, source: str) -> dict[str, Any]:
+    """A protocol_migration's ``to`` and ``remote_assignor`` (the broker-side assignor only a KIP-848 member names)."""
+    to, remote = item["to"], item.get("remote_assignor")
+    if to not in GROUP_PROTOCOLS:
+        raise _fail(source, f"{key}.to", f"is {to!r}",
+                    "Set it to consumer (migrate to KIP-848) or classic (roll back).")
+    if remote is not None and to != "consumer":
+        raise _fail(source, f"{key}.remote_assignor", "is set on a migration to classic",
+                    "Remove it: a classic member runs the scenario's client-side assignor.")
+    if remote is not None and remote not in REMOTE_ASSIGNORS:
+        raise _fail(source, f"{key}.remote_assignor", f"is {remote!r}",
+                    f"Use one of: {', '.join(REMOTE_ASSIGNORS)}, or leave it out (the broker's default, uniform).")
+    return {"to": to, "remote_assignor": remote}
+
+
+def restarted_as(action: Action, member: MemberSpec) -> MemberSpec:
+    """The member a restart action starts again: itself, or on the protocol a migration moves it to."""
+    if action.kind != "protocol_migration":
+        return member
+    return replace(member, group_protocol=action.params["to"], remote_assignor=action.params["remote_assignor"])
 
 
 SCENARIO_KEYS = {"name", "description", "topics", "subscribe", "members", "rate_per_partition", "processing_ms",
@@ -274,11 +316,12 @@ def _check_members(scenario: Scenario) -> tuple[Action, ...]:
     """Member names must be unique in the fleet, and actions may only touch members that exist then.
 
     Returns the timeline with every member an action names (other than a scale_out's new ones)
-    running what that member was declared with (``agent``), so a restart of a plain member
-    restarts a plain member."""
+    running what that member runs then (``_as_running``: its client, its instance id, the protocol
+    a protocol_migration moved it to), so a restart of a plain member restarts a plain member and
+    a migrated one stays migrated."""
     source = scenario.source
-    agent_of = {m.name: m.agent for m in scenario.members}
-    alive = set(agent_of)
+    runs = {m.name: m for m in scenario.members}
+    alive = set(runs)
     if len(alive) != len(scenario.members):
         raise _fail(source, "members", "names a member twice", "Give every member a distinct name.")
     ever = set(alive)
@@ -292,7 +335,7 @@ def _check_members(scenario: Scenario) -> tuple[Action, ...]:
                             "Give scaled-out members new names.")
             alive.update(names)
             ever.update(names)
-            agent_of.update((m.name, m.agent) for m in action.members or ())
+            runs.update((m.name, m) for m in action.members or ())
             timeline.append(action)
             continue
         missing = [n for n in names if n not in alive]
@@ -301,9 +344,20 @@ def _check_members(scenario: Scenario) -> tuple[Action, ...]:
                         f"Use one of: {', '.join(sorted(alive))}.")
         if action.kind == "scale_in" or (action.kind == "crash" and action.params.get("restart_after_s") is None):
             alive.difference_update(names)
-        timeline.append(action if action.members is None else replace(
-            action, members=tuple(replace(m, agent=agent_of[m.name]) for m in action.members)))
+        if action.members is not None:
+            action = replace(action, members=tuple(_as_running(m, runs[m.name]) for m in action.members))
+        for name in names or sorted(alive):
+            runs[name] = restarted_as(action, runs[name])
+        timeline.append(action)
     return tuple(timeline)
+
+
+def _as_running(named: MemberSpec, running: MemberSpec) -> MemberSpec:
+    """A member an action names, as it runs then: its instance id and topics if the entry gives them,
+    else those it runs with, and always its client and protocol (a static member restarted by name
+    stays static)."""
+    return replace(running, group_instance_id=named.group_instance_id or running.group_instance_id,
+                   topics=running.topics if named.topics is None else named.topics)
 
 
 def with_topic_prefix(scenario: Scenario, prefix: str) -> Scenario:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lens_scenarios.fleet import Fleet
-from lens_scenarios.spec import Action, MemberSpec, Scenario
+from lens_scenarios.spec import RESTARTS, Action, MemberSpec, Scenario, restarted_as
 
 STALL_MARGIN_S = 3.0
 
@@ -52,14 +52,17 @@ class Timeline(threading.Thread):
         params = action.params
         targets = self._targets(action)
         names = [m.name for m in targets]
-        if action.kind == "rolling_restart":
+        if action.kind in RESTARTS:
+            # one member at a time, each back (a protocol_migration: on its new group.protocol) before the next
             for i, member in enumerate(targets):
                 self._note(action, "stop", [member.name])
                 self.fleet.stop([member.name])
                 if self._wait(params["down_s"]):
                     return
-                self._note(action, "start", [member.name])
-                self.fleet.start(member)
+                restarted = restarted_as(action, member)
+                self._note(action, f"start {restarted.group_protocol}" if restarted.group_protocol else "start",
+                           [member.name])
+                self.fleet.start(restarted)
                 if i < len(targets) - 1 and self._wait(params["interval_s"]):
                     return
         elif action.kind == "scale_out":

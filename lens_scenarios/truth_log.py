@@ -2,7 +2,8 @@
 
 One member process (one incarnation of a member) writes three files in ``<run>/truth/``:
 
-- ``<process>.meta.json``: member, process name, pid, the topic table, whether it ran the agent;
+- ``<process>.meta.json``: member, process name, pid, the topic table, whether it ran the agent,
+  its group.protocol (a migration changes it between a member's processes);
 - ``<process>.records``: fixed 38-byte rows ``<HIqqqq``: topic index, partition, offset,
   record id, CLOCK_MONOTONIC ns, wall-clock ns, one per record that ``consume()`` handed over;
 - ``<process>.events.jsonl``: assign / revoke / lost callbacks (with the group member id the
@@ -61,6 +62,7 @@ class ProcessMeta:
     pid: int
     topics: tuple[str, ...]
     agent: bool = True  # False: the plain client, which emitted no telemetry
+    group_protocol: str | None = None  # classic | consumer (None: a run from before it was logged)
 
 
 def truth_dir(run_dir: Path) -> Path:
@@ -70,13 +72,14 @@ def truth_dir(run_dir: Path) -> Path:
 class TruthWriter:
     """The member-side writer; unbuffered so that a SIGKILL cannot take more than the batch in hand."""
 
-    def __init__(self, run_dir: Path, member: str, process: str, topics: Iterable[str], agent: bool = True) -> None:
+    def __init__(self, run_dir: Path, member: str, process: str, topics: Iterable[str], agent: bool = True,
+                 group_protocol: str | None = None) -> None:
         folder = truth_dir(run_dir)
         folder.mkdir(parents=True, exist_ok=True)
         self.topics = tuple(topics)
         self._index = {name: i for i, name in enumerate(self.topics)}
         meta = {"member": member, "process": process, "pid": os.getpid(), "topics": list(self.topics),
-                "agent": agent}
+                "agent": agent, "group_protocol": group_protocol}
         (folder / f"{process}.meta.json").write_text(json.dumps(meta))
         self._records = open(folder / f"{process}.records", "ab", buffering=0)  # noqa: SIM115 - lives with the writer
         self._events = open(folder / f"{process}.events.jsonl", "a", buffering=1)  # noqa: SIM115 - line-buffered
@@ -106,7 +109,7 @@ def read_meta(run_dir: Path) -> list[ProcessMeta]:
     for path in sorted(truth_dir(run_dir).glob("*.meta.json")):
         raw = json.loads(path.read_text())
         metas.append(ProcessMeta(raw["member"], raw["process"], raw["pid"], tuple(raw["topics"]),
-                                 bool(raw.get("agent", True))))
+                                 bool(raw.get("agent", True)), raw.get("group_protocol")))
     return metas
 
 

@@ -25,16 +25,30 @@ def _plan() -> list[tuple[str, str]]:
     """Each built-in scenario with an assignor, cycling over the fully instrumented ones so every
     protocol is exercised; the partial-adoption one under eager range, where every rebalance moves
     every partition (the most there is to see around members without the agent)."""
-    names = builtin_names(fully_instrumented=True)
+    names = builtin_names(fully_instrumented=True, migrations=False)
     plan = [(name, ASSIGNORS[i % len(ASSIGNORS)]) for i, name in enumerate(names)]
-    return plan + [(name, "range") for name in builtin_names() if name not in names]
+    return plan + [(name, "range") for name in builtin_names(migrations=False) if name not in names]
 
 
 @pytest.fixture(scope="session")
 def landed(kafka, spark, tmp_path_factory) -> dict[str, Any]:
+    return land(kafka, spark, tmp_path_factory, _plan())
+
+
+@pytest.fixture(scope="session")
+def landed_migrations(kafka, spark, tmp_path_factory) -> dict[str, Any]:
+    """The built-ins that migrate members between protocols, under eager range (where the mixed phase
+    costs the most), landed on their own: each run is ~50 s, so only the slow tests ask for them."""
+    return land(kafka, spark, tmp_path_factory,
+                [(name, "range") for name in builtin_names(fully_instrumented=True, migrations=True)])
+
+
+def land(kafka, spark, tmp_path_factory, plan: list[tuple[str, str]]) -> dict[str, Any]:
+    """Runs each (scenario, assignor) of ``plan`` on the session broker, all writing telemetry to one
+    topic, then the whole pipeline over it; returns the runs and what the tests read from the lake."""
     telemetry = f"e2e-telemetry-{uuid.uuid4().hex[:6]}"
     runs, options_of = {}, {}
-    for name, assignor in _plan():
+    for name, assignor in plan:
         options = RunOptions(assignor=assignor, commit="batch", out_dir=tmp_path_factory.mktemp("runs"),
                              bootstrap=kafka.bootstrap_servers, telemetry_topic=telemetry)
         runs[name], options_of[name] = run_scenario(load(name), options), options

@@ -31,24 +31,33 @@ from lens_scenarios.ground_truth import GroundTruth, Handoff
 from lens_scenarios.rerun import rerun
 from lens_scenarios.spec import builtin_names, load
 from pipelines.gold.unseen import ROUND_GAP_MS
-from tests.support.gold_matching import TOLERANCE_S, check, gold_for_run, matched
+from tests.support.gold_matching import TOLERANCE_S, check, gold_for_run, matched, mismatches
 
-@pytest.mark.parametrize("scenario", builtin_names(fully_instrumented=True))
+@pytest.mark.parametrize("scenario", builtin_names(fully_instrumented=True, migrations=False))
 def test_gold_handoffs_match_ground_truth(landed, scenario):
     run = landed["runs"][scenario]
     truth = GroundTruth.load(run.run_dir)
-    gold = gold_for_run(landed, run.manifest["run_id"])
     assert truth.handoffs or scenario in ("enforce-rebalance", "subscription-change"), "scenario moved nothing"
-    problems = []
-    for handoff, row in matched(truth.handoffs, gold):
-        if row is None:
-            problems.append(f"gold lacks {handoff}")
-        else:
-            problems.extend(check(handoff, row))
+    problems = mismatches(truth.handoffs, gold_for_run(landed, run.manifest["run_id"]))
     assert not problems, "\n".join(problems)
 
 
-@pytest.mark.parametrize("scenario", builtin_names(fully_instrumented=True))
+@pytest.mark.slow
+@pytest.mark.parametrize("scenario", builtin_names(fully_instrumented=True, migrations=True))
+def test_gold_handoffs_match_ground_truth_through_a_protocol_migration(landed_migrations, scenario):
+    """The KIP-848 migration built-ins (slow: each run is ~50 s and its own pipeline run;
+    `./lens test -m slow tests/e2e/test_gold_vs_truth.py -k protocol_migration`): every handoff
+    of the classic phase, the mixed phase (eager classic members revoking everything at each
+    epoch bump) and the rollback, as in gold."""
+    run = landed_migrations["runs"][scenario]
+    truth = GroundTruth.load(run.run_dir)
+    assert {p.group_protocol for p in truth.processes} == {"classic", "consumer"}
+    assert any(h.moved for h in truth.handoffs), "scenario moved nothing"
+    problems = mismatches(truth.handoffs, gold_for_run(landed_migrations, run.manifest["run_id"]))
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("scenario", builtin_names(fully_instrumented=True, migrations=False))
 def test_per_run_totals_match_ground_truth(landed, scenario):
     """The demo's per-run totals: duplicates exact (or bracketed after a crash), partition-seconds close.
 

@@ -59,6 +59,18 @@ def test_a_handoff_takes_its_cause_from_the_timeline():
     assert handoffs(ownership_intervals(deliveries, events, {"c.1": "c", "b.1": "b"}), events, [])[0].cause == "start"
 
 
+def test_a_protocol_migration_is_a_restart_for_the_migrant_and_for_an_eager_member_it_revokes():
+    # b (classic) is stopped at 1 s and comes back on the consumer protocol; its join bumps the
+    # epoch and c, an eager classic member, gives back all it holds at 2 s and gets it back at 2.1 s.
+    steps = [Played(1000 * MS, "protocol_migration", ("b",)), Played(1500 * MS, "protocol_migration", ("b",))]
+    deliveries = [_d("b.1", 0, 0), _d("c.2", 1, 1200), _d("c.2", 2, 2300)]
+    events = [_e("b.1", "assign", 0), _e("b.1", "closing", 1000, ()), _e("b.1", "revoke", 1001),
+              _e("c.2", "assign", 1100), _e("c.2", "revoke", 2000), _e("c.2", "assign", 2100)]
+    found = handoffs(ownership_intervals(deliveries, events, {"b.1": "b", "c.2": "c"}), events, steps)
+    assert [(h.prev_process, h.next_process, h.cause, h.moved) for h in found] == \
+        [("b.1", "c.2", "restart", True), ("c.2", "c.2", "restart", False)]
+
+
 def test_own_start_and_close_are_not_rebalances_but_group_callbacks_are():
     events = [_e("a.1", "start", 0, ()), _e("a.1", "assign", 10),
               _e("a.1", "closing", 5000, ()), _e("a.1", "revoke", 5001), _e("a.2", "assign", 5600),
@@ -70,13 +82,14 @@ def test_own_start_and_close_are_not_rebalances_but_group_callbacks_are():
 
 
 def test_the_writer_round_trips_and_drops_a_torn_row(tmp_path):
-    writer = TruthWriter(tmp_path, "m1", "m1.1", ["orders"])
+    writer = TruthWriter(tmp_path, "m1", "m1.1", ["orders"], group_protocol="consumer")
     writer.event("assign", [("orders", 2)])
     assert writer.records([("orders", 2, 10, 77, 5), ("orders", 2, 11, 78, 6)]) == 2
     writer.close()
     with open(tmp_path / "truth" / "m1.1.records", "ab") as f:
         f.write(b"\x00" * 7)  # a write cut short by SIGKILL
     [meta] = read_meta(tmp_path)
+    assert meta.group_protocol == "consumer"
     rows = list(read_deliveries(tmp_path, meta))
     assert [(r.topic, r.partition, r.offset, r.record_id) for r in rows] == [("orders", 2, 10, 77), ("orders", 2, 11, 78)]
     assert [e.kind for e in read_events(tmp_path, meta)] == ["assign"]

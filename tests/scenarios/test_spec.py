@@ -1,14 +1,16 @@
 """Scenario files: every built-in loads, and a user's mistake names the key and the fix."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import yaml
 
 from lens_runtime.errors import LensError
-from lens_scenarios.spec import builtin_names, load, parse
+from lens_scenarios.spec import builtin_names, load, parse, restarted_as
 
-ACTIONS_COVERED = {"rolling_restart", "scale_out", "scale_in", "crash", "slow_processing", "subscription_change",
-                   "enforce_rebalance"}
+ACTIONS_COVERED = {"rolling_restart", "protocol_migration", "scale_out", "scale_in", "crash", "slow_processing",
+                   "subscription_change", "enforce_rebalance"}
 
 
 def test_at_least_six_builtins_load_and_cover_every_action():
@@ -51,6 +53,20 @@ def test_a_user_file_is_loaded_by_path(tmp_path):
      "`timeline[1].members[0].agent`", "Set it to true"),
     (lambda d: d["timeline"][0].update(members=[{"name": "a", "agent": False}]), "`timeline[0].members[0].agent`",
      "a restart keeps what the member runs"),
+    (lambda d: d["timeline"].append({"at": 3, "action": "protocol_migration"}), "`timeline[1].to`",
+     "Add `to:`"),
+    (lambda d: d["timeline"].append({"at": 3, "action": "protocol_migration", "to": "kip848"}), "`timeline[1].to`",
+     "Set it to consumer (migrate to KIP-848) or classic (roll back)"),
+    (lambda d: d["timeline"].append({"at": 3, "action": "protocol_migration", "to": "consumer",
+                                     "remote_assignor": "sticky"}), "`timeline[1].remote_assignor`",
+     "Use one of: uniform, range"),
+    (lambda d: d["timeline"].append({"at": 3, "action": "protocol_migration", "to": "classic",
+                                     "remote_assignor": "range"}), "`timeline[1].remote_assignor`",
+     "a classic member runs the scenario's client-side assignor"),
+    (lambda d: d["timeline"].append({"at": 3, "action": "protocol_migration", "to": "consumer", "down_s": -1}),
+     "`down_s`", "between 0 and 600"),
+    (lambda d: d["timeline"].append({"at": 3, "action": "protocol_migration", "to": "consumer", "assignor": "x"}),
+     "`timeline[1].assignor`", "remote_assignor"),
 ])
 def test_mistakes_name_the_key_and_the_fix(change, key, fix):
     data = _base()
@@ -99,6 +115,57 @@ def test_a_member_can_run_the_plain_client_and_keeps_it_across_restarts():
         [[("b", False)], [("b", False)], [("c", False), ("d", True)]]
     assert not scenario.fully_instrumented
     assert parse(_base(), source="mine.yaml").fully_instrumented
+
+
+def test_a_protocol_migration_moves_its_members_and_later_restarts_keep_the_new_protocol():
+    data = _base()
+    data["members"] = [{"name": "a", "group_instance_id": "a"}, "b"]
+    data["timeline"] = [{"at": 2, "action": "protocol_migration", "to": "consumer", "remote_assignor": "range"},
+                        {"at": 9, "action": "rolling_restart", "members": ["a"]},
+                        {"at": 12, "action": "protocol_migration", "to": "classic", "members": ["b"],
+                         "down_s": 1, "interval_s": 2}]
+    scenario = parse(data, source="mine.yaml")
+    migrate, restart, rollback = scenario.timeline
+    assert migrate.members is None and migrate.params == {"to": "consumer", "remote_assignor": "range",
+                                                          "down_s": 0.5, "interval_s": 6.0}
+    # named by name only, a stays static and on the protocol it was moved to; b is rolled back from it
+    assert [(m.name, m.group_instance_id, m.group_protocol, m.remote_assignor) for m in restart.members] == \
+        [("a", "a", "consumer", "range")]
+    assert [(m.name, m.group_protocol) for m in rollback.members] == [("b", "consumer")]
+    assert [(restarted_as(rollback, m).group_protocol, restarted_as(rollback, m).remote_assignor)
+            for m in rollback.members] == [("classic", None)]
+    assert scenario.migrations == {"consumer", "classic"} and not parse(_base(), source="mine.yaml").migrations
+    assert "kip848-migration" in builtin_names() and "kip848-migration" not in builtin_names(migrations=False)
+    assert load("kip848-migration").migrations == {"consumer", "classic"}
+
+
+def test_a_member_runs_the_protocol_a_migration_gave_it():
+    from lens_scenarios.consumer_config import member_assignor, member_config
+
+    assert [member_assignor("range", p) for p in (None, "classic", "consumer")] == ["range", "range", "consumer"]
+    assert member_assignor("roundrobin", "consumer") == "consumer"
+    assert member_assignor("consumer", "classic") == "range"  # rolled back in a KIP-848 run: the classic default
+    common = dict(bootstrap="b:9092", group_id="g", commit="batch", client_id="c", group_instance_id=None,
+                  max_poll_interval_ms=10_000, telemetry_topic="t")
+    migrated = member_config(**common, assignor="consumer", remote_assignor="range")
+    assert migrated["group.protocol"] == "consumer" and migrated["group.remote.assignor"] == "range"
+    assert not {"session.timeout.ms", "heartbeat.interval.ms", "partition.assignment.strategy"} & set(migrated)
+    assert "group.remote.assignor" not in member_config(**common, assignor="consumer")
+    with pytest.raises(LensError, match="group.remote.assignor 'range' is KIP-848's") as err:
+        member_config(**common, assignor="range", remote_assignor="range")
+    assert "\n" not in str(err.value)
+
+
+def test_a_cooperative_sticky_group_is_not_migrated_online():
+    from lens_scenarios.consumer_config import check_online_upgrade
+    from lens_scenarios.runner import RunOptions, run_scenario
+
+    check_online_upgrade("range", "kip848-migration")
+    check_online_upgrade("roundrobin", "kip848-migration")
+    with pytest.raises(LensError, match="--assignor range or roundrobin") as err:
+        # refused before anything starts: no broker, no run folder
+        run_scenario(load("kip848-migration"), RunOptions(assignor="cooperative-sticky", out_dir=Path("/nonexistent")))
+    assert "fatal GROUP_ID_NOT_FOUND" in str(err.value) and "\n" not in str(err.value)
 
 
 def test_the_partial_adoption_builtin_is_listed_and_mixes_both_clients():

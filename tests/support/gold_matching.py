@@ -105,3 +105,11 @@ def check(truth: Handoff, gold: dict[str, Any]) -> list[str]:
         if low is None or high is None or not low - TOLERANCE_S <= truth.pause_s <= high + TOLERANCE_S:
             problems.append(f"{where}: truth pause {truth.pause_s:.3f} s outside [{low}, {high}]")
     return problems
+
+
+def mismatches(truth: list[Handoff], gold: dict[tuple, list[dict[str, Any]]]) -> list[str]:
+    """Every way gold's handoffs of a run differ from its truth handoffs (empty when they agree)."""
+    problems = []
+    for handoff, row in matched(truth, gold):
+        problems.extend([f"gold lacks {handoff}"] if row is None else check(handoff, row))
+    return problems

@@ -96,6 +96,12 @@ def test_gold_and_ground_truth_use_the_declared_causes_and_release_kinds():
     assert set(RELEASE_KINDS) - {"crash"} <= set(INTERVAL_RELEASE_KINDS)  # gold/handoffs: unreleased is a crash
 
 
+def test_a_scenario_migrates_members_to_declared_kip848_assignors():
+    from lens_scenarios.spec import REMOTE_ASSIGNORS
+
+    assert {f"consumer:{name}" for name in REMOTE_ASSIGNORS} <= set(ASSIGNOR_NAMES)
+
+
 def _rule_kinds() -> set[str]:
     """The kinds ``pipelines/recommend/rules.py`` writes: Recommendation(kind, ...), _priced_change(e, kind, ...)."""
     tree = ast.parse((ROOT / "pipelines" / "recommend" / "rules.py").read_text())
