@@ -166,7 +166,7 @@ def _rebalance_events(spark: SparkSession, config: PipelineConfig, groups: list[
     return lake.rows_of(spark, lake_path, table, GROUP, groups)
 
 
-def _superseded(stored: DataFrame, intervals: DataFrame) -> DataFrame:
+def not_superseded(stored: DataFrame, intervals: DataFrame) -> DataFrame:
     """The ``stored`` handoffs whose previous owner's interval this run did not fold again. A
     refolded interval gets its next owner from this run: an event up to ``gold_lateness_s`` late
     can put an owner between two, and the stored handoff that skipped it (its id names the pair
@@ -177,7 +177,7 @@ def _superseded(stored: DataFrame, intervals: DataFrame) -> DataFrame:
     return prev.join(folded, [*GROUP, "_prev", "topic", "partition"], "left_anti").drop("_prev")
 
 
-def _kept(stored: DataFrame, new: DataFrame, keys: list[str]) -> DataFrame:
+def newest_rows(stored: DataFrame, new: DataFrame, keys: list[str]) -> DataFrame:
     """``new`` and the ``stored`` rows whose keys it does not have."""
     return new.unionByName(stored.join(new.select(*keys), keys, "left_anti"))
 
@@ -223,9 +223,9 @@ def run(spark: SparkSession, config: PipelineConfig, progress: Progress = print)
         states = folded.where(F.col("state").isNotNull()).select("state.*")
         kept = sorted(marks)
         if kept:
-            handoffs = _kept(_superseded(_stored(spark, config, catalog.HANDOFFS, kept), intervals), handoffs,
+            handoffs = newest_rows(not_superseded(_stored(spark, config, catalog.HANDOFFS, kept), intervals), handoffs,
                              ["handoff_id"])
-            intervals = _kept(_stored(spark, config, catalog.OWNERSHIP, kept), intervals,
+            intervals = newest_rows(_stored(spark, config, catalog.OWNERSHIP, kept), intervals,
                               [*GROUP, *catalog.OWNERSHIP.keys])
         seen = window.groupBy(*GROUP, "agent_id").agg(F.max("event_time_ms").alias("ms"))
         if kept:

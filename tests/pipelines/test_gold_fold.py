@@ -20,7 +20,7 @@ from pipelines.gold.facts import NEVER, facts, runs, stalls
 from pipelines.gold.group_pass import group_gold
 from pipelines.gold.handoffs import handoffs_of
 from pipelines.gold.ownership import PartitionFold
-from pipelines.gold.stage import _kept, _superseded
+from pipelines.gold.stage import newest_rows, not_superseded
 from pipelines.stages import run_stage
 from pipelines.validate import parse
 from lens_scenarios.synthetic import P0, P1, Fleet
@@ -210,7 +210,7 @@ def test_a_late_owners_events_replace_the_stored_handoffs_they_disprove(spark, p
     want = group_of(fleet.events, GAP_S)[1]
     assert {h["handoff_id"] for h in stored}.isdisjoint(h["handoff_id"] for h in want), "the case is planted"
     intervals = reference_intervals(fleet.events)
-    kept = _kept(_superseded(_frame(spark, stored, catalog.HANDOFFS), _frame(spark, intervals, catalog.OWNERSHIP)),
+    kept = newest_rows(not_superseded(_frame(spark, stored, catalog.HANDOFFS), _frame(spark, intervals, catalog.OWNERSHIP)),
                  _frame(spark, handoffs_of(intervals), catalog.HANDOFFS), ["handoff_id"])
     last_seen = {e["agent_id"]: e["event_time_ms"] for e in sorted(fleet.events, key=lambda e: e["event_time_ms"])}
     got = group_gold(fleet.events, [r.asDict() for r in kept.collect()], last_seen, GAP_S, intervals)[0]
