@@ -97,6 +97,7 @@ def _marts_partitions() -> list[str]:
         return sorted(session.scalars(query))
 
 
+@pytest.mark.slow  # ~5.5 min: ./lens test -m slow tests/airflow/test_dags_in_process.py (default suite's budget)
 def test_hourly_backfill_then_daily_equals_one_run_and_reruns_change_nothing(
         spark, kafka, tmp_path, unique, lens_dags, monkeypatch):
     hourly, daily = lens_dags["rebalance_lens_hourly"], lens_dags["rebalance_lens_daily"]
