@@ -125,6 +125,11 @@ def assignor(name: str) -> Assignor:
 # gold/metrics.grain: the periods metrics are summed over.
 GRAINS: tuple[str, ...] = ("hour", "day")
 
+# A group's protocol phase (gold/protocol_phases): its live members all on one group.protocol, or
+# both at once while it migrates member by member (KIP-848's online migration, or its rollback).
+MIXED_PHASE = "mixed"
+GROUP_PHASES: tuple[str, ...] = (*GROUP_PROTOCOLS, MIXED_PHASE)
+
 # Every enumeration a dbt YAML list can follow, by the name its ``# vocabulary:`` marker gives.
 ENUMERATIONS: dict[str, tuple[str, ...]] = {
     "causes": CAUSE_NAMES,
