@@ -52,8 +52,7 @@ from lens_scenarios.truth_log import CallbackEvent, Delivery, ProcessMeta, read_
 REBALANCE_GAP_S = 1.0
 NS = 1_000_000_000
 # timeline action -> the cause of the handoffs it brings about (the gold causes' names)
-# (a protocol migration is a restart on another protocol: gold's own cause for it is issue 39's mixed-phase work)
-ACTION_CAUSES = {"rolling_restart": "restart", "protocol_migration": "restart", "scale_out": "scale_out",
+ACTION_CAUSES = {"rolling_restart": "restart", "protocol_migration": "protocol_migration", "scale_out": "scale_out",
                  "scale_in": "scale_in", "crash": "crash", "slow_processing": "poll_interval_exceeded",
                  "subscription_change": "subscription_change", "enforce_rebalance": "enforced"}
 

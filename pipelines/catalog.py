@@ -240,6 +240,12 @@ COVERAGE = Table(
     grain="one row per group and hour: the partition-seconds its members held, and how many of them ran the agent",
     keys=("cluster_id", "group_id", "hour_start"), written_by="gold",
     columns=_columns("cluster_id string, group_id string, hour_start timestamp, covered_s double, owned_s double"))
+PROTOCOL_PHASES = Table(
+    "gold/protocol_phases",
+    grain="one row per group and protocol phase: a span in which its live members were all classic, all on "
+          "KIP-848's consumer protocol, or both (mixed: a migration or its rollback under way)",
+    keys=("cluster_id", "group_id", "start_ms"), written_by="gold",
+    columns=_columns("cluster_id string, group_id string, phase string, start_ms bigint, end_ms bigint"))
 PROCESSED = Table(
     "gold/records_processed", grain="one row per group and hour: the records its members processed",
     keys=("cluster_id", "group_id", "hour_start"), written_by="gold",
@@ -289,6 +295,6 @@ VERIFICATIONS = Table(
 # The tables the pipeline's stages write (a run of every stage writes each), then the closed loop's.
 TABLES: tuple[Table, ...] = (BRONZE, QUARANTINE, VALIDATION_SUMMARY, STAGE_PROGRESS, EVENTS, SEQUENCES, MEMBER_STATES,
                              COMMITS,
-                             OWNERSHIP, HANDOFFS, EPISODES, MEMBERS, COVERAGE, PROCESSED, METRICS, FOLD_STATE, REBALANCE_EVENTS, WHAT_IF,
+                             OWNERSHIP, HANDOFFS, EPISODES, MEMBERS, COVERAGE, PROTOCOL_PHASES, PROCESSED, METRICS, FOLD_STATE, REBALANCE_EVENTS, WHAT_IF,
                              RECOMMENDATIONS)
 CLOSED_LOOP_TABLES: tuple[Table, ...] = (VERIFICATIONS,)

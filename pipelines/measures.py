@@ -82,6 +82,8 @@ QUALIFIERS: tuple[Qualifier, ...] = (
               "predicted_pause_saved_s"),
     Qualifier("_before / _after", "suffix", "the figure without and with a change",
               "predicted_duplicates_before, measured_pause_after_s"),
+    Qualifier("_per_handoff", "suffix", "the figure over the handoffs it sums (a migration's rollback criterion "
+              "compares phases by it: `group_protocol_phases`)", "pause_per_handoff_s"),
     Qualifier("_change", "suffix", "period over period (this day's figure minus the day before's)",
               "pause_change_s"),
     Qualifier("_pct", "unit", "a share in percent of the figure it qualifies (the unit it ends with)",

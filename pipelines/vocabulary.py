@@ -33,6 +33,8 @@ CAUSES: tuple[Cause, ...] = (
     Cause("poll_interval_exceeded", "poll timeout (stall)", "#f58518"),
     Cause("crash", "crash", "#e45756"),
     Cause("session_lost", "session lost", "#b279a2"),
+    # a restart on the other group.protocol: KIP-848's online migration, member by member, or its rollback
+    Cause("protocol_migration", "protocol migration", "#1f5f99"),
     Cause("restart", "restart", "#4c78a8"),
     Cause("scale_in", "member removed", "#88d27a"),
     Cause("scale_out", "member added", "#54a24b"),
@@ -42,6 +44,8 @@ CAUSES: tuple[Cause, ...] = (
     Cause("unknown", "unknown", "#bab0ac"),
 )
 CAUSE_NAMES: tuple[str, ...] = tuple(c.name for c in CAUSES)
+# The causes of a process that left and came back (the what-if replays each as one bounce).
+RESTART_CAUSES: tuple[str, ...] = ("protocol_migration", "restart")
 
 # How an ownership interval ended (gold/partition_ownership; null: still owned). ``unreleased``:
 # its owner never released it (killed or gone silent), found when someone else was assigned it.
@@ -137,6 +141,7 @@ ENUMERATIONS: dict[str, tuple[str, ...]] = {
     "recommendation_kinds": RECOMMENDATION_KIND_NAMES,
     "confidence_levels": CONFIDENCE_LEVELS,
     "group_protocols": GROUP_PROTOCOLS,
+    "group_phases": GROUP_PHASES,
     "assignor_strategies": ASSIGNOR_STRATEGIES,
     "grains": GRAINS,
 }

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from consumer_agent.contract import JOINING_STATE, LEAVE_REASONS, LEAVING_STATES, STALE_STATE
-from pipelines.vocabulary import CAUSE_NAMES
+from pipelines.vocabulary import CAUSE_NAMES, RESTART_CAUSES
 
 PRECEDENCE = CAUSE_NAMES  # the vocabulary declares the causes in precedence order
 RANK = {cause: i for i, cause in enumerate(PRECEDENCE)}
@@ -94,16 +94,15 @@ def is_stall(e: dict[str, Any], b: dict[str, Any]) -> bool:
     return e["kind"] == "state_transition" and b["to_state"] == STALE_STATE
 
 
-def restarts(joins: list[dict[str, Any]], leaves: list[dict[str, Any]]) -> tuple[set[str], set[str]]:
-    """(the agents whose leave was a restart, the agents whose join was one): each join replaces one leave.
+def restarts(joins: list[dict[str, Any]], leaves: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """leaving agent -> the join event that restarted it: each join replaces one leave.
 
     A leave pairs with the first later join of its identity within ``RESTART_WINDOW_S``,
     else with the first later join of anyone within ``REPLACE_WINDOW_S`` (a replacement
     under a new name: a pod restarted under a new host name, a process numbering its client
     id). A join before the leave is a second instance (a surge), not a restart.
     """
-    leavers: set[str] = set()
-    joiners: set[str] = set()
+    pairs: dict[str, dict[str, Any]] = {}
     free = sorted(joins, key=lambda e: e["event_time_ms"])
     for leaver in sorted(leaves, key=lambda e: e["event_time_ms"]):
         def after(window_s: float) -> list[dict[str, Any]]:
@@ -113,9 +112,14 @@ def restarts(joins: list[dict[str, Any]], leaves: list[dict[str, Any]]) -> tuple
         joiner = (same or after(REPLACE_WINDOW_S) or [None])[0]
         if joiner is not None:
             free.remove(joiner)
-            leavers.add(leaver["agent_id"])
-            joiners.add(joiner["agent_id"])
-    return leavers, joiners
+            pairs[leaver["agent_id"]] = joiner
+    return pairs
+
+
+def restart_cause(leave: dict[str, Any], join: dict[str, Any]) -> str:
+    """``protocol_migration`` when the process came back on the other ``group.protocol`` (KIP-848's
+    online migration, or its rollback, one member at a time), else ``restart``."""
+    return "protocol_migration" if leave["group_protocol"] != join["group_protocol"] else "restart"
 
 
 def start_joins(joins: list[dict[str, Any]]) -> set[str]:
@@ -139,7 +143,9 @@ def triggers_of(bodies: Bodies) -> list[Trigger]:
     for e, b in bodies:
         if is_leave(e, b):
             leaves.setdefault(e["agent_id"], e)
-    left_to_restart, joined_to_restart = restarts(joins, list(leaves.values()))
+    pairs = restarts(joins, list(leaves.values()))
+    left_to_restart = {a: restart_cause(leaves[a], j) for a, j in pairs.items()}
+    joined_to_restart = {j["agent_id"]: left_to_restart[a] for a, j in pairs.items()}
     first_generation: dict[str, int] = {}
     generation_began: dict[int, int] = {}  # generation -> its first assignment
     for e, _ in bodies:
@@ -152,12 +158,12 @@ def triggers_of(bodies: Bodies) -> list[Trigger]:
         rejoin = e["generation"] + 1 if e["generation"] >= 0 else None
         if kind == "member_config" and b["reason"] == "start":
             cause = ("start" if e["agent_id"] in formed
-                     else "restart" if e["agent_id"] in joined_to_restart else "scale_out")
+                     else joined_to_restart.get(e["agent_id"], "scale_out"))
             rejoin = first_generation.get(e["agent_id"])
             if rejoin is not None and generation_began[rejoin] < t:
                 rejoin = None  # a static member back within its session: its old generation, no rebalance
         elif is_leave(e, b):
-            cause = "restart" if e["agent_id"] in left_to_restart else "scale_in"
+            cause = left_to_restart.get(e["agent_id"], "scale_in")
         elif kind == "member_config" and b["reason"] == "subscription_changed":
             cause = "subscription_change"
         elif kind == "rebalance_requested" and b["accepted"]:
@@ -199,7 +205,7 @@ def _owner_cause(h: dict[str, Any], mine: list[Trigger]) -> str | None:
                       and h["prev_assigned_ms"] <= t.time_ms <= h["revoke_ms"] + STALL_REPORT_SLACK_MS for t in mine)
         return "poll_interval_exceeded" if stalled else "session_lost"
     own = [t.cause for t in mine if h["prev_assigned_ms"] <= t.time_ms <= h["revoke_ms"]
-           and t.cause in ("restart", "scale_in", "subscription_change", "enforced")]
+           and t.cause in (*RESTART_CAUSES, "scale_in", "subscription_change", "enforced")]
     return own[-1] if own else None
 
 

@@ -22,6 +22,7 @@ import orjson
 from pipelines.gold.causes import Bodies, triggers_of
 from pipelines.gold.episodes import CLUSTER_KINDS, episodes_of
 from pipelines.gold.members import KINDS as MEMBER_KINDS, members_of
+from pipelines.gold.protocol_phases import protocol_phases
 from pipelines.gold.unseen import coverage_by_hour, rounds_of, split
 
 # What the pass reads of each ownership interval (``catalog.OWNERSHIP``).
@@ -53,8 +54,8 @@ def rebalance_bodies(events: Iterable[dict[str, Any]]) -> Bodies:
 
 def group_gold(events: Iterable[dict[str, Any]], handoffs: list[dict[str, Any]], last_seen: dict[str, int],
                gap_s: float, intervals: list[dict[str, Any]]
-               ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
-    """(handoffs with their cause and episode, episodes, members, coverage per hour) of one group,
+               ) -> tuple[list[dict[str, Any]], ...]:
+    """(handoffs with their cause and episode, episodes, members, protocol phases, coverage per hour) of one group,
     from its rebalance events (others are ignored), all its handoffs and ownership intervals
     (``INTERVAL_FIELDS`` of them), and when each agent was last seen. Handoffs across an owner
     without the agent come back split in two (``pipelines.gold.unseen``)."""
@@ -69,4 +70,11 @@ def group_gold(events: Iterable[dict[str, Any]], handoffs: list[dict[str, Any]],
     for h in handoffs:
         episode = of_id.get(owner_of.get(h["handoff_id"]), {})
         h.update(episode_id=episode.get("episode_id"), episode_start_ms=episode.get("start_ms"))
-    return handoffs, episodes, members_of(bodies, triggers, handoffs, last_seen), coverage
+    members = members_of(bodies, triggers, handoffs, last_seen)
+    return handoffs, episodes, members, phase_rows(members), coverage
+
+
+def phase_rows(members: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The group's ``protocol_phases`` as rows of ``catalog.PROTOCOL_PHASES``."""
+    key = {c: members[0][c] for c in ("cluster_id", "group_id")} if members else {}
+    return [{**key, "phase": p.phase, "start_ms": p.start_ms, "end_ms": p.end_ms} for p in protocol_phases(members)]

@@ -46,7 +46,7 @@ FOLD_INPUTS = ["partitions_change", "first_fetch", "progress", "commit", "state_
 FOLD_ROW_DDL = (f"interval struct<{catalog.OWNERSHIP.ddl(': ')}>, handoff struct<{catalog.HANDOFFS.ddl(': ')}>, "
                 f"state struct<{catalog.FOLD_STATE.ddl(': ')}>")
 GROUP_OUTPUTS = (("handoff", catalog.HANDOFFS), ("episode", catalog.EPISODES), ("member", catalog.MEMBERS),
-                 ("coverage", catalog.COVERAGE))
+                 ("phase", catalog.PROTOCOL_PHASES), ("coverage", catalog.COVERAGE))
 # Arrow carries no session time zone out of the workers: the coverage's hour leaves them in ms.
 COVERAGE_ROW_DDL = "cluster_id: string, group_id: string, hour_start_ms: bigint, covered_s: double, owned_s: double"
 GROUP_ROW_DDL = ", ".join(f"{name} struct<{COVERAGE_ROW_DDL if table is catalog.COVERAGE else table.ddl(': ')}>"

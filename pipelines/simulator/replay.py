@@ -34,6 +34,7 @@ from typing import Any, Literal
 from pipelines.simulator.assignors import ASSIGNORS, assign
 from pipelines.simulator.group import Assignment, Member, TopicPartition
 from pipelines.simulator.handoff import classic_cooperative_rounds, owners
+from pipelines.vocabulary import RESTART_CAUSES
 
 HandoffKind = Literal["graceful", "lost", "crash", "bounce"]
 FIRST_READ_MS = 1_000  # a member given a partition reads it within this (the measured handoffs: 0.1-0.9 s)
@@ -94,10 +95,10 @@ class _Group:
 
 
 def restart_pairs(members: list[dict[str, Any]]) -> dict[str, str]:
-    """leaving agent -> the agent that replaced it: each ``restart`` leave with the first later ``restart`` join."""
-    joins = sorted((m for m in members if m["join_cause"] == "restart"), key=lambda m: m["joined_ms"])
+    """leaving agent -> the agent that replaced it: each restart leave with the first later restart join."""
+    joins = sorted((m for m in members if m["join_cause"] in RESTART_CAUSES), key=lambda m: m["joined_ms"])
     pairs: dict[str, str] = {}
-    for leaver in sorted((m for m in members if m["leave_cause"] == "restart"), key=lambda m: m["left_ms"]):
+    for leaver in sorted((m for m in members if m["leave_cause"] in RESTART_CAUSES), key=lambda m: m["left_ms"]):
         joiner = next((j for j in joins if j["joined_ms"] >= leaver["left_ms"]), None)
         if joiner is not None:
             joins.remove(joiner)

@@ -14,6 +14,7 @@ from lens_scenarios.spec import builtin_names, load
 from pipelines import catalog, lake
 from pipelines.config import PipelineConfig, embedded_broker_groups
 from pipelines.gold.costs import read_costs
+from pipelines.sql_build import marts_path
 from pipelines.stages import run_pipeline
 
 ENVELOPE = ("event_id", "kind", "event_time_ms", "agent_id", "seq", "group_id", "member_id", "group_instance_id",
@@ -65,7 +66,15 @@ def land(kafka, spark, tmp_path_factory, plan: list[tuple[str, str]]) -> dict[st
         events[r.group_id].append(r.asDict())
     recommendations = [r.asDict(recursive=True) for r in
                        lake.read(spark, config.lake_path, catalog.RECOMMENDATIONS).orderBy("group_id", "rank").collect()]
+    phases: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in lake.read(spark, config.lake_path, catalog.PROTOCOL_PHASES).orderBy("start_ms").collect():
+        phases[r.group_id].append(r.asDict())
+    phase_costs: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in (spark.read.format("delta").load(f"{marts_path(config.lake_path)}/group_protocol_phases")
+              .orderBy("started_at").collect()):
+        phase_costs[r.group_id].append(r.asDict())
     return {"runs": runs, "handoffs": handoffs, "clients": clients, "results": results,
+            "phases": phases, "phase_costs": phase_costs,
             "costs": {group: r for (_cluster, group), r in read_costs(spark, config.lake_path).items()},  # one cluster
             "metrics": metrics, "events": events,
             "options": options_of, "recommendations": recommendations, "config": config}

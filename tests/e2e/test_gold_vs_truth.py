@@ -33,6 +33,11 @@ from lens_scenarios.spec import builtin_names, load
 from pipelines.gold.unseen import ROUND_GAP_MS
 from tests.support.gold_matching import TOLERANCE_S, check, gold_for_run, matched, mismatches
 
+# The group's protocol phases each migration built-in goes through, from its timeline (a member
+# restarted on the other protocol changes the phase when it is back; the last classic one's stop ends it).
+MIGRATION_PHASES = {"kip848-migration": ["classic", "mixed", "consumer", "mixed"]}
+
+
 @pytest.mark.parametrize("scenario", builtin_names(fully_instrumented=True, migrations=False))
 def test_gold_handoffs_match_ground_truth(landed, scenario):
     run = landed["runs"][scenario]
@@ -55,6 +60,15 @@ def test_gold_handoffs_match_ground_truth_through_a_protocol_migration(landed_mi
     assert any(h.moved for h in truth.handoffs), "scenario moved nothing"
     problems = mismatches(truth.handoffs, gold_for_run(landed_migrations, run.manifest["run_id"]))
     assert not problems, "\n".join(problems)
+    group = run.manifest["group_id"]
+    assert [p["phase"] for p in landed_migrations["phases"][group]] == MIGRATION_PHASES[scenario]
+    # the mart prices each phase: every gold handoff of the group counts in exactly one
+    costs = landed_migrations["phase_costs"][group]
+    assert [c["phase"] for c in costs] == MIGRATION_PHASES[scenario]
+    handoffs = [h for h in landed_migrations["handoffs"] if h["group_id"] == group]
+    assert sum(c["partitions_moved"] for c in costs) == len(handoffs)
+    assert sum(c["duplicates"] for c in costs) == sum(h["duplicates"] or 0 for h in handoffs)
+    assert {h["cause"] for h in handoffs if h["cause"] not in ("start", "unseen_member")} == {"protocol_migration"}
 
 
 @pytest.mark.parametrize("scenario", builtin_names(fully_instrumented=True, migrations=False))

@@ -59,7 +59,7 @@ def test_a_handoff_takes_its_cause_from_the_timeline():
     assert handoffs(ownership_intervals(deliveries, events, {"c.1": "c", "b.1": "b"}), events, [])[0].cause == "start"
 
 
-def test_a_protocol_migration_is_a_restart_for_the_migrant_and_for_an_eager_member_it_revokes():
+def test_a_protocol_migration_is_its_own_cause_for_the_migrant_and_for_an_eager_member_it_revokes():
     # b (classic) is stopped at 1 s and comes back on the consumer protocol; its join bumps the
     # epoch and c, an eager classic member, gives back all it holds at 2 s and gets it back at 2.1 s.
     steps = [Played(1000 * MS, "protocol_migration", ("b",)), Played(1500 * MS, "protocol_migration", ("b",))]
@@ -68,7 +68,7 @@ def test_a_protocol_migration_is_a_restart_for_the_migrant_and_for_an_eager_memb
               _e("c.2", "assign", 1100), _e("c.2", "revoke", 2000), _e("c.2", "assign", 2100)]
     found = handoffs(ownership_intervals(deliveries, events, {"b.1": "b", "c.2": "c"}), events, steps)
     assert [(h.prev_process, h.next_process, h.cause, h.moved) for h in found] == \
-        [("b.1", "c.2", "restart", True), ("c.2", "c.2", "restart", False)]
+        [("b.1", "c.2", "protocol_migration", True), ("c.2", "c.2", "protocol_migration", False)]
 
 
 def test_own_start_and_close_are_not_rebalances_but_group_callbacks_are():

@@ -71,6 +71,12 @@ def every_cause() -> dict[str, Fleet]:
     m2b = fleet.member("m2", host=m2.host, client_id=m2.client_id, group_instance_id="web-2")
     m2b.at(62_000).joins().assigned(P1).fetches(P1, 10)
 
+    fleet, m1, m2 = pair("protocol_migration")  # m2 comes back on KIP-848's consumer protocol
+    m2.at(60_000).leaves().revokes(P1)
+    m2b = fleet.member("m2", host=m2.host, client_id=m2.client_id, group_protocol="consumer",
+                       rebalance_protocol="cooperative", assignor="uniform")
+    m2b.at(62_000).joins().assigned(P1).fetches(P1, 10)
+
     _, m1, m2 = pair("poll_interval_exceeded")
     m2.at(60_000).exceeds_poll_interval().loses(P1)
     m1.at(60_500).revokes(P0).at(61_000).assigned(P0, P1).fetches(P0, 10).fetches(P1, 8)
