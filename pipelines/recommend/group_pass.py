@@ -24,7 +24,7 @@ def recommendation_row(group: tuple[str, str], rank: int, r: Recommendation, w: 
                        lake_path: str) -> dict[str, Any]:
     """``group``: (cluster_id, group_id)."""
     row = dict.fromkeys(RECOMMENDATION_COLUMNS)
-    base = w.baseline
+    base = r.before or w.baseline
     row.update(cluster_id=group[0], group_id=group[1], rank=rank, kind=r.kind, title=r.title,
                current_config=w.current.label,
                recommended_config=r.config.label if r.config else None, config_change=list(r.config_change),

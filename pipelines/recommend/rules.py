@@ -20,8 +20,9 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from pipelines.recommend.candidates import (Config, changes, kind_of, longest_restart_ms, longest_stall_ms,
-                                            mixed_protocols, static_session_timeout_ms, with_setup)
+from pipelines.recommend.candidates import (Config, changes, kind_of, longest_restart_ms,
+                                            longest_stall_ms, mixed_protocols, static_session_timeout_ms, with_setup)
+from pipelines.recommend.plan import EFFORT, Step, mixed_phase_s, path, per_handoff, rollback_criteria, score, target
 from pipelines.recommend.what_if import WhatIf, partition_counts
 from pipelines.simulator.assignors import ASSIGNORS, assign
 from pipelines.simulator.cost_model import Priced, price
@@ -78,6 +79,7 @@ class Recommendation:
     confidence_reason: str
     priced: Priced | None = None
     tradeoff: str | None = None
+    before: Priced | None = None  # what ``priced`` saves from (None: the current configuration's replay)
 
     def __post_init__(self) -> None:
         # a rule with a new kind or confidence declares it first (the SQL tests and the CLI follow the declaration)
@@ -118,12 +120,6 @@ def pays(base: Priced, p: Priced, tradeoff_ok: bool = False) -> bool:
            (pause_saved > MIN_SAVING * base.pause_s and pause_saved >= MIN_PAUSE_S)
     worse = dup_saved < -MAX_WORSE * max(base.duplicates, 1) or pause_saved < -MAX_WORSE * max(base.pause_s, 1)
     return good and (tradeoff_ok or not worse)
-
-
-def _score(base: Priced, p: Priced) -> float:
-    """Relative savings, summed: how rules rank the changes they found."""
-    return ((base.duplicates - p.duplicates) / max(base.duplicates, 1.0)
-            + (base.pause_s - p.pause_s) / max(base.pause_s, 1.0))
 
 
 def _confidence(e: Evidence, config: Config) -> tuple[str, str]:
@@ -174,7 +170,7 @@ def assignor_rule(e: Evidence) -> Recommendation | None:
     options = [c for c in options if c is not None and pays(e.what_if.baseline, e.what_if.priced[c])]
     if not options:
         return None
-    best = max(options, key=lambda c: _score(e.what_if.baseline, e.what_if.priced[c]))
+    best = max(options, key=lambda c: score(e.what_if.baseline, e.what_if.priced[c]))
     now, then = cur.setup.assignor, best.setup.assignor
     eager_now = ASSIGNORS[now].rebalance_protocol == "eager"
     if then.startswith("consumer:"):
@@ -398,6 +394,104 @@ def coverage_warning(e: Evidence) -> Recommendation | None:
         Q_COVERAGE, "high", "measured from gold/coverage")
 
 
+STEP_TITLES = {"commit_on_revoke": "commit processed offsets on revoke", "max_poll_interval": "raise max.poll.interval.ms",
+               "static_membership": "static membership (group.instance.id)", "session_timeout": "the session timeout",
+               "assignor": "the assignor"}
+
+
+def _step_title(step: Step) -> str:
+    if step.kind != "assignor":
+        return STEP_TITLES[step.kind]
+    then = step.config.setup.assignor
+    protocol, name = then.split(":")
+    if step.migrates:
+        return f"migrate to KIP-848 {name}" if protocol == "consumer" else f"move back to the classic protocol ({name})"
+    return f"switch to {'KIP-848 ' if protocol == 'consumer' else ''}{name}"
+
+
+def _step_rollout(e: Evidence, step: Step) -> tuple[str, ...]:
+    live = sorted((m for m in e.members if m["left_ms"] is None and not m["crashed"]), key=lambda m: m["joined_ms"])
+    canary = live[0]["client_id"] if live else "one member"
+    today = per_handoff_measured(e)
+    lines = [f"Canary: apply it to one member ({canary}) and let it run through at least one rebalance.",
+             "Then the other members, one at a time."]
+    if step.migrates:
+        lines += [f"The mixed phase (classic and consumer-protocol members in one group) lasts about "
+                  f"{mixed_phase_s(e.members, len(live)):.0f} s: {len(live)} restarts, each as long as the longest "
+                  "measured here plus a few seconds to settle. In it, every epoch bump makes each eager classic "
+                  "member revoke all its partitions (measured on Kafka 4.2: docs/measured.md).",
+                  "Before the canary: the broker's group.consumer.migration.policy must allow the upgrade "
+                  "(bidirectional, the default, or upgrade), and the readiness findings below must be fixed."]
+    return (*lines, rollback_criteria(step, today))
+
+
+def per_handoff_measured(e: Evidence) -> tuple[float, float]:
+    """(duplicates, pause seconds) per handoff gold measured after the group formed."""
+    n = max(len(e.churn()), 1)
+    return e.what_if.measured.duplicates / n, e.what_if.measured.pause_s / n
+
+
+def plan_steps(e: Evidence) -> list[Recommendation]:
+    """The staged plan to the configuration that saves the most, when it takes two changes or more
+    (one change is that change's own recommendation)."""
+    goal = target(e.what_if, pays)
+    steps = path(e.what_if, goal) if goal is not None else []
+    if len(steps) < 2:
+        return []
+    level, why = _confidence(e, goal)
+    base = e.what_if.baseline
+    out = []
+    for i, step in enumerate(steps, 1):
+        gain = score(step.before, step.after)
+        order = (f"Step {i} of {len(steps)}: after the steps before it, the what-if goes from "
+                 f"{_fmt(step.before.duplicates, step.before.pause_s)} to {_fmt(step.after.duplicates, step.after.pause_s)}: "
+                 f"{gain:.2f} of relative saving for a rollout effort of {EFFORT[step.kind]} (steps go in order of "
+                 "saving per effort: the easy change that saves the most first).")
+        total = (f"The whole plan takes the group from {_fmt(base.duplicates, base.pause_s)} to "
+                 f"{_fmt(steps[-1].after.duplicates, steps[-1].after.pause_s)} (target {goal.label}).")
+        out.append(Recommendation("plan_step", f"Step {i} of {len(steps)}: {_step_title(step)}", step.config,
+                                  tuple(changes(step.source, step.config)), _step_rollout(e, step), (order, total),
+                                  Q_WHAT_IF, level, why, step.after, before=step.before))
+    return out
+
+
+def migration_hold(e: Evidence, plan: list[Recommendation]) -> Recommendation | None:
+    """Why a classic group should not move to KIP-848 yet, when no recommendation moves it: a custom
+    assignor (KIP-848 runs only the broker's), or nothing to save."""
+    if e.what_if.current.setup.assignor.startswith("consumer:") or any(
+            r.config is not None and r.config.setup.assignor.startswith("consumer:")
+            and r.kind in ("assignor", "plan_step") for r in plan):
+        return None
+    known = {name.split(":")[1] for name in ASSIGNORS if name.startswith("classic:")}
+    custom = sorted({first for m in e.members if m["group_protocol"] == "classic" and m["assignor"]
+                     and (first := m["assignor"].split(",")[0].strip()) not in known})
+    if custom:
+        reason = (f"members run an assignor KIP-848 cannot run ({', '.join(custom)}): the consumer protocol assigns "
+                  "with the broker's assignors only (uniform, range); keep the classic protocol or port its logic "
+                  "to a broker-side assignor first")
+    elif not e.churn():
+        return None  # the healthy verdict says it: no rebalance to save on
+    else:
+        options = [c for c in e.what_if.priced if c.setup.assignor.startswith("consumer:")]
+        best = max(options, key=lambda c: score(e.what_if.baseline, e.what_if.priced[c]), default=None)
+        if best is None:
+            return None
+        p, base = e.what_if.priced[best], e.what_if.baseline
+        goal = target(e.what_if, pays)
+        if goal is not None and pays(base, p) and score(base, p) <= score(base, e.what_if.priced[goal]):
+            g = e.what_if.priced[goal]
+            reason = (f"the changes above save as much without it: the best KIP-848 configuration ({best.label}) "
+                      f"would cost {_fmt(p.duplicates, p.pause_s)}, theirs {_fmt(g.duplicates, g.pause_s)} (what-if)")
+        else:
+            reason = (f"nothing to save: the best KIP-848 configuration ({best.label}) would cost "
+                      f"{_fmt(p.duplicates, p.pause_s)} against {_fmt(base.duplicates, base.pause_s)} "
+                      f"now (what-if), under the {100 * MIN_SAVING:.0f}% a rollout needs")
+    return Recommendation("migration_hold", "Do not migrate this group to KIP-848 yet", None, (), (
+        "Kafka 5.0 makes group.protocol=consumer the default and 6.0 removes the classic protocol from the Java "
+        "client: plan the move when the reason below no longer holds.",), (f"Why: {reason}.",), Q_WHAT_IF, "high",
+        "read from the members' configuration and the what-if")
+
+
 RULES = (assignor_rule, static_rule, commit_on_revoke_rule, max_poll_rule, session_timeout_rule)
 WARNINGS = (enforce_rule, storm_warning, mixed_warning)
 
@@ -408,12 +502,15 @@ def recommend(e: Evidence) -> list[Recommendation]:
     if (low := coverage_warning(e)) is not None:
         return [low, *[r for rule in WARNINGS if (r := rule(e)) is not None]]
     found = [r for rule in RULES if (r := rule(e)) is not None]
-    found.sort(key=lambda r: -_score(base, r.priced))  # type: ignore[arg-type]
+    found.sort(key=lambda r: -score(base, r.priced))  # type: ignore[arg-type]
+    found = plan_steps(e) + found  # the plan first, then each change on its own
     warnings = [r for rule in WARNINGS if (r := rule(e)) is not None]
+    hold = [h] if (h := migration_hold(e, found)) is not None else []
     if found or warnings:
-        return found + warnings
+        return found + warnings + hold
     m = e.what_if.measured
     why = (f"{len(e.churn())} handoffs after the group formed cost {_fmt(m.duplicates, m.pause_s)}; no change the "
            f"what-if priced ({len(e.what_if.priced) - 1} configurations) saves {100 * MIN_SAVING:.0f}% of that"
            if e.churn() else "no rebalance after the group formed: nothing to save")
-    return [Recommendation("healthy", "No change recommended", None, (), (), (why,), Q_COST_BY_CAUSE, "high", why)]
+    return [Recommendation("healthy", "No change recommended", None, (), (), (why,), Q_COST_BY_CAUSE, "high", why),
+            *hold]

@@ -2,17 +2,8 @@
 there is nothing to change, the expected changes where there is."""
 from __future__ import annotations
 
-from pipelines.recommend.group_pass import recommend_group
 from tests.support.fleets import busy_fleet, quiet_group, static_cooperative_restarts
-from tests.support.reference_ownership import gold_of_group
-
-
-def _recommend(fleet) -> tuple[list[dict], list[dict]]:
-    intervals, handoffs, episodes, members = gold_of_group(fleet.events, gap_s=10.0)
-    rows = [{"cluster_id": "", "group_id": fleet.group, "source": source, source: row}
-            for source, rows in (("members", members), ("handoffs", handoffs), ("episodes", episodes),
-                                 ("intervals", intervals)) for row in rows]
-    return recommend_group(rows, "/lake")
+from tests.support.recommending import recommend_fleet as _recommend
 
 
 def test_a_group_without_churn_gets_no_change_and_says_why():
@@ -24,7 +15,9 @@ def test_a_group_without_churn_gets_no_change_and_says_why():
 def test_a_group_already_on_the_configuration_the_rules_pick_gets_no_change():
     """Static, cooperative-sticky, commit-on-revoke: its restarts are no rebalances, nothing re-delivered."""
     what_if, found = _recommend(static_cooperative_restarts())
-    assert [r["kind"] for r in found] == ["healthy"]
+    assert [r["kind"] for r in found] == ["healthy", "migration_hold"]
+    # a classic group told why not to migrate: KIP-848 would not save what its restarts cost
+    assert found[1]["evidence"][0].startswith("Why: nothing to save: the best KIP-848 configuration")
     current = next(w for w in what_if if w["is_current"])
     assert current["predicted_rebalances"] == 0 and current["predicted_duplicates"] == 0
     # the model of the current configuration reproduces what gold measured

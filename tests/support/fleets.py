@@ -187,3 +187,48 @@ def static_cooperative_restarts(rounds: int = 3) -> Fleet:
             members[i] = back
             t += 10_000
     return fleet
+
+
+def eager_rolling_restarts(rounds: int = 2) -> Fleet:
+    """An eager range group of three dynamic members, each restarted in turn every 20 s (down 1 s),
+    every restart revoking every partition of every member; each member processed 30 records
+    past its last commit when it is revoked (batch commits): the re-deliveries commit-on-revoke
+    saves, and the revokes a protocol with incremental rebalances saves."""
+    fleet = Fleet(group="eager-rolling")
+    members = [fleet.member(f"m{i}") for i in (1, 2, 3)]
+    parts = (P0, P1, P2, P3)
+    committed = {p: 0 for p in parts}  # where the next owner starts
+    generation = 1
+
+    def settle(t: int, live: list) -> None:
+        nonlocal generation
+        for i, m in enumerate(live):
+            m.at(t).assigned(*parts[i::len(live)], generation=generation)
+            for p in parts[i::len(live)]:
+                m.fetches(p, committed[p])
+        for i, m in enumerate(live):
+            for p in parts[i::len(live)]:
+                m.at(t + 5_000).commits(p, committed[p] + 100)
+                m.at(t + 9_000).processes(p, upto=committed[p] + 129)
+                committed[p] += 100
+        generation += 1
+
+    for m in members:
+        m.at(0).joins()
+    settle(500, members)
+    t = 20_000
+    for _ in range(rounds):
+        for i, m in enumerate(list(members)):
+            m.at(t).leaves()
+            for other in members:
+                other.at(t).revokes(*list(other.owned))
+            rest = [x for x in members if x is not m]
+            settle(t + 300, rest)
+            back = fleet.member(m.client_id, host=m.host, client_id=m.client_id)
+            back.at(t + 1_000).joins()
+            for other in rest:
+                other.at(t + 1_200).revokes(*list(other.owned))
+            members[i] = back
+            settle(t + 1_500, members)
+            t += 20_000
+    return fleet

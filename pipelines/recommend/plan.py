@@ -1,0 +1,155 @@
+"""A group's staged plan: the configuration that saves the most with every change together (the
+target), and the path to it one change at a time, each step priced from the one before it.
+
+The what-if prices every combination of assignor and protocol, static membership,
+commit-on-revoke and the two timeouts (``pipelines.recommend.candidates``), so the target and
+each configuration on the way are already priced: a step's saving is the replay's figure
+before it minus after it, on the group's own membership changes.
+
+The order is greedy: at each point the step whose saving, divided by what it takes to roll
+out (``EFFORT``), is the largest goes next; so a one-line change that saves the most goes first
+and a protocol migration, with its mixed phase and its readiness checks, goes when what it
+adds is worth it. Each step names a canary, then the rest one member at a time, and the
+figures that say roll back, in the group's own measured units.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from pipelines.recommend.candidates import Config, longest_restart_ms
+from pipelines.recommend.what_if import WhatIf
+from pipelines.simulator.cost_model import Priced
+
+# What a step takes to roll out, in rolling restarts' worth of work and risk: a setting the
+# agent or client reads (one rolling restart, nothing changes on the wire) is 1; a unique
+# group.instance.id per member is 2; a new assignor is 3 (a classic change of strategy stops the
+# whole group; a protocol change runs a mixed phase and needs the readiness checks first).
+EFFORT = {"commit_on_revoke": 1, "max_poll_interval": 1, "session_timeout": 1, "static_membership": 2,
+          "assignor": 3}
+# Roll back when a step's figure per handoff comes out this much worse than predicted: the
+# closed loop's own tolerance (a prediction within 25% holds).
+ROLLBACK_MARGIN = 1.25
+# A migration's member restarts follow each other after one heartbeat of settling, at least.
+SETTLE_S = 5.0
+
+
+@dataclass(frozen=True)
+class Step:
+    """One change of the plan: its kind (a recommendation kind), the configuration after it, the
+    replay's figures before and after."""
+
+    kind: str
+    source: Config
+    config: Config
+    before: Priced
+    after: Priced
+
+    @property
+    def migrates(self) -> bool:
+        """A change of group.protocol: members move one at a time through a mixed phase."""
+        return self.source.setup.assignor.split(":")[0] != self.config.setup.assignor.split(":")[0]
+
+
+def score(base: Priced, p: Priced) -> float:
+    """Relative savings, summed: how steps and changes are ranked."""
+    return ((base.duplicates - p.duplicates) / max(base.duplicates, 1.0)
+            + (base.pause_s - p.pause_s) / max(base.pause_s, 1.0))
+
+
+def _differs(a: Config, b: Config) -> list[str]:
+    """The step kinds that move ``a`` to ``b``: the session timeout is its own step only within one
+    classic setup (static membership brings its own, KIP-848's is the broker's)."""
+    kinds = []
+    if a.commit_on_revoke != b.commit_on_revoke:
+        kinds.append("commit_on_revoke")
+    if a.setup.max_poll_interval_ms != b.setup.max_poll_interval_ms:
+        kinds.append("max_poll_interval")
+    if a.setup.static != b.setup.static:
+        kinds.append("static_membership")
+    if a.setup.assignor != b.setup.assignor:
+        kinds.append("assignor")
+    if (a.setup.session_timeout_ms != b.setup.session_timeout_ms and not kinds[-1:] == ["assignor"]
+            and a.setup.static == b.setup.static and b.setup.assignor.startswith("classic:")):
+        kinds.append("session_timeout")
+    return kinds
+
+
+def _toward(config: Config, kind: str, target: Config) -> Config:
+    """``config`` with the setting of step ``kind`` taken from ``target``."""
+    s, t = config.setup, target.setup
+    if kind == "commit_on_revoke":
+        return replace(config, commit_on_revoke=target.commit_on_revoke)
+    setting = {"max_poll_interval": {"max_poll_interval_ms": t.max_poll_interval_ms},
+               "static_membership": {"static": t.static, "session_timeout_ms": t.session_timeout_ms},
+               "assignor": {"assignor": t.assignor, "session_timeout_ms": t.session_timeout_ms},
+               "session_timeout": {"session_timeout_ms": t.session_timeout_ms}}[kind]
+    return replace(config, setup=replace(s, **setting))
+
+
+def _priced_as(w: WhatIf, config: Config) -> Config | None:
+    """The priced candidate ``config`` is, or the one with its assignor, membership, commits and poll
+    interval whose session timeout is nearest (a timeout the grid couples to another setting)."""
+    if config in w.priced:
+        return config
+    s = config.setup
+    alike = [c for c in w.priced if (c.setup.assignor, c.setup.static, c.commit_on_revoke, c.setup.max_poll_interval_ms)
+             == (s.assignor, s.static, config.commit_on_revoke, s.max_poll_interval_ms)]
+    return min(alike, key=lambda c: abs(c.setup.session_timeout_ms - s.session_timeout_ms), default=None)
+
+
+def target(w: WhatIf, pays: Any) -> Config | None:
+    """The priced configuration that saves the most, every change together, if any pays (``pays``:
+    the rules' test of a saving worth a rollout)."""
+    base = w.baseline
+    paying = [c for c in w.priced if c != w.current and pays(base, w.priced[c])]
+    return max(paying, key=lambda c: score(base, w.priced[c]), default=None)
+
+
+def path(w: WhatIf, goal: Config) -> list[Step]:
+    """The steps from the current configuration to ``goal``, greedily by saving per ``EFFORT``
+    (ties: the easier first); empty when a configuration on the way was not priced."""
+    at, steps = w.current, []
+    left = _differs(at, goal)
+    while left:
+        options = []
+        for kind in left:
+            nxt = goal if len(left) == 1 else _priced_as(w, _toward(at, kind, goal))
+            if nxt is None:
+                return []
+            options.append((score(w.priced[at], w.priced[nxt]) / EFFORT[kind], -EFFORT[kind], kind, nxt))
+        _, _, kind, nxt = max(options, key=lambda o: o[:2])
+        steps.append(Step(kind, at, nxt, w.priced[at], w.priced[nxt]))
+        left.remove(kind)
+        at = nxt
+    return steps
+
+
+def per_handoff(p: Priced) -> tuple[float, float]:
+    """(duplicates, pause seconds) per handoff of a replay's figures."""
+    n = max(p.handoffs, 1)
+    return p.duplicates / n, p.pause_s / n
+
+
+def mixed_phase_s(members: list[dict[str, Any]], migrants: int) -> float:
+    """How long a migration's mixed phase lasts, member by member: each restart as long as the
+    group's longest measured restart, then ``SETTLE_S`` before the next."""
+    return migrants * (longest_restart_ms(members) / 1000.0 + SETTLE_S)
+
+
+def rollback_criteria(step: Step, today: tuple[float, float]) -> str:
+    """When to undo a step, in figures gold measures per handoff, with the closed loop's margin.
+    After the step: its predicted figures (``group_daily_costs``). During a migration's mixed
+    phase (``group_protocol_phases``): the group's own measured figures today (``today``:
+    duplicates, pause seconds per handoff), since each epoch bump in the mixed phase makes an eager
+    classic member give everything back as a classic rebalance does now (docs/measured.md)."""
+    duplicates, pause = per_handoff(step.after)
+    after = (f"Roll back if, once every member runs it, the group's pause per handoff "
+             f"(lens_marts.group_daily_costs) exceeds {ROLLBACK_MARGIN * pause:.2f} s or its duplicates per handoff "
+             f"exceed {ROLLBACK_MARGIN * duplicates:.1f} (predicted {pause:.2f} s and {duplicates:.1f}).")
+    if not step.migrates:
+        return after
+    return (f"During the mixed phase, roll back (restart the migrated members with group.protocol=classic) if its "
+            f"pause_per_handoff_s (lens_marts.group_protocol_phases) exceeds {ROLLBACK_MARGIN * today[1]:.2f} s, "
+            f"{100 * (ROLLBACK_MARGIN - 1):.0f}% over today's {today[1]:.2f} s, or a migrated member stops with a fatal "
+            f"GROUP_ID_NOT_FOUND (the broker refused the online upgrade). " + after)

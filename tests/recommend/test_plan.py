@@ -1,0 +1,69 @@
+"""The staged plan: the configuration that saves the most with every change together, reached one
+change at a time in order of saving per rollout effort, each step priced from the one before."""
+from __future__ import annotations
+
+import pytest
+
+from pipelines.recommend.candidates import Config
+from pipelines.recommend.plan import EFFORT, path, rollback_criteria, target
+from pipelines.recommend.rules import pays
+from pipelines.recommend.what_if import WhatIf
+from pipelines.simulator.cost_model import Priced
+from pipelines.simulator.replay import Setup
+from tests.support.fleets import eager_rolling_restarts
+from tests.support.recommending import recommend_fleet
+
+pytestmark = pytest.mark.fast
+
+RANGE = Config(Setup("classic:range", False, 45_000, 300_000), False)
+COMMIT = Config(RANGE.setup, True)
+UNIFORM = Config(Setup("consumer:uniform", False, 45_000, 300_000), False)
+BOTH = Config(UNIFORM.setup, True)
+
+
+def _what_if(priced: dict[Config, Priced]) -> WhatIf:
+    return WhatIf(RANGE, None, None, priced, (0, 1))  # type: ignore[arg-type]  # path reads the priced only
+
+
+def test_the_cheaper_change_goes_first_when_it_saves_more_per_effort_and_the_migration_follows():
+    """Commit-on-revoke saves 60% of the duplicates for effort 1; the move to KIP-848 saves 80% of the
+    pause for effort 3: commit first (0.6 a unit against 0.27), then the migration."""
+    priced = {RANGE: Priced(10, 40, 40, 1_000.0, 100.0), COMMIT: Priced(10, 40, 40, 400.0, 100.0),
+              UNIFORM: Priced(10, 8, 8, 1_000.0, 20.0), BOTH: Priced(10, 8, 8, 400.0, 20.0)}
+    w = _what_if(priced)
+    goal = target(w, pays)
+    assert goal == BOTH
+    steps = path(w, goal)
+    assert [(s.kind, s.config, s.migrates) for s in steps] == [("commit_on_revoke", COMMIT, False),
+                                                               ("assignor", BOTH, True)]
+    assert steps[1].before == steps[0].after == priced[COMMIT]  # each step priced from the one before
+    assert EFFORT["assignor"] > EFFORT["commit_on_revoke"]
+    # the migration's rollback reads the mixed phase against the group's figures today
+    text = rollback_criteria(steps[1], today=(25.0, 2.5))
+    assert "group_protocol_phases" in text and "3.12 s" in text and "GROUP_ID_NOT_FOUND" in text
+    assert "group_protocol_phases" not in rollback_criteria(steps[0], today=(25.0, 2.5))
+
+
+def test_a_migration_that_saves_more_per_effort_goes_first():
+    priced = {RANGE: Priced(10, 40, 40, 1_000.0, 100.0), COMMIT: Priced(10, 40, 40, 900.0, 100.0),
+              UNIFORM: Priced(10, 4, 4, 1_000.0, 1.0), BOTH: Priced(10, 4, 4, 900.0, 1.0)}
+    assert [s.kind for s in path(_what_if(priced), BOTH)] == ["assignor", "commit_on_revoke"]
+
+
+def test_an_eager_restarting_group_gets_a_plan_its_steps_chain_and_the_migration_is_held_with_its_reason():
+    _, found = recommend_fleet(eager_rolling_restarts())
+    steps = [r for r in found if r["kind"] == "plan_step"]
+    assert [r["title"] for r in steps] == ["Step 1 of 2: commit processed offsets on revoke",
+                                           "Step 2 of 2: static membership (group.instance.id)"]
+    assert found[:2] == steps  # the plan comes first, each change on its own after it
+    first, second = steps
+    assert first["config_change"] == ["lens.commit.on.revoke=true"]
+    assert second["config_change"][0].startswith("group.instance.id=")
+    assert second["predicted_duplicates_before"] == first["predicted_duplicates_after"]
+    assert second["predicted_pause_before_s"] == first["predicted_pause_after_s"]
+    assert first["predicted_duplicates_saved"] == first["predicted_duplicates_before"] > 0  # 1,440 re-deliveries
+    for r in steps:
+        assert r["rollout"][0].startswith("Canary: apply it to one member (m1)")
+        assert r["rollout"][-1].startswith("Roll back if")
+    hold = next(r for r in found if r["kind"] == "migration_hold")
+    assert hold["evidence"][0].startswith("Why: the changes above save as much without it")
