@@ -138,6 +138,26 @@ def by_cause(costs: pl.DataFrame) -> go.Figure:
     return fig
 
 
+PHASE_COLOURS = {"classic": "#9aa5b1", "mixed": "#f58518", "consumer": "#1f5f99"}
+
+
+def protocol_phases(phases: pl.DataFrame) -> go.Figure:
+    """A migration's phases side by side: each one's pause per handoff (bars) and its handoffs, so
+    the mixed phase reads against the steady states before and after it (the rollback criterion's figure)."""
+    phases = phases.sort("started_at")
+    names = [f"{p} from {t:%H:%M:%S}" + (f" ({d:,.0f} s)" if d is not None else " (goes on)")
+             for p, t, d in zip(phases["phase"], phases["started_at"], phases["duration_s"])]
+    fig = go.Figure()
+    fig.add_bar(x=names, y=phases["pause_per_handoff_s"].fill_null(0.0).to_list(), name="pause per handoff (s)",
+                marker_color=[PHASE_COLOURS.get(p, "#555") for p in phases["phase"]],
+                text=[f"{v:.2f} s, {n} handoffs" if v is not None else "no handoff"
+                      for v, n in zip(phases["pause_per_handoff_s"], phases["partitions_moved"])],
+                textposition="outside")
+    fig.update_layout(**LAYOUT, title="Protocol phases (KIP-848 migration): pause per handoff", showlegend=False,
+                      xaxis=dict(automargin=True), yaxis=dict(title="seconds per handoff", rangemode="tozero"))
+    return fig
+
+
 def what_if(configs: pl.DataFrame) -> go.Figure:
     """Every configuration replayed on the group's own history: duplicates against pause (down
     and left is better); the current one ringed, with what was measured beside its replay."""

@@ -16,6 +16,7 @@ MARTS: dict[str, str | None] = {
     "group_daily_costs": "day", "group_cause_costs": None, "member_costs": None, "host_costs": None,
     "config_comparison": None, "open_recommendations": None, "rebalance_episodes": "started_at",
     "episode_handoffs": "released_at", "commit_on_revoke_daily": "day", "recommendation_checks": "verified_at",
+    "group_protocol_phases": "started_at",
 }
 
 

@@ -52,6 +52,10 @@ def group_section(fleet: Fleet, group: Group, index: int) -> dict:
             section["ownership"].append({
                 "episode": ep, "cause": figures.cause_label(ep["cause"]),
                 "chart": _chart(figures.ownership(moved, ep["started_at"], ep["ended_at"]), f"g{index}-own{n}")})
+    phases = fleet.of("group_protocol_phases", group)
+    if phases.height > 1:  # a migration (or its rollback): each phase beside the others
+        section["charts"]["phases"] = _chart(figures.protocol_phases(phases), f"g{index}-phases")
+        section["phases"] = phases.sort("started_at").to_dicts()
     configs = fleet.of("config_comparison", group)
     if configs.height:
         section["charts"]["what_if"] = _chart(figures.what_if(configs), f"g{index}-whatif")

@@ -31,6 +31,8 @@ from lens_scenarios.ground_truth import GroundTruth, Handoff
 from lens_scenarios.rerun import rerun
 from lens_scenarios.spec import builtin_names, load
 from pipelines.gold.unseen import ROUND_GAP_MS
+from tuning_report.marts import read_fleet
+from tuning_report.page import group_section
 from tests.support.gold_matching import TOLERANCE_S, check, gold_for_run, matched, mismatches
 
 # The group's protocol phases each migration built-in goes through, from its timeline (a member
@@ -69,6 +71,10 @@ def test_gold_handoffs_match_ground_truth_through_a_protocol_migration(landed_mi
     assert sum(c["partitions_moved"] for c in costs) == len(handoffs)
     assert sum(c["duplicates"] for c in costs) == sum(h["duplicates"] or 0 for h in handoffs)
     assert {h["cause"] for h in handoffs if h["cause"] not in ("start", "unseen_member")} == {"protocol_migration"}
+    # the report shows the phases side by side, from the same mart
+    fleet = read_fleet(landed_migrations["config"].lake_path, group=group)
+    section = group_section(fleet, fleet.groups()[0], 0)
+    assert [p["phase"] for p in section["phases"]] == MIGRATION_PHASES[scenario] and "phases" in section["charts"]
 
 
 @pytest.mark.parametrize("scenario", builtin_names(fully_instrumented=True, migrations=False))
