@@ -115,11 +115,19 @@ def print_verified(v, console) -> None:
     table = Table("figure", "before", "after", "saved:\nmeasured", "saved:\npredicted", "holds",
                   title="Closed loop: predicted against measured (ground truth of both runs)")
     table.columns[0].no_wrap = True
-    for check, before, after in zip(v.checks, (v.before.duplicates, v.before.pause_s), (v.after.duplicates, v.after.pause_s)):
+    savings, mixed = v.checks[:2], v.checks[2:]
+    for check, before, after in zip(savings, (v.before.duplicates, v.before.pause_s), (v.after.duplicates, v.after.pause_s)):
         spec = ",.0f" if check.figure == "duplicates" else ",.1f"
         table.add_row(check.figure, format(before, spec), format(after, spec), format(check.measured_saving, spec),
                       format(check.predicted_saving, spec), "yes" if check.holds else "[red]no[/]")
     console.print(table)
+    if mixed:  # a staged migration: what its mixed phase cost, predicted against measured
+        phase = Table("figure", "measured", "predicted", "holds", title="The migration's mixed phase (its own handoffs)")
+        for check in mixed:
+            spec = ",.0f" if "duplicates" in check.figure else ",.1f"
+            phase.add_row(check.figure, format(check.measured_saving, spec), format(check.predicted_saving, spec),
+                          "yes" if check.holds else "[red]no[/]")
+        console.print(phase)
     console.print(f"rerun folder: {v.rerun_dir}")
 
 
@@ -133,7 +141,7 @@ def _verify(args: argparse.Namespace) -> int:
     from lens_runtime.broker_choice import Fallback, broker_for
     from lens_runtime.paths import home
     from lens_scenarios.consumer_config import assignor_for
-    from lens_scenarios.rerun import pick, rerun
+    from lens_scenarios.rerun import pick, previous_step, rerun, step_rerun, target_of
     from lens_scenarios.runner import RunOptions
     from lens_scenarios.spec import load
     from pipelines.config import PipelineConfig, embedded_broker_groups
@@ -163,8 +171,13 @@ def _verify(args: argparse.Namespace) -> int:
             for reason in skipped:
                 console.print(f"  passed over (a scenario run cannot apply it): {reason}", markup=False)
             console.print(f"[bold]3/4[/] {escape(scenario.name)} again with: {escape(rec['title'])}")
-            verified = judge(rec, rerun(scenario, options, baseline, rec,
-                                        on_run=lambda s, o: run_with_progress(s, o, console)))
+            on_run = lambda s, o: run_with_progress(s, o, console)  # noqa: E731
+            if rec["kind"] == "plan_step":  # from the step before it; a migration staged as it would roll out
+                source = previous_step(found, rec)
+                checked = step_rerun(scenario, options, baseline, rec, source and target_of(source), on_run=on_run)
+            else:
+                checked = rerun(scenario, options, baseline, rec, on_run=on_run)
+            verified = judge(rec, checked)
             console.print("[bold]4/4[/] the check kept in the lake, the SQL marts and the report")
             record(spark, config.lake_path, verified, config.lock_wait_s)
             run_stages(spark, config, ["sql"], console)

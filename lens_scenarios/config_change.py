@@ -13,9 +13,13 @@ from dataclasses import dataclass, replace
 from lens_runtime.errors import LensError
 from lens_scenarios.consumer_config import RUNS, protocol_of
 from lens_scenarios.runner import RunOptions
-from lens_scenarios.spec import Action, MemberSpec, Scenario
+from lens_scenarios.spec import Action, MemberSpec, Scenario, with_timeline
 
 MIN_SESSION_TIMEOUT_MS = 6_000  # the embedded broker's group.min.session.timeout.ms (Kafka's default)
+# A staged migration in a rerun, at a deploy's pace (kip848-migration's): from this second, each
+# member down this long, the next one this much later; the scenario's own timeline starts one
+# interval after the last member is back.
+MIGRATION_AT_S, MIGRATION_DOWN_S, MIGRATION_INTERVAL_S = 2.0, 0.5, 5.0
 
 
 @dataclass(frozen=True)
@@ -62,3 +66,24 @@ def apply(scenario: Scenario, options: RunOptions, target: Target) -> tuple[Scen
                            timeline=tuple(_static_action(a) for a in scenario.timeline))
     scenario = replace(scenario, max_poll_interval_ms=target.max_poll_interval_ms)
     return scenario, replace(options, assignor=assignor, commit=commit, session_timeout_ms=session)
+
+
+def migrating_first(scenario: Scenario, remote_assignor: str | None) -> Scenario:
+    """``scenario`` with a staged KIP-848 migration first: every member restarted on
+    group.protocol=consumer one at a time while the group keeps consuming (the mixed phase), then
+    the scenario's own timeline on the new protocol (the steady state after), shifted past the
+    migration; members it scales out start on the consumer protocol, as a migrated deploy's would."""
+    n = len(scenario.members)
+    shift = MIGRATION_AT_S + n * MIGRATION_DOWN_S + n * MIGRATION_INTERVAL_S
+    migration = Action(MIGRATION_AT_S, "protocol_migration", None,
+                       {"to": "consumer", "down_s": MIGRATION_DOWN_S, "interval_s": MIGRATION_INTERVAL_S,
+                        "remote_assignor": remote_assignor})
+
+    def after(a: Action) -> Action:
+        moved = replace(a, at_s=a.at_s + shift)
+        if a.kind != "scale_out":
+            return moved
+        return replace(moved, members=tuple(replace(m, group_protocol="consumer", remote_assignor=remote_assignor)
+                                            for m in a.members or ()))
+
+    return with_timeline(scenario, (migration, *(after(a) for a in scenario.timeline)), scenario.duration_s + shift)

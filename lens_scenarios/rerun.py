@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from lens_runtime.errors import LensError
-from lens_scenarios.config_change import Target, apply
+from lens_scenarios.config_change import Target, apply, migrating_first
+from lens_scenarios.consumer_config import protocol_of
 from lens_scenarios.ground_truth import GroundTruth
 from lens_scenarios.runner import RunOptions, RunResult, run_scenario
 from lens_scenarios.spec import Scenario
@@ -23,18 +24,26 @@ from lens_scenarios.spec import Scenario
 @dataclass(frozen=True)
 class Rerun:
     """A rerun with a recommendation applied: both runs' costs from their ground truth, as
-    (duplicates, paused partition-seconds) of every handoff after the group formed."""
+    (duplicates, paused partition-seconds) of every handoff after the group formed. A staged
+    migration's rerun also gives its mixed phase's (the handoffs the migration caused), apart
+    from ``after`` (the scenario's own churn on the new protocol)."""
 
     scenario: str
     before: tuple[float, float]
     after: tuple[float, float]
     run_dir: Path
     group_id: str
+    mixed_phase: tuple[float, float] | None = None
 
 
-def truth_costs(truth: GroundTruth) -> tuple[float, float]:
-    """Duplicates and paused partition-seconds of every handoff after the group formed."""
-    churn = [h for h in truth.handoffs if h.cause != "start"]
+MIGRATION_CAUSE = "protocol_migration"
+
+
+def truth_costs(truth: GroundTruth, migration: bool | None = None) -> tuple[float, float]:
+    """Duplicates and paused partition-seconds of every handoff after the group formed; of the
+    migration's handoffs only (``migration`` True), or of all but them (False)."""
+    churn = [h for h in truth.handoffs if h.cause != "start"
+             and (migration is None or (h.cause == MIGRATION_CAUSE) == migration)]
     return float(sum(h.duplicates for h in churn)), float(sum(h.pause_s for h in churn))
 
 
@@ -57,6 +66,12 @@ def pick(recommendations: list[dict[str, Any]], scenario: Scenario, options: Run
                     + ": see `rebalance-lens recommend --group` for what was recommended")
 
 
+def previous_step(recommendations: list[dict[str, Any]], step: dict[str, Any]) -> dict[str, Any] | None:
+    """The plan step before ``step`` (None: it is the first)."""
+    before = [r for r in recommendations if r["kind"] == "plan_step" and r["rank"] < step["rank"]]
+    return max(before, key=lambda r: r["rank"], default=None)
+
+
 def target_of(rec: dict[str, Any]) -> Target:
     return Target(rec["target_assignor"], rec["target_static_membership"], rec["target_commit_on_revoke"],
                   rec["target_session_timeout_ms"], rec["target_max_poll_interval_ms"])
@@ -69,3 +84,25 @@ def rerun(scenario: Scenario, options: RunOptions, baseline: RunResult, rec: dic
     after_run = on_run(changed, changed_options)
     return Rerun(scenario.name, truth_costs(baseline.truth), truth_costs(after_run.truth), after_run.run_dir,
                  after_run.manifest["group_id"])
+
+
+def step_rerun(scenario: Scenario, options: RunOptions, baseline: RunResult, rec: dict[str, Any],
+               source: Target | None, on_run=run_scenario) -> Rerun:
+    """Check one step of a staged plan from the configuration before it (``source``; None: the
+    baseline's, whose run is ``baseline``): before is a run with ``source``; after is a run with the
+    step; a step that moves a classic group to the consumer protocol is run the way it is rolled
+    out: ``source``'s run with every member first moved over one at a time
+    (``config_change.migrating_first``; a plan's migration step changes nothing else), its mixed
+    phase apart from its churn after."""
+    before_run, start = baseline, (scenario, options)
+    if source is not None:
+        start = apply(scenario, options, source)
+        before_run = on_run(*start)
+    protocol, remote = target_of(rec).assignor.split(":")
+    if protocol != "consumer" or protocol_of(start[1].assignor) == "consumer":
+        after_run = on_run(*apply(scenario, options, target_of(rec)))
+        return Rerun(scenario.name, truth_costs(before_run.truth), truth_costs(after_run.truth), after_run.run_dir,
+                     after_run.manifest["group_id"])
+    after_run = on_run(migrating_first(start[0], remote), start[1])
+    return Rerun(scenario.name, truth_costs(before_run.truth), truth_costs(after_run.truth, migration=False),
+                 after_run.run_dir, after_run.manifest["group_id"], truth_costs(after_run.truth, migration=True))

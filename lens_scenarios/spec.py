@@ -352,6 +352,13 @@ def _check_members(scenario: Scenario) -> tuple[Action, ...]:
     return tuple(timeline)
 
 
+def with_timeline(scenario: Scenario, timeline: tuple[Action, ...], duration_s: float) -> Scenario:
+    """The scenario with another timeline and duration, its members checked and carried as a loaded
+    scenario's are (``_check_members``)."""
+    changed = replace(scenario, timeline=tuple(sorted(timeline, key=lambda a: a.at_s)), duration_s=duration_s)
+    return replace(changed, timeline=_check_members(changed))
+
+
 def _as_running(named: MemberSpec, running: MemberSpec) -> MemberSpec:
     """A member an action names, as it runs then: its instance id and topics if the entry gives them,
     else those it runs with, and always its client and protocol (a static member restarted by name

@@ -275,7 +275,8 @@ RECOMMENDATIONS = Table(
                "predicted_duplicates_saved double, predicted_duplicates_saved_pct double, "
                "predicted_pause_before_s double, predicted_pause_after_s double, predicted_pause_saved_s double, "
                "predicted_pause_saved_pct double, measured_duplicates double, measured_pause_s double, "
-               "tradeoff string, confidence string, confidence_reason string"))
+               "tradeoff string, confidence string, confidence_reason string, "
+               "predicted_duplicates_mixed_phase double, predicted_pause_mixed_phase_s double"))
 
 # Written by `recommend --verify` (the closed loop), not by a stage: each row is one
 # recommendation applied to a rerun of the scenario run it was made from, with the saving the
@@ -290,7 +291,9 @@ VERIFICATIONS = Table(
     + _columns("predicted_duplicates_saved double, measured_duplicates_saved double, "
                "predicted_pause_saved_s double, measured_pause_saved_s double, measured_duplicates_before double, "
                "measured_duplicates_after double, measured_pause_before_s double, measured_pause_after_s double, "
-               "holds boolean, rerun_group_id string"))
+               "holds boolean, rerun_group_id string, predicted_duplicates_mixed_phase double, "
+               "measured_duplicates_mixed_phase double, predicted_pause_mixed_phase_s double, "
+               "measured_pause_mixed_phase_s double"))
 
 # The tables the pipeline's stages write (a run of every stage writes each), then the closed loop's.
 TABLES: tuple[Table, ...] = (BRONZE, QUARANTINE, VALIDATION_SUMMARY, STAGE_PROGRESS, EVENTS, SEQUENCES, MEMBER_STATES,

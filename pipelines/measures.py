@@ -82,6 +82,8 @@ QUALIFIERS: tuple[Qualifier, ...] = (
               "predicted_pause_saved_s"),
     Qualifier("_before / _after", "suffix", "the figure without and with a change",
               "predicted_duplicates_before, measured_pause_after_s"),
+    Qualifier("_mixed_phase", "suffix", "during a KIP-848 migration's mixed phase (classic and consumer-protocol "
+              "members in one group): a staged plan's migration step and its check", "predicted_pause_mixed_phase_s"),
     Qualifier("_per_handoff", "suffix", "the figure over the handoffs it sums (a migration's rollback criterion "
               "compares phases by it: `group_protocol_phases`)", "pause_per_handoff_s"),
     Qualifier("_change", "suffix", "period over period (this day's figure minus the day before's)",

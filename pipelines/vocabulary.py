@@ -72,9 +72,10 @@ RECOMMENDATION_KINDS: tuple[RecommendationKind, ...] = (
     # no config change a rerun can apply: the enforce policy changes the application's calls (which
     # a scenario's timeline fixes), the warnings and the verdict change nothing
     RecommendationKind("enforce_policy", "when to call enforce_rebalance", False),
-    # a step of the staged plan (its config is the plan's configuration after that step; the closed loop
-    # checks each change on its own, above), and the verdict that a classic group should not migrate yet
-    RecommendationKind("plan_step", "a step of the staged plan to the configuration that saves the most", False),
+    # a step of the staged plan (its config is the plan's configuration after that step: the closed loop
+    # reruns it from the step before, a migration staged member by member as it would roll out)
+    RecommendationKind("plan_step", "a step of the staged plan to the configuration that saves the most", True),
+    # the verdict that a classic group should not migrate to KIP-848 yet
     RecommendationKind("migration_hold", "why a classic group should not move to KIP-848 yet", False),
     RecommendationKind("storm", "a warning: a rebalance storm", False),
     RecommendationKind("mixed_protocols", "a warning: eager and cooperative members in one group", False),

@@ -55,7 +55,7 @@ class Verified:
     recommendation: dict[str, Any]
     before: Costs  # ground truth of the run the recommendation was made from
     after: Costs  # ground truth of the rerun with the change
-    checks: tuple[Check, Check]
+    checks: tuple[Check, ...]  # the two savings; a staged migration's mixed-phase costs after them
     rerun_dir: Path
     rerun_group_id: str
 
@@ -68,12 +68,20 @@ class Verified:
 VERIFIABLE = VERIFIABLE_KINDS
 
 
-def checks_of(rec: dict[str, Any], before: Costs, after: Costs) -> tuple[Check, Check]:
-    """The recommendation's predicted savings against the measured ones (``before - after``)."""
-    return (Check("duplicates", rec["predicted_duplicates_saved"] or 0.0, before.duplicates - after.duplicates,
+def checks_of(rec: dict[str, Any], before: Costs, after: Costs, mixed_phase: Costs | None = None) -> tuple[Check, ...]:
+    """The recommendation's predicted savings against the measured ones (``before - after``); for a
+    staged migration also its mixed phase's predicted costs against the measured ones."""
+    savings = (Check("duplicates", rec["predicted_duplicates_saved"] or 0.0, before.duplicates - after.duplicates,
+                     MIN_DUPLICATES),
+               Check("paused partition-seconds", rec["predicted_pause_saved_s"] or 0.0,
+                     before.pause_s - after.pause_s, MIN_PAUSE_S))
+    if mixed_phase is None:
+        return savings
+    return (*savings,
+            Check("mixed-phase duplicates", rec["predicted_duplicates_mixed_phase"] or 0.0, mixed_phase.duplicates,
                   MIN_DUPLICATES),
-            Check("paused partition-seconds", rec["predicted_pause_saved_s"] or 0.0, before.pause_s - after.pause_s,
-                  MIN_PAUSE_S))
+            Check("mixed-phase paused partition-seconds", rec["predicted_pause_mixed_phase_s"] or 0.0,
+                  mixed_phase.pause_s, MIN_PAUSE_S))
 
 
 class RerunCosts(Protocol):
@@ -85,12 +93,14 @@ class RerunCosts(Protocol):
     after: tuple[float, float]
     run_dir: Path
     group_id: str
+    mixed_phase: tuple[float, float] | None  # a staged migration's: its mixed phase's costs
 
 
 def judge(rec: dict[str, Any], rerun: RerunCosts) -> Verified:
     """The check of ``rec`` by ``rerun``: its predicted savings against both runs' truth."""
     before, after = Costs(*rerun.before), Costs(*rerun.after)
-    return Verified(rerun.scenario, rec, before, after, checks_of(rec, before, after), rerun.run_dir,
+    mixed = Costs(*rerun.mixed_phase) if rerun.mixed_phase is not None else None
+    return Verified(rerun.scenario, rec, before, after, checks_of(rec, before, after, mixed), rerun.run_dir,
                     rerun.group_id)
 
 
@@ -106,16 +116,24 @@ def record(spark: SparkSession, lake_path: str, verified: Verified, lock_wait_s:
     the lake's lock (waiting up to ``lock_wait_s`` for another run): one writer per lake."""
     from datetime import datetime, timezone
 
-    rec, (dups, pause) = verified.recommendation, verified.checks
+    rec, (dups, pause, *mixed) = verified.recommendation, verified.checks
+    if mixed:
+        figures_mixed = {"predicted_duplicates_mixed_phase": mixed[0].predicted_saving,
+                         "measured_duplicates_mixed_phase": mixed[0].measured_saving,
+                         "predicted_pause_mixed_phase_s": mixed[1].predicted_saving,
+                         "measured_pause_mixed_phase_s": mixed[1].measured_saving}
+    else:
+        figures_mixed = {}
     figures = {"predicted_duplicates_saved": dups.predicted_saving, "measured_duplicates_saved": dups.measured_saving,
                "predicted_pause_saved_s": pause.predicted_saving, "measured_pause_saved_s": pause.measured_saving,
                "measured_duplicates_before": verified.before.duplicates,
                "measured_duplicates_after": verified.after.duplicates,
                "measured_pause_before_s": verified.before.pause_s, "measured_pause_after_s": verified.after.pause_s}
-    row = {"cluster_id": rec["cluster_id"], "group_id": rec["group_id"], "verified_at": datetime.now(timezone.utc), "scenario": verified.scenario,
-           "kind": rec["kind"], "title": rec["title"], "config_change": list(rec["config_change"]),
-           **{name: float(value) for name, value in figures.items()},
-           "holds": verified.holds, "rerun_group_id": verified.rerun_group_id}
+    row = dict.fromkeys(catalog.VERIFICATIONS.column_names())  # a check without a mixed phase leaves its columns null
+    row |= {"cluster_id": rec["cluster_id"], "group_id": rec["group_id"], "verified_at": datetime.now(timezone.utc), "scenario": verified.scenario,
+            "kind": rec["kind"], "title": rec["title"], "config_change": list(rec["config_change"]),
+            **{name: float(value) for name, value in {**figures, **figures_mixed}.items()},
+            "holds": verified.holds, "rerun_group_id": verified.rerun_group_id}
     rows = spark.createDataFrame([row], schema=catalog.VERIFICATIONS.schema())
     with lake_lock.locked(lake_path, lock_wait_s):
         lake.insert_new(spark, lake_path, catalog.VERIFICATIONS, rows)

@@ -25,5 +25,7 @@ select
     predicted_pause_saved_pct,
     tradeoff,
     confidence,
-    confidence_reason
+    confidence_reason,
+    predicted_duplicates_mixed_phase,
+    predicted_pause_mixed_phase_s
 from source

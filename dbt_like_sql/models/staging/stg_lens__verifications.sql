@@ -20,5 +20,9 @@ select
     measured_pause_before_s,
     measured_pause_after_s,
     holds,
-    rerun_group_id
+    rerun_group_id,
+    predicted_duplicates_mixed_phase,
+    measured_duplicates_mixed_phase,
+    predicted_pause_mixed_phase_s,
+    measured_pause_mixed_phase_s
 from source
