@@ -37,6 +37,8 @@ class Rerun:
 
 
 MIGRATION_CAUSE = "protocol_migration"
+# The recommendation kinds of a staged plan's steps (pipelines.vocabulary.PLAN_KINDS; a test checks)
+PLAN_KINDS = ("plan_step", "migration")
 
 
 def truth_costs(truth: GroundTruth, migration: bool | None = None) -> tuple[float, float]:
@@ -68,7 +70,7 @@ def pick(recommendations: list[dict[str, Any]], scenario: Scenario, options: Run
 
 def previous_step(recommendations: list[dict[str, Any]], step: dict[str, Any]) -> dict[str, Any] | None:
     """The plan step before ``step`` (None: it is the first)."""
-    before = [r for r in recommendations if r["kind"] == "plan_step" and r["rank"] < step["rank"]]
+    before = [r for r in recommendations if r["kind"] in PLAN_KINDS and r["rank"] < step["rank"]]
     return max(before, key=lambda r: r["rank"], default=None)
 
 

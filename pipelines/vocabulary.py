@@ -75,6 +75,8 @@ RECOMMENDATION_KINDS: tuple[RecommendationKind, ...] = (
     # a step of the staged plan (its config is the plan's configuration after that step: the closed loop
     # reruns it from the step before, a migration staged member by member as it would roll out)
     RecommendationKind("plan_step", "a step of the staged plan to the configuration that saves the most", True),
+    # the plan's step that moves the group to KIP-848's consumer protocol (or back), member by member
+    RecommendationKind("migration", "the staged plan's protocol migration, checked as it rolls out", True),
     # the verdict that a classic group should not migrate to KIP-848 yet
     RecommendationKind("migration_hold", "why a classic group should not move to KIP-848 yet", False),
     RecommendationKind("storm", "a warning: a rebalance storm", False),
@@ -84,6 +86,8 @@ RECOMMENDATION_KINDS: tuple[RecommendationKind, ...] = (
     RecommendationKind("healthy", "the verdict when no change pays", False),
 )
 RECOMMENDATION_KIND_NAMES: tuple[str, ...] = tuple(k.name for k in RECOMMENDATION_KINDS)
+# A staged plan's rows: its steps, and the protocol move among them (checked from the step before it).
+PLAN_KINDS: tuple[str, ...] = ("plan_step", "migration")
 VERIFIABLE_KINDS: tuple[str, ...] = tuple(k.name for k in RECOMMENDATION_KINDS if k.rerun_checks)
 CONFIDENCE_LEVELS: tuple[str, ...] = ("high", "medium", "low")
 

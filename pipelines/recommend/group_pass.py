@@ -36,6 +36,9 @@ def recommendation_row(group: tuple[str, str], rank: int, r: Recommendation, w: 
                    target_commit_on_revoke=r.config.commit_on_revoke,
                    target_session_timeout_ms=r.config.setup.session_timeout_ms,
                    target_max_poll_interval_ms=r.config.setup.max_poll_interval_ms)
+    if r.mixed_phase is not None:
+        row.update(predicted_duplicates_mixed_phase=r.mixed_phase.duplicates,
+                   predicted_pause_mixed_phase_s=r.mixed_phase.pause_s)
     if r.priced is not None:
         d, p = base.duplicates - r.priced.duplicates, base.pause_s - r.priced.pause_s
         row.update(predicted_duplicates_before=base.duplicates, predicted_duplicates_after=r.priced.duplicates,

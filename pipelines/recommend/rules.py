@@ -28,8 +28,9 @@ from pipelines.simulator.assignors import ASSIGNORS, assign
 from pipelines.simulator.cost_model import Priced, price
 from pipelines.simulator.group import Assignment, Member, TopicPartition
 from pipelines.simulator.handoff import owners
+from pipelines.simulator.migration import current_layout, mixed_phase_cost
 from pipelines.simulator.replay import SimHandoff, SimRebalance, replay
-from pipelines.vocabulary import CONFIDENCE_LEVELS, RECOMMENDATION_KIND_NAMES
+from pipelines.vocabulary import CONFIDENCE_LEVELS, PLAN_KINDS, RECOMMENDATION_KIND_NAMES
 
 MIN_SAVING = 0.10
 MAX_WORSE = 0.10
@@ -80,6 +81,7 @@ class Recommendation:
     priced: Priced | None = None
     tradeoff: str | None = None
     before: Priced | None = None  # what ``priced`` saves from (None: the current configuration's replay)
+    mixed_phase: Priced | None = None  # a migration step's mixed phase (``simulator.migration``)
 
     def __post_init__(self) -> None:
         # a rule with a new kind or confidence declares it first (the SQL tests and the CLI follow the declaration)
@@ -431,6 +433,17 @@ def per_handoff_measured(e: Evidence) -> tuple[float, float]:
     return e.what_if.measured.duplicates / n, e.what_if.measured.pause_s / n
 
 
+def _mixed_phase(e: Evidence, step: Step) -> Priced:
+    """A migration step's mixed phase: the live members, canary first, restarted on the consumer
+    protocol one at a time from who holds what now, priced by the group's own cost model."""
+    live = sorted((m for m in e.members if m["left_ms"] is None and not m["crashed"]), key=lambda m: m["joined_ms"])
+    view = [Member(m["agent_id"], m["agent_id"] if step.source.setup.static else None,
+                   frozenset(m["subscriptions"][-1]["topics"])) for m in live]
+    return mixed_phase_cost(view, current_layout(e.intervals, [m["agent_id"] for m in live]),
+                            partition_counts(e.intervals), step.source.setup.assignor, step.config.setup.assignor,
+                            longest_restart_ms(e.members) / 1000.0, e.what_if.fitted, step.source.commit_on_revoke)
+
+
 def plan_steps(e: Evidence) -> list[Recommendation]:
     """The staged plan to the configuration that saves the most, when it takes two changes or more
     (one change is that change's own recommendation)."""
@@ -449,9 +462,17 @@ def plan_steps(e: Evidence) -> list[Recommendation]:
                  "saving per effort: the easy change that saves the most first).")
         total = (f"The whole plan takes the group from {_fmt(base.duplicates, base.pause_s)} to "
                  f"{_fmt(steps[-1].after.duplicates, steps[-1].after.pause_s)} (target {goal.label}).")
-        out.append(Recommendation("plan_step", f"Step {i} of {len(steps)}: {_step_title(step)}", step.config,
-                                  tuple(changes(step.source, step.config)), _step_rollout(e, step), (order, total),
-                                  Q_WHAT_IF, level, why, step.after, before=step.before))
+        mixed = _mixed_phase(e, step) if step.migrates and step.config.setup.assignor.startswith("consumer:") else None
+        phase = () if mixed is None else (
+            f"The mixed phase: {mixed.handoffs} handoffs ({mixed.partitions_moved} moves) over {mixed.rebalances} "
+            f"epoch bumps, {_fmt(mixed.duplicates, mixed.pause_s)} (simulator.migration: eager classic members give "
+            "back everything at each bump; a static member's restart moves nothing).",)
+        title, change = f"Step {i} of {len(steps)}: {_step_title(step)}", tuple(changes(step.source, step.config))
+        evidence, rollout = (order, *phase, total), _step_rollout(e, step)
+        out.append(Recommendation("migration", title, step.config, change, rollout, evidence, Q_WHAT_IF, level, why,
+                                  step.after, before=step.before, mixed_phase=mixed) if step.migrates else
+                   Recommendation("plan_step", title, step.config, change, rollout, evidence, Q_WHAT_IF, level, why,
+                                  step.after, before=step.before))
     return out
 
 
@@ -460,7 +481,7 @@ def migration_hold(e: Evidence, plan: list[Recommendation]) -> Recommendation | 
     assignor (KIP-848 runs only the broker's), or nothing to save."""
     if e.what_if.current.setup.assignor.startswith("consumer:") or any(
             r.config is not None and r.config.setup.assignor.startswith("consumer:")
-            and r.kind in ("assignor", "plan_step") for r in plan):
+            and r.kind in PLAN_KINDS + ("assignor",) for r in plan):
         return None
     known = {name.split(":")[1] for name in ASSIGNORS if name.startswith("classic:")}
     custom = sorted({first for m in e.members if m["group_protocol"] == "classic" and m["assignor"]

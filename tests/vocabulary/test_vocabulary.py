@@ -197,3 +197,10 @@ def test_a_scenario_runs_a_declared_assignor_by_one_word_and_reads_back_as_it(na
     member = {"group_protocol": config["group.protocol"], "assignor": config.get("partition.assignment.strategy"),
               "remote_assignor": config.get("group.remote.assignor")}
     assert assignor_of(member) == name
+
+
+def test_the_closed_loop_reruns_the_declared_plan_kinds_from_the_step_before():
+    from lens_scenarios.rerun import PLAN_KINDS as RERUN_PLAN_KINDS
+    from pipelines.vocabulary import PLAN_KINDS, VERIFIABLE_KINDS
+
+    assert RERUN_PLAN_KINDS == PLAN_KINDS and set(PLAN_KINDS) <= set(VERIFIABLE_KINDS)

@@ -1,0 +1,42 @@
+"""The mixed phase of a staged KIP-848 migration against what the Kafka 4.2 broker did in
+``kip848-migration`` (docs/measured.md, "The KIP-848 migration": four dynamic range members,
+8 partitions, restarted on the consumer protocol one by one; the static variant moved nothing)."""
+from __future__ import annotations
+
+import pytest
+
+from pipelines.simulator.assignors import assign
+from pipelines.simulator.group import Member
+from pipelines.simulator.migration import mixed_phase_rounds
+
+pytestmark = pytest.mark.fast
+
+COUNTS = {"orders": 8}
+
+
+def _rounds(static: bool = False):
+    members = [Member(f"m{i}", f"m{i}" if static else None, frozenset({"orders"})) for i in range(1, 5)]
+    return mixed_phase_rounds(members, assign("classic:range", members, COUNTS), COUNTS, "classic:range",
+                              "consumer:uniform", 0.5)
+
+
+def test_each_epoch_bump_makes_every_eager_classic_member_give_back_all_it_holds():
+    rounds = [r for r, _ in _rounds()]
+    bumps = sorted({r.at_ms for r in rounds})
+    assert len(bumps) == 8  # each member leaves (the first: a classic eager rebalance) and joins again
+    back_to_self = {at: sorted({h.to for r in rounds if r.at_ms == at for h in r.handoffs if not h.moved})
+                    for at in bumps}
+    # observed, by epoch, the classic members that revoked everything: 4: m2 m3 m4 (m1 back); 5: m3 m4
+    # (m2 gone); 6: m3 m4 (m2 back); 7: m4 (m3 gone); 8: m4 (m3 back); then no classic member is left
+    assert [back_to_self[at] for at in bumps[1:]] == [["m2", "m3", "m4"], ["m3", "m4"], ["m3", "m4"], ["m4"], ["m4"],
+                                                      [], []]
+    # at epoch 4 they gave back 3 + 3 + 2 (range's layout after m1 left): every partition of the group
+    assert sum(len(r.handoffs) for r in rounds if r.at_ms == bumps[1]) == 8
+    # (the consumer-protocol members, m1 on from epoch 4, are in none: they give back only what moves)
+
+
+def test_a_static_migration_moves_nothing_and_only_the_migrant_waits():
+    rounds = _rounds(static=True)
+    assert not any(r.group_rebalance for r, _ in rounds)  # observed: the generation stayed 2, no callback elsewhere
+    assert all(not h.moved and h.kind == "bounce" and h.down_s == 0.5 for r, _ in rounds for h in r.handoffs)
+    assert sorted(h.to for r, _ in rounds for h in r.handoffs) == ["m1", "m1", "m2", "m2", "m3", "m3", "m4", "m4"]
