@@ -478,7 +478,8 @@ def plan_steps(e: Evidence) -> list[Recommendation]:
 
 def migration_hold(e: Evidence, plan: list[Recommendation]) -> Recommendation | None:
     """Why a classic group should not move to KIP-848 yet, when no recommendation moves it: a custom
-    assignor (KIP-848 runs only the broker's), or nothing to save."""
+    assignor (KIP-848 runs only the broker's), or no KIP-848 configuration that pays more than the
+    changes recommended without it."""
     if e.what_if.current.setup.assignor.startswith("consumer:") or any(
             r.config is not None and r.config.setup.assignor.startswith("consumer:")
             and r.kind in PLAN_KINDS + ("assignor",) for r in plan):
@@ -504,12 +505,13 @@ def migration_hold(e: Evidence, plan: list[Recommendation]) -> Recommendation | 
             reason = (f"the changes above save as much without it: the best KIP-848 configuration ({best.label}) "
                       f"would cost {_fmt(p.duplicates, p.pause_s)}, theirs {_fmt(g.duplicates, g.pause_s)} (what-if)")
         else:
-            reason = (f"nothing to save: the best KIP-848 configuration ({best.label}) would cost "
-                      f"{_fmt(p.duplicates, p.pause_s)} against {_fmt(base.duplicates, base.pause_s)} "
-                      f"now (what-if), under the {100 * MIN_SAVING:.0f}% a rollout needs")
+            reason = (f"no KIP-848 configuration pays: the best ({best.label}) would cost "
+                      f"{_fmt(p.duplicates, p.pause_s)} against {_fmt(base.duplicates, base.pause_s)} now (what-if); "
+                      f"a change must save {100 * MIN_SAVING:.0f}% of one figure without making the other "
+                      f"{100 * MAX_WORSE:.0f}% worse")
     return Recommendation("migration_hold", "Do not migrate this group to KIP-848 yet", None, (), (
         "Kafka 5.0 makes group.protocol=consumer the default and 6.0 removes the classic protocol from the Java "
-        "client: plan the move when the reason below no longer holds.",), (f"Why: {reason}.",), Q_WHAT_IF, "high",
+        "client: plan the move when the reason below no longer holds.",), (f"{reason[0].upper()}{reason[1:]}.",), Q_WHAT_IF, "high",
         "read from the members' configuration and the what-if")
 
 

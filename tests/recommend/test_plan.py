@@ -66,4 +66,4 @@ def test_an_eager_restarting_group_gets_a_plan_its_steps_chain_and_the_migration
         assert r["rollout"][0].startswith("Canary: apply it to one member (m1)")
         assert r["rollout"][-1].startswith("Roll back if")
     hold = next(r for r in found if r["kind"] == "migration_hold")
-    assert hold["evidence"][0].startswith("Why: the changes above save as much without it")
+    assert hold["evidence"][0].startswith("The changes above save as much without it")

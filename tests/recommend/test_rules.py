@@ -17,7 +17,7 @@ def test_a_group_already_on_the_configuration_the_rules_pick_gets_no_change():
     what_if, found = _recommend(static_cooperative_restarts())
     assert [r["kind"] for r in found] == ["healthy", "migration_hold"]
     # a classic group told why not to migrate: KIP-848 would not save what its restarts cost
-    assert found[1]["evidence"][0].startswith("Why: nothing to save: the best KIP-848 configuration")
+    assert found[1]["evidence"][0].startswith("No KIP-848 configuration pays: the best")
     current = next(w for w in what_if if w["is_current"])
     assert current["predicted_rebalances"] == 0 and current["predicted_duplicates"] == 0
     # the model of the current configuration reproduces what gold measured
