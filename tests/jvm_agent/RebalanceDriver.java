@@ -1,0 +1,169 @@
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.rebalancelens.agent.InstrumentedConsumer;
+import java.io.File;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.BooleanSupplier;
+import org.apache.kafka.clients.consumer.Consumer;
+import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetOutOfRangeException;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+
+/**
+ * tests/jvm_agent/test_contract.py's consumer application (run with java's single-file launcher): members a and
+ * b of one group through a rebalance (b joins, b leaves), with commits, an enforced rebalance and a client error,
+ * on InstrumentedConsumer or, with "plain", on KafkaConsumer. Member c (agent only) has a one-event buffer, to
+ * drop telemetry and report it. Writes what the application's listeners saw, and the agent ids, as JSON.
+ *
+ * Arguments: bootstrap topic group telemetry-topic group-protocol (classic|consumer) mode (agent|plain) out.json
+ */
+public final class RebalanceDriver {
+    private static final Duration POLL = Duration.ofMillis(100);
+    private static final long STEP_TIMEOUT_MS = 60_000;
+    private static final List<Map<String, Object>> CALLS = new ArrayList<>();
+
+    public static void main(String[] args) throws Exception {
+        String bootstrap = args[0], topic = args[1], group = args[2], telemetry = args[3], protocol = args[4];
+        boolean plain = "plain".equals(args[5]);
+        Map<String, Object> result = new LinkedHashMap<>();
+        Map<String, String> agents = new LinkedHashMap<>();
+
+        Consumer<byte[], byte[]> a = consumer(bootstrap, group, telemetry, protocol, plain, "a", Map.of());
+        a.subscribe(List.of(topic), listener("a"));
+        until("a owns every partition", () -> {
+            poll(a);
+            return a.assignment().size() == 4;
+        });
+        a.commitSync();
+        a.commitAsync();
+
+        Consumer<byte[], byte[]> b = consumer(bootstrap, group, telemetry, protocol, plain, "b",
+                Map.of("auto.offset.reset", "none"));
+        b.subscribe(List.of(topic), listener("b"));
+        until("a and b share the partitions", () -> {
+            poll(a);
+            poll(b);
+            return !a.assignment().isEmpty() && !b.assignment().isEmpty()
+                    && a.assignment().size() + b.assignment().size() == 4;
+        });
+        a.commitSync();
+        b.commitSync();
+
+        // A client error the application sees from poll: b's position past the end, with no reset policy.
+        TopicPartition moved = b.assignment().iterator().next();
+        b.seek(moved, 1_000_000_000L);
+        until("b's poll refuses the position", () -> {
+            try {
+                b.poll(POLL);
+                poll(a);
+                return false;
+            } catch (OffsetOutOfRangeException expected) {
+                result.put("client_error", expected.getClass().getName());
+                return true;
+            }
+        });
+        b.seekToBeginning(List.of(moved));
+
+        if ("classic".equals(protocol)) {  // the consumer protocol does not support enforceRebalance (KIP-848)
+            a.enforceRebalance("driver asks");
+            long end = System.currentTimeMillis() + 3_000;
+            until("the enforced rebalance settles", () -> {
+                poll(a);
+                poll(b);
+                return System.currentTimeMillis() > end && a.assignment().size() + b.assignment().size() == 4;
+            });
+        }
+
+        agents.put("b", agentId(b));
+        b.close();
+        until("a owns every partition again", () -> {
+            poll(a);
+            return a.assignment().size() == 4;
+        });
+        a.commitSync();
+        agents.put("a", agentId(a));
+        a.close();
+
+        if (!plain) {
+            Consumer<byte[], byte[]> c = consumer(bootstrap, group + "-c", telemetry, protocol, false, "c",
+                    Map.of("lens.buffer.max.events", "1"));
+            c.subscribe(List.of(topic));
+            until("c owns every partition", () -> {
+                poll(c);
+                return c.assignment().size() == 4;
+            });
+            agents.put("c", agentId(c));
+            c.close();
+        }
+        result.put("calls", CALLS);
+        result.put("agents", agents);
+        new ObjectMapper().writeValue(new File(args[6]), result);
+    }
+
+    private static Consumer<byte[], byte[]> consumer(String bootstrap, String group, String telemetry, String protocol,
+                                                     boolean plain, String role, Map<String, Object> extra) {
+        Map<String, Object> config = new HashMap<>(Map.of("bootstrap.servers", bootstrap, "group.id", group,
+                "client.id", role, "group.protocol", protocol, "auto.offset.reset", "earliest",
+                "enable.auto.commit", "false", "key.deserializer", ByteArrayDeserializer.class,
+                "value.deserializer", ByteArrayDeserializer.class));
+        config.putAll(extra);
+        if (plain) {
+            config.keySet().removeIf(key -> key.startsWith("lens."));
+            return new KafkaConsumer<>(config);
+        }
+        config.put("lens.telemetry.topic", telemetry);
+        config.put("lens.progress.interval.ms", "200");
+        return new InstrumentedConsumer<>(config);
+    }
+
+    private static String agentId(Consumer<?, ?> consumer) {
+        return consumer instanceof InstrumentedConsumer<?, ?> agent ? agent.agentId() : null;
+    }
+
+    private static void poll(Consumer<byte[], byte[]> consumer) {
+        consumer.poll(POLL);
+    }
+
+    private static void until(String what, BooleanSupplier done) {
+        long deadline = System.currentTimeMillis() + STEP_TIMEOUT_MS;
+        while (!done.getAsBoolean()) {
+            if (System.currentTimeMillis() > deadline) {
+                throw new IllegalStateException("timed out: " + what);
+            }
+        }
+    }
+
+    /** The application's own listener: records each call with its partitions. */
+    private static ConsumerRebalanceListener listener(String role) {
+        return new ConsumerRebalanceListener() {
+            @Override
+            public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
+                record(role, "assigned", partitions);
+            }
+
+            @Override
+            public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
+                record(role, "revoked", partitions);
+            }
+
+            @Override
+            public void onPartitionsLost(Collection<TopicPartition> partitions) {
+                record(role, "lost", partitions);
+            }
+        };
+    }
+
+    private static void record(String role, String callback, Collection<TopicPartition> partitions) {
+        List<Integer> numbers = new ArrayList<>();
+        partitions.forEach(tp -> numbers.add(tp.partition()));
+        numbers.sort(Integer::compare);
+        CALLS.add(Map.of("role", role, "callback", callback, "partitions", numbers));
+    }
+}
