@@ -8,9 +8,12 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.HashSet;
 import java.util.function.BooleanSupplier;
 import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetOutOfRangeException;
 import org.apache.kafka.common.TopicPartition;
@@ -25,6 +28,7 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * Arguments: bootstrap topic group telemetry-topic group-protocol (classic|consumer) mode (agent|plain) out.json
  */
 public final class RebalanceDriver {
+    static final long MARKED_BELOW = 10;
     private static final Duration POLL = Duration.ofMillis(100);
     private static final long STEP_TIMEOUT_MS = 60_000;
     private static final List<Map<String, Object>> CALLS = new ArrayList<>();
@@ -37,15 +41,18 @@ public final class RebalanceDriver {
 
         Consumer<byte[], byte[]> a = consumer(bootstrap, group, telemetry, protocol, plain, "a", Map.of());
         a.subscribe(List.of(topic), listener("a"));
-        until("a owns every partition", () -> {
-            poll(a);
-            return a.assignment().size() == 4;
+        // a reads every partition before committing, so that b, which has no reset policy, starts from a's commits.
+        Set<Integer> read = new HashSet<>();
+        until("a owns and has read every partition", () -> {
+            read.addAll(poll(a));
+            return a.assignment().size() == 4 && read.size() == 4;
         });
         a.commitSync();
         a.commitAsync();
 
+        // b processes on "other threads": it marks only the records below offset MARKED_BELOW as processed.
         Consumer<byte[], byte[]> b = consumer(bootstrap, group, telemetry, protocol, plain, "b",
-                Map.of("auto.offset.reset", "none"));
+                Map.of("auto.offset.reset", "none", "lens.processing", "explicit"));
         b.subscribe(List.of(topic), listener("b"));
         until("a and b share the partitions", () -> {
             poll(a);
@@ -73,13 +80,13 @@ public final class RebalanceDriver {
 
         if ("classic".equals(protocol)) {  // the consumer protocol does not support enforceRebalance (KIP-848)
             a.enforceRebalance("driver asks");
-            long end = System.currentTimeMillis() + 3_000;
-            until("the enforced rebalance settles", () -> {
-                poll(a);
-                poll(b);
-                return System.currentTimeMillis() > end && a.assignment().size() + b.assignment().size() == 4;
-            });
         }
+        long end = System.currentTimeMillis() + 3_000;  // both read on (an enforced rebalance settles) for 3 s
+        until("the group settles", () -> {
+            poll(a);
+            poll(b);
+            return System.currentTimeMillis() > end && a.assignment().size() + b.assignment().size() == 4;
+        });
 
         agents.put("b", agentId(b));
         b.close();
@@ -127,8 +134,16 @@ public final class RebalanceDriver {
         return consumer instanceof InstrumentedConsumer<?, ?> agent ? agent.agentId() : null;
     }
 
-    private static void poll(Consumer<byte[], byte[]> consumer) {
-        consumer.poll(POLL);
+    /** One poll, its records "processed"; the partitions it returned records of. */
+    private static Set<Integer> poll(Consumer<byte[], byte[]> consumer) {
+        Set<Integer> partitions = new HashSet<>();
+        for (ConsumerRecord<byte[], byte[]> record : consumer.poll(POLL)) {
+            partitions.add(record.partition());
+            if (consumer instanceof InstrumentedConsumer<?, ?> agent && record.offset() < MARKED_BELOW) {
+                agent.markProcessed(record);
+            }
+        }
+        return partitions;
     }
 
     private static void until(String what, BooleanSupplier done) {

@@ -24,6 +24,7 @@ from tests.support.telemetry_log import TelemetryLog
 
 DRIVER = Path(__file__).with_name("RebalanceDriver.java")
 PARTITIONS = 4
+MARKED_BELOW = 10  # RebalanceDriver.MARKED_BELOW
 # Every kind the Java agent emits in this run; client_stats is librdkafka's statistics, which Java has not.
 KINDS = {"member_config", "state_transition", "partitions_assigned", "partitions_revoked", "first_fetch",
          "commit", "progress", "client_error", "agent_health"}
@@ -62,6 +63,7 @@ def test_a_java_group_through_a_rebalance_speaks_the_contract(kafka, unique, tmp
     agent = _drive(kafka, tmp_path, protocol, "agent", topic, f"jvm-{unique}", telemetry)
     plain = _drive(kafka, tmp_path, protocol, "plain", topic, f"jvm-plain-{unique}", telemetry)
     assert agent["client_error"] == plain["client_error"] == "org.apache.kafka.clients.consumer.OffsetOutOfRangeException"
+
 
     agents = agent["agents"]
     log = TelemetryLog(kafka.bootstrap_servers, telemetry)  # validates every event against the v1 schema
@@ -105,10 +107,22 @@ def test_a_java_group_through_a_rebalance_speaks_the_contract(kafka, unique, tmp
         totals = lambda calls: Counter((c["role"], c["callback"]) for c in calls for _ in c["partitions"])
         assert totals(agent["calls"]) == totals(plain["calls"])
 
+    errors = [e["body"] for e in events if e["kind"] == "client_error"]
+    assert [(b["name"], b["fatal"]) for b in errors] == [("OffsetOutOfRangeException", False)]
+    # b (lens.processing=explicit) marked only offsets 0-9 processed: its processed frontier stops at 9, where a
+    # (the default mode: what a poll returned is processed by the next) follows its position.
+    b_frontiers = [p["last_processed_offset"] for e in log.of(agents["b"], "progress") for p in e["body"]["partitions"]]
+    assert max(b_frontiers) == MARKED_BELOW - 1
+    a_progress = [p for e in log.of(agents["a"], "progress") for p in e["body"]["partitions"]]
+    assert all(p["last_processed_offset"] == (p["position"] - 1 if p["position"] > 0 else -1001) for p in a_progress)
     a_id = agents["a"]
     commits = log.of(a_id, "commit")
     assert any(c["body"]["sync"] for c in commits) and any(not c["body"]["sync"] for c in commits)
-    assert all(c["body"]["error"] is None and c["body"]["offsets"] for c in commits)
+    assert all(c["body"]["error"] is None for c in commits)
+    # a's first commitSync() came after it read every partition: the client committed each one's position
+    # (a no-argument commit right after an assignment may commit nothing: the client holds no position yet).
+    first_commit = commits[0]["body"]
+    assert first_commit["sync"] and {o["partition"] for o in first_commit["offsets"] if o["offset"] > 0} == set(range(PARTITIONS))
     first = log.of(a_id, "first_fetch")
     assert {f["body"]["partition"] for f in first} == set(range(PARTITIONS))
     assert all(f["body"]["seen"] and f["body"]["offset"] >= 0 for f in first)

@@ -49,6 +49,7 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
     private static final long CLOSE_FLUSH_TIMEOUT_MS = 5_000;
 
     private final KafkaConsumer<K, V> delegate;
+    private final CommitWitness.Slot committedSlot;
     private final TelemetryEmitter emitter;
     private final Envelope envelope;
     private final Processed processed;
@@ -64,7 +65,10 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
                     + "it to false) and commit in your own onPartitionsRevoked.");
         }
         Map<String, Object> client = AgentOptions.clientConfig(config);
-        this.delegate = new KafkaConsumer<>(client);
+        Map<String, Object> withWitness = new HashMap<>(client);
+        List<KafkaConsumer<K, V>> built = new java.util.ArrayList<>(1);
+        this.committedSlot = CommitWitness.around(withWitness, () -> built.add(new KafkaConsumer<>(withWitness)));
+        this.delegate = built.get(0);
         this.groupProtocol = "consumer".equalsIgnoreCase(String.valueOf(client.get("group.protocol")))
                 ? "consumer" : "classic";
         String strategy = String.valueOf(client.getOrDefault("partition.assignment.strategy",
@@ -82,7 +86,7 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
         this.envelope = new Envelope(agentId, Envelope.identity(client, groupProtocol,
                 cooperative ? "cooperative" : "eager", assignor), delegate::groupMetadata, emitter);
         this.processed = new Processed(options.explicitProcessing());
-        this.member = new Membership(delegate, envelope, processed, groupProtocol, cooperative, options, client);
+        this.member = new Membership(envelope, processed, groupProtocol, cooperative, options, client);
         this.progress = new Progress(delegate, member, processed, envelope, emitter, options.progressIntervalMs());
     }
 
@@ -219,12 +223,12 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
 
     @Override
     public void commitSync() {
-        committing(consumedOffsets(), delegate::commitSync);
+        committing(null, delegate::commitSync);
     }
 
     @Override
     public void commitSync(Duration timeout) {
-        committing(consumedOffsets(), () -> delegate.commitSync(timeout));
+        committing(null, () -> delegate.commitSync(timeout));
     }
 
     @Override
@@ -237,34 +241,31 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
         committing(offsets, () -> delegate.commitSync(offsets, timeout));
     }
 
-    /** Run the client's synchronous commit of {@code offsets}, then record its result and duration. */
+    /**
+     * Run the client's synchronous commit, then record its result and duration. {@code offsets} null: the
+     * client's own choice (every position it holds), which its interceptors hear ({@link CommitWitness}); a
+     * failed one is reported with the positions the agent saw.
+     */
     private void committing(Map<TopicPartition, OffsetAndMetadata> offsets, Runnable commit) {
+        committedSlot.take();
         long start = System.nanoTime();
         try {
             commit.run();
         } catch (RuntimeException e) {
             double ms = (System.nanoTime() - start) / 1e6;
-            guard(() -> member.recordCommit(true, offsets, e, ms));
+            guard(() -> member.recordCommit(true, offsets != null ? offsets : seenPositions(), e, ms));
             throw e;
         }
         double ms = (System.nanoTime() - start) / 1e6;
-        guard(() -> member.recordCommit(true, offsets, null, ms));
+        Map<TopicPartition, OffsetAndMetadata> witnessed = committedSlot.take();
+        Map<TopicPartition, OffsetAndMetadata> committed = offsets != null ? offsets
+                : witnessed != null ? witnessed : Map.of();
+        guard(() -> member.recordCommit(true, committed, null, ms));
     }
 
-    /**
-     * What a no-argument {@code commitSync} commits: the position of every assigned partition that has one (the
-     * client's own call still does the commit; these positions are local reads, for the event to name them).
-     */
-    private Map<TopicPartition, OffsetAndMetadata> consumedOffsets() {
+    private Map<TopicPartition, OffsetAndMetadata> seenPositions() {
         Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
-        guard(() -> {
-            for (TopicPartition tp : delegate.assignment()) {
-                long position = member.position(tp);
-                if (position >= 0) {
-                    offsets.put(tp, new OffsetAndMetadata(position));
-                }
-            }
-        });
+        member.positions.forEach((tp, position) -> offsets.put(tp, new OffsetAndMetadata(position)));
         return offsets;
     }
 
@@ -316,6 +317,31 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
                 "mechanism", "KafkaConsumer.enforceRebalance (" + groupProtocol + ")", "accepted", accepted));
     }
 
+    // ------------------------------------------------------------------ seeks move the position the agent reports
+    @Override
+    public void seek(TopicPartition tp, long offset) {
+        delegate.seek(tp, offset);
+        member.positions.put(tp, offset);
+    }
+
+    @Override
+    public void seek(TopicPartition tp, OffsetAndMetadata offset) {
+        delegate.seek(tp, offset);
+        member.positions.put(tp, offset.offset());
+    }
+
+    @Override
+    public void seekToBeginning(Collection<TopicPartition> partitions) {
+        delegate.seekToBeginning(partitions);
+        partitions.forEach(member.positions::remove);  // resolved by the client's next poll
+    }
+
+    @Override
+    public void seekToEnd(Collection<TopicPartition> partitions) {
+        delegate.seekToEnd(partitions);
+        partitions.forEach(member.positions::remove);
+    }
+
     // ------------------------------------------------------------------ close
     @Override
     public void close() {
@@ -364,10 +390,6 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
     @Override public void assign(Collection<TopicPartition> partitions) { delegate.assign(partitions); }
     @Override public void registerMetricForSubscription(KafkaMetric metric) { delegate.registerMetricForSubscription(metric); }
     @Override public void unregisterMetricFromSubscription(KafkaMetric metric) { delegate.unregisterMetricFromSubscription(metric); }
-    @Override public void seek(TopicPartition tp, long offset) { delegate.seek(tp, offset); }
-    @Override public void seek(TopicPartition tp, OffsetAndMetadata offset) { delegate.seek(tp, offset); }
-    @Override public void seekToBeginning(Collection<TopicPartition> partitions) { delegate.seekToBeginning(partitions); }
-    @Override public void seekToEnd(Collection<TopicPartition> partitions) { delegate.seekToEnd(partitions); }
     @Override public long position(TopicPartition tp) { return delegate.position(tp); }
     @Override public long position(TopicPartition tp, Duration timeout) { return delegate.position(tp, timeout); }
     @Override public Map<TopicPartition, OffsetAndMetadata> committed(Set<TopicPartition> partitions) { return delegate.committed(partitions); }

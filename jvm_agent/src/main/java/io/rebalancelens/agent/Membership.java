@@ -3,7 +3,6 @@ package io.rebalancelens.agent;
 import static io.rebalancelens.agent.Envelope.body;
 import static io.rebalancelens.agent.Processed.OFFSET_UNKNOWN;
 
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
@@ -11,9 +10,9 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.UnknownServerException;
 import org.apache.kafka.common.protocol.Errors;
 import org.apache.kafka.common.utils.AppInfoParser;
 
@@ -23,9 +22,6 @@ import org.apache.kafka.common.utils.AppInfoParser;
  * events that report them. Runs on the application thread; the consumer calls it through its guard.
  */
 final class Membership {
-    private static final Duration NO_WAIT = Duration.ZERO;
-
-    private final Consumer<?, ?> consumer;
     private final Envelope envelope;
     private final Processed processed;
     private final MemberStates.Lifecycle lifecycle;
@@ -42,12 +38,13 @@ final class Membership {
     boolean inRevoke;
     final Set<TopicPartition> owned = new HashSet<>();
     final Map<TopicPartition, Long> committed = new HashMap<>();
+    /** Positions as the application saw them: ConsumerRecords.nextOffsets() of each poll, and its seeks. */
+    final Map<TopicPartition, Long> positions = new HashMap<>();
     /** Assigned, no record handed out yet: when (System.nanoTime()). */
     final Map<TopicPartition, Long> awaitingFirst = new HashMap<>();
 
-    Membership(Consumer<?, ?> consumer, Envelope envelope, Processed processed, String groupProtocol,
+    Membership(Envelope envelope, Processed processed, String groupProtocol,
                boolean cooperative, AgentOptions options, Map<String, Object> config) {
-        this.consumer = consumer;
         this.envelope = envelope;
         this.processed = processed;
         this.lifecycle = MemberStates.of(groupProtocol);
@@ -140,13 +137,13 @@ final class Membership {
         return value == null ? fallback : Integer.parseInt(String.valueOf(value).trim());
     }
 
-    /** The client's position for a partition it owns, asked without waiting; OFFSET_UNKNOWN when it has none yet. */
+    /**
+     * The client's position for a partition, as the agent last saw it (what a poll handed out, a seek), or
+     * OFFSET_UNKNOWN. Never asked of the client: {@code KafkaConsumer.position} initializes an unknown position
+     * itself (an offset fetch, a reset), which would change where the host starts reading.
+     */
     long position(TopicPartition tp) {
-        try {
-            return consumer.position(tp, NO_WAIT);
-        } catch (RuntimeException unknownYet) {
-            return OFFSET_UNKNOWN;
-        }
+        return positions.getOrDefault(tp, OFFSET_UNKNOWN);
     }
 
     private List<Map<String, Object>> partitionStates(Collection<TopicPartition> partitions) {
@@ -167,7 +164,10 @@ final class Membership {
         }
         owned.addAll(partitions);
         long now = System.nanoTime();
-        partitions.forEach(tp -> awaitingFirst.put(tp, now));
+        for (TopicPartition tp : partitions) {
+            awaitingFirst.put(tp, now);
+            positions.remove(tp);  // a new owner's start is the client's to find: unknown until a poll shows it
+        }
         envelope.emit("partitions_assigned", body("partitions", partitionStates(partitions),
                 "incremental", cooperative, "callback_ms", callbackMs, "assignment_size", owned.size(),
                 "commit_on_revoke", null));
@@ -185,6 +185,7 @@ final class Membership {
         for (TopicPartition tp : partitions) {
             awaitingFirst.remove(tp);
             committed.remove(tp);
+            positions.remove(tp);
         }
         processed.forget(partitions);
         envelope.emit(kind, body("partitions", states, "incremental", cooperative, "callback_ms", callbackMs,
@@ -217,7 +218,10 @@ final class Membership {
     /** An exception the client threw to the application: reported (the host gets it unchanged). */
     void recordClientError(RuntimeException error, boolean fatal) {
         Errors code = Errors.forException(error);
-        envelope.emit("client_error", body("code", code.code(), "name", code.name(),
+        // Client-side exceptions (OffsetOutOfRangeException, ...) have no protocol error: named by their class.
+        String name = code == Errors.UNKNOWN_SERVER_ERROR && !(error instanceof UnknownServerException)
+                ? error.getClass().getSimpleName() : code.name();
+        envelope.emit("client_error", body("code", code.code(), "name", name,
                 "message", error.getClass().getName() + ": " + error.getMessage(), "fatal", fatal));
     }
 }

@@ -53,7 +53,7 @@ final class Progress {
 
     /** After the client's poll returned {@code records}. */
     void afterPoll(ConsumerRecords<?, ?> records) {
-        if (!records.isEmpty()) {
+        if (!records.isEmpty() || !records.nextOffsets().isEmpty()) {
             handedOut(records);
         }
         long now = System.nanoTime();
@@ -63,6 +63,7 @@ final class Progress {
     }
 
     private void handedOut(ConsumerRecords<?, ?> records) {
+        records.nextOffsets().forEach((tp, next) -> member.positions.put(tp, next.offset()));
         Map<TopicPartition, Integer> counts = new HashMap<>();
         for (TopicPartition tp : records.partitions()) {
             List<? extends ConsumerRecord<?, ?>> batch = records.records(tp);
@@ -95,7 +96,8 @@ final class Progress {
                 continue;
             }
             long position = member.position(tp);
-            OptionalLong lag = consumer.currentLag(tp);
+            // Asked only with a known position: for an unknown lag the client requests the end offset (and logs).
+            OptionalLong lag = position >= 0 ? consumer.currentLag(tp) : OptionalLong.empty();
             partitions.add(body("topic", tp.topic(), "partition", tp.partition(), "position", position,
                     "last_processed_offset", processed.lastOffset(tp, position),
                     "committed_offset", member.committed.getOrDefault(tp, OFFSET_UNKNOWN),
