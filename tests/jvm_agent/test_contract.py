@@ -9,6 +9,7 @@ on plain KafkaConsumers says what the application's listener gets without the ag
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -93,7 +94,7 @@ def test_a_java_group_through_a_rebalance_speaks_the_contract(kafka, unique, tmp
     expected = KINDS | ({"rebalance_requested"} if protocol == "classic" else set())
     assert {e["kind"] for e in events} == expected
     for e in events:
-        assert e["group_protocol"] == protocol and e["schema_version"] == 1
+        assert e["group_protocol"] == protocol and e["schema_version"] == 1 and e["host"] == socket.gethostname()
         if e["kind"] == "state_transition":  # the Java agent walks the Python agent's state machine
             body = e["body"]
             assert body["allowed"] == is_allowed(protocol, body["from_state"], body["to_state"]), body

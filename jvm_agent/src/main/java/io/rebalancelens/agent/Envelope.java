@@ -82,7 +82,17 @@ final class Envelope {
         emitter.offer(event);
     }
 
+    /** The host's name as the OS has it (Python's socket.gethostname()): no DNS lookup in the host's constructor. */
     private static String hostName() {
+        try {  // Linux: the kernel's node name, what gethostname() returns
+            return java.nio.file.Files.readString(java.nio.file.Path.of("/proc/sys/kernel/hostname")).strip();
+        } catch (java.io.IOException | RuntimeException notLinux) {
+            // below
+        }
+        String windows = System.getenv("COMPUTERNAME");
+        if (windows != null && !windows.isBlank()) {
+            return windows;
+        }
         try {
             return InetAddress.getLocalHost().getHostName();
         } catch (Exception e) {
