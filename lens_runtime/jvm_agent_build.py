@@ -6,6 +6,7 @@ An installed wheel has no ``jvm_agent/`` folder: there is nothing to build.
 """
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from lens_runtime.errors import LensError
@@ -35,6 +36,8 @@ def ensure_agent_jar() -> Path | None:
         return None
     if not jar_is_current():
         offline = ("-o",) if LIB.is_dir() else ()
+        print(f"rebalance-lens: building the Java agent ({MODULE.name}/) with Maven{' offline' if offline else ''} ...",
+              file=sys.stderr, flush=True)
         maven(MODULE / "pom.xml", *offline, "package")
     return JAR
 
