@@ -18,11 +18,13 @@ from lens_runtime.errors import LensError
 
 
 def _cmd_setup(args: argparse.Namespace) -> int:
+    from lens_runtime.jvm_agent_build import ensure_agent_jar
     from lens_runtime.jvm_deps import ensure_jars, jars_dir
 
     ensure_jars()  # says when it fetches (the first run's minute of Maven), even under --quiet
+    agent_jar = ensure_agent_jar()  # the Java agent, in a source checkout; Maven only when its sources changed
     if not args.quiet:
-        print(f"rebalance-lens: JVM jars ready in {jars_dir()}")
+        print(f"rebalance-lens: JVM jars ready in {jars_dir()}" + (f"; Java agent {agent_jar}" if agent_jar else ""))
     return 0
 
 

@@ -113,28 +113,33 @@ def ensure_jars(quiet: bool = False) -> Path:
     java_major_version()
     if jars_ready():
         return jars_dir()
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        raise LensError(
-            "Maven (mvn) was not found on PATH; rebalance-lens uses it once to fetch its jars from Maven Central. "
-            "Install it (Debian: apt-get install -y maven) and rerun `rebalance-lens setup`."
-        )
     staging = jars_dir().with_name("jars.partial")
     staging.parent.mkdir(parents=True, exist_ok=True)
     shutil.rmtree(staging, ignore_errors=True)
     if not quiet:
         print(f"rebalance-lens: fetching JVM jars (Spark {pins.spark}, Delta {pins.delta}, Kafka {pins.kafka}) "
               f"into {jars_dir()} (first run only) ...", file=sys.stderr, flush=True)
-    # LENS_MAVEN_ARGS passes extra flags, e.g. "-s my-settings.xml" for a corporate mirror.
-    cmd = [mvn, "-B", "-q", "-Dstyle.color=never", *shlex.split(os.environ.get("LENS_MAVEN_ARGS", "")),
-           "-f", str(JVM_DIR / "pom.xml"), "dependency:copy-dependencies", f"-Djars.output={staging}"]
-    result = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    if result.returncode != 0:
-        raise LensError(_maven_failure_message(result.stdout + result.stderr))
+    maven(JVM_DIR / "pom.xml", "dependency:copy-dependencies", f"-Djars.output={staging}")
     shutil.rmtree(jars_dir(), ignore_errors=True)
     staging.rename(jars_dir())
     _stamp().write_text(_poms_hash())
     return jars_dir()
+
+
+def maven(pom: Path, *goals: str) -> None:
+    """Run Maven quietly on ``pom``; a LensError naming the fix when it is missing or fails."""
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise LensError(
+            "Maven (mvn) was not found on PATH; rebalance-lens uses it once to fetch its jars from Maven Central. "
+            "Install it (Debian: apt-get install -y maven) and rerun `rebalance-lens setup`."
+        )
+    # LENS_MAVEN_ARGS passes extra flags, e.g. "-s my-settings.xml" for a corporate mirror.
+    cmd = [mvn, "-B", "-q", "-Dstyle.color=never", *shlex.split(os.environ.get("LENS_MAVEN_ARGS", "")),
+           "-f", str(pom), *goals]
+    result = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        raise LensError(_maven_failure_message(result.stdout + result.stderr))
 
 
 def _maven_failure_message(output: str) -> str:

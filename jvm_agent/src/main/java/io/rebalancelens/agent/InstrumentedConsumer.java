@@ -1,0 +1,415 @@
+package io.rebalancelens.agent;
+
+import java.time.Duration;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.OptionalLong;
+import java.util.Set;
+import java.util.UUID;
+import java.util.regex.Pattern;
+import org.apache.kafka.clients.consumer.CloseOptions;
+import org.apache.kafka.clients.consumer.Consumer;
+import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
+import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.consumer.OffsetAndTimestamp;
+import org.apache.kafka.clients.consumer.OffsetCommitCallback;
+import org.apache.kafka.clients.consumer.SubscriptionPattern;
+import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.Metric;
+import org.apache.kafka.common.MetricName;
+import org.apache.kafka.common.PartitionInfo;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.Uuid;
+import org.apache.kafka.common.errors.AuthenticationException;
+import org.apache.kafka.common.errors.AuthorizationException;
+import org.apache.kafka.common.errors.FencedInstanceIdException;
+import org.apache.kafka.common.errors.InterruptException;
+import org.apache.kafka.common.errors.WakeupException;
+import org.apache.kafka.common.metrics.KafkaMetric;
+
+/**
+ * A drop-in {@code Consumer<K, V>} that emits the telemetry-v1 contract, as consumer_agent's
+ * InstrumentedConsumer does for confluent-kafka-python.
+ *
+ * <p>The config is a KafkaConsumer's plus the agent's {@code lens.*} keys (consumer_agent/options.py's, stripped
+ * before the client sees them). Every subscription gets a listener of the agent's, wrapping the application's if
+ * it gave one, so assignments are seen without one. Telemetry never throws into the host and never waits on the
+ * network in the host's thread: events go to a bounded buffer drained by a daemon thread ({@link TelemetryEmitter}).
+ * Processing semantics: records returned by {@code poll} are processed when the application polls again; with
+ * {@code lens.processing=explicit}, when it calls {@link #markProcessed} (from any thread).
+ */
+public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
+    public static final String AGENT_VERSION = "0.1.0-java";
+    private static final long CLOSE_FLUSH_TIMEOUT_MS = 5_000;
+
+    private final KafkaConsumer<K, V> delegate;
+    private final CommitWitness.Slot committedSlot;
+    private final TelemetryEmitter emitter;
+    private final Envelope envelope;
+    private final Processed processed;
+    private final Membership member;
+    private final Progress progress;
+    private final String groupProtocol;
+    private boolean closed;
+
+    public InstrumentedConsumer(Map<String, Object> config) {
+        AgentOptions options = AgentOptions.parse(config);
+        if (options.commitOnRevoke()) {
+            throw new IllegalArgumentException("lens.commit.on.revoke is not in the Java agent yet: remove it (or set "
+                    + "it to false) and commit in your own onPartitionsRevoked.");
+        }
+        Map<String, Object> client = AgentOptions.clientConfig(config);
+        Map<String, Object> withWitness = new HashMap<>(client);
+        List<KafkaConsumer<K, V>> built = new java.util.ArrayList<>(1);
+        this.committedSlot = CommitWitness.around(withWitness, () -> built.add(new KafkaConsumer<>(withWitness)));
+        this.delegate = built.get(0);
+        this.groupProtocol = "consumer".equalsIgnoreCase(String.valueOf(client.get("group.protocol")))
+                ? "consumer" : "classic";
+        String strategy = String.valueOf(client.getOrDefault("partition.assignment.strategy",
+                "org.apache.kafka.clients.consumer.RangeAssignor,org.apache.kafka.clients.consumer.CooperativeStickyAssignor"));
+        boolean classic = "classic".equals(groupProtocol);
+        // The classic client rebalances eagerly unless every configured assignor supports COOPERATIVE;
+        // the consumer protocol is always incremental.
+        boolean cooperative = !classic || (strategy.contains("CooperativeSticky") && !strategy.contains("RangeAssignor")
+                && !strategy.contains("RoundRobinAssignor") && !strategy.contains(".StickyAssignor"));
+        String assignor = classic ? strategy : String.valueOf(client.getOrDefault("group.remote.assignor",
+                "broker-default"));
+        String agentId = UUID.randomUUID().toString().replace("-", "");
+        this.emitter = new TelemetryEmitter(options.telemetryTopic(), options.producerConfig(), options.clusterConfig(),
+                options.bufferMaxEvents(), agentId);
+        this.envelope = new Envelope(agentId, Envelope.identity(client, groupProtocol,
+                cooperative ? "cooperative" : "eager", assignor), delegate::groupMetadata, emitter);
+        this.processed = new Processed(options.explicitProcessing());
+        this.member = new Membership(envelope, processed, groupProtocol, cooperative, options, client);
+        this.progress = new Progress(delegate, member, processed, envelope, emitter, options.progressIntervalMs());
+    }
+
+    /** This consumer's agent id: every event it emits carries it, and its seq counts from 0. */
+    public String agentId() {
+        return envelope.agentId;
+    }
+
+    /** Explicit processing mode: {@code record} is processed (any thread). The default mode ignores it. */
+    public void markProcessed(ConsumerRecord<?, ?> record) {
+        if (processed.explicit) {
+            processed.mark(new TopicPartition(record.topic(), record.partition()), record.offset());
+        }
+    }
+
+    // ------------------------------------------------------------------ subscriptions and the listener
+    @Override
+    public void subscribe(Collection<String> topics) {
+        subscribe(topics, null);
+    }
+
+    @Override
+    public void subscribe(Collection<String> topics, ConsumerRebalanceListener listener) {
+        delegate.subscribe(topics, new Listener(listener));
+        guard(() -> member.recordSubscribe(List.copyOf(topics), null));
+    }
+
+    @Override
+    public void subscribe(Pattern pattern) {
+        subscribe(pattern, null);
+    }
+
+    @Override
+    public void subscribe(Pattern pattern, ConsumerRebalanceListener listener) {
+        delegate.subscribe(pattern, new Listener(listener));
+        guard(() -> member.recordSubscribe(List.of(), pattern.pattern()));
+    }
+
+    @Override
+    public void subscribe(SubscriptionPattern pattern) {
+        subscribe(pattern, null);
+    }
+
+    @Override
+    public void subscribe(SubscriptionPattern pattern, ConsumerRebalanceListener listener) {
+        delegate.subscribe(pattern, new Listener(listener));
+        guard(() -> member.recordSubscribe(List.of(), pattern.pattern()));
+    }
+
+    @Override
+    public void unsubscribe() {
+        guard(() -> member.startLeaving("unsubscribe"));
+        delegate.unsubscribe();  // the Java client runs the final revoke inside unsubscribe()
+        guard(() -> {
+            member.subscribed = false;
+            member.left("unsubscribe");
+        });
+    }
+
+    /** The agent's listener: record, call the application's listener with the same partitions, record its time. */
+    private final class Listener implements ConsumerRebalanceListener {
+        private final ConsumerRebalanceListener app;
+
+        Listener(ConsumerRebalanceListener app) {
+            this.app = app;
+        }
+
+        @Override
+        public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
+            guard(member::enterAssign);
+            long start = System.nanoTime();
+            try {
+                if (app != null) {
+                    app.onPartitionsAssigned(partitions);
+                }
+            } finally {
+                double ms = (System.nanoTime() - start) / 1e6;
+                guard(() -> member.recordAssign(partitions, ms));
+            }
+        }
+
+        @Override
+        public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
+            guard(member::enterRevoke);
+            member.inRevoke = true;
+            long start = System.nanoTime();
+            try {
+                if (app != null) {
+                    app.onPartitionsRevoked(partitions);
+                }
+            } finally {
+                member.inRevoke = false;
+                double ms = (System.nanoTime() - start) / 1e6;
+                guard(() -> member.recordRelease("partitions_revoked", partitions, ms));
+            }
+        }
+
+        @Override
+        public void onPartitionsLost(Collection<TopicPartition> partitions) {
+            guard(member::enterLost);
+            long start = System.nanoTime();
+            try {
+                if (app != null) {
+                    app.onPartitionsLost(partitions);  // its default calls onPartitionsRevoked, as without the agent
+                }
+            } finally {
+                double ms = (System.nanoTime() - start) / 1e6;
+                guard(() -> member.recordRelease("partitions_lost", partitions, ms));
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ poll and commits
+    @Override
+    public ConsumerRecords<K, V> poll(Duration timeout) {
+        guard(progress::beforePoll);
+        ConsumerRecords<K, V> records;
+        try {
+            records = delegate.poll(timeout);
+        } catch (WakeupException | InterruptException e) {
+            throw e;  // the application's own control flow, not a client error
+        } catch (KafkaException e) {
+            guard(() -> member.recordClientError(e, isFatal(e)));
+            throw e;
+        }
+        guard(() -> progress.afterPoll(records));
+        return records;
+    }
+
+    private static boolean isFatal(KafkaException e) {
+        return e instanceof FencedInstanceIdException || e instanceof AuthenticationException
+                || e instanceof AuthorizationException;
+    }
+
+    @Override
+    public void commitSync() {
+        committing(null, delegate::commitSync);
+    }
+
+    @Override
+    public void commitSync(Duration timeout) {
+        committing(null, () -> delegate.commitSync(timeout));
+    }
+
+    @Override
+    public void commitSync(Map<TopicPartition, OffsetAndMetadata> offsets) {
+        committing(offsets, () -> delegate.commitSync(offsets));
+    }
+
+    @Override
+    public void commitSync(Map<TopicPartition, OffsetAndMetadata> offsets, Duration timeout) {
+        committing(offsets, () -> delegate.commitSync(offsets, timeout));
+    }
+
+    /**
+     * Run the client's synchronous commit, then record its result and duration. {@code offsets} null: the
+     * client's own choice (every position it holds), which its interceptors hear ({@link CommitWitness}); a
+     * failed one is reported with the positions the agent saw.
+     */
+    private void committing(Map<TopicPartition, OffsetAndMetadata> offsets, Runnable commit) {
+        committedSlot.take();
+        long start = System.nanoTime();
+        try {
+            commit.run();
+        } catch (RuntimeException e) {
+            double ms = (System.nanoTime() - start) / 1e6;
+            guard(() -> member.recordCommit(true, offsets != null ? offsets : seenPositions(), e, ms));
+            throw e;
+        }
+        double ms = (System.nanoTime() - start) / 1e6;
+        Map<TopicPartition, OffsetAndMetadata> witnessed = committedSlot.take();
+        Map<TopicPartition, OffsetAndMetadata> committed = offsets != null ? offsets
+                : witnessed != null ? witnessed : Map.of();
+        guard(() -> member.recordCommit(true, committed, null, ms));
+    }
+
+    private Map<TopicPartition, OffsetAndMetadata> seenPositions() {
+        Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
+        member.positions.forEach((tp, position) -> offsets.put(tp, new OffsetAndMetadata(position)));
+        return offsets;
+    }
+
+    @Override
+    public void commitAsync() {
+        commitAsync(null);
+    }
+
+    @Override
+    public void commitAsync(OffsetCommitCallback callback) {
+        delegate.commitAsync(recorded(callback));
+    }
+
+    @Override
+    public void commitAsync(Map<TopicPartition, OffsetAndMetadata> offsets, OffsetCommitCallback callback) {
+        delegate.commitAsync(offsets, recorded(callback));
+    }
+
+    /** The commit's result recorded, then the application's callback (if any) called as without the agent. */
+    private OffsetCommitCallback recorded(OffsetCommitCallback app) {
+        return (offsets, error) -> {
+            guard(() -> member.recordCommit(false, offsets == null ? Map.of() : offsets, error, null));
+            if (app != null) {
+                app.onComplete(offsets, error);
+            }
+        };
+    }
+
+    @Override
+    public void enforceRebalance() {
+        enforceRebalance(null);
+    }
+
+    @Override
+    public void enforceRebalance(String reason) {
+        boolean stable = member.stable();
+        try {
+            delegate.enforceRebalance(reason);
+        } catch (RuntimeException e) {
+            guard(() -> requested(reason, false));
+            throw e;
+        }
+        guard(() -> requested(reason, stable));
+    }
+
+    /** rebalance_requested: {@code accepted} false when a rebalance was already under way or the client refused. */
+    private void requested(String reason, boolean accepted) {
+        envelope.emit("rebalance_requested", Envelope.body("reason", reason == null ? "" : reason,
+                "mechanism", "KafkaConsumer.enforceRebalance (" + groupProtocol + ")", "accepted", accepted));
+    }
+
+    // ------------------------------------------------------------------ seeks move the position the agent reports
+    @Override
+    public void seek(TopicPartition tp, long offset) {
+        delegate.seek(tp, offset);
+        member.positions.put(tp, offset);
+    }
+
+    @Override
+    public void seek(TopicPartition tp, OffsetAndMetadata offset) {
+        delegate.seek(tp, offset);
+        member.positions.put(tp, offset.offset());
+    }
+
+    @Override
+    public void seekToBeginning(Collection<TopicPartition> partitions) {
+        delegate.seekToBeginning(partitions);
+        partitions.forEach(member.positions::remove);  // resolved by the client's next poll
+    }
+
+    @Override
+    public void seekToEnd(Collection<TopicPartition> partitions) {
+        delegate.seekToEnd(partitions);
+        partitions.forEach(member.positions::remove);
+    }
+
+    // ------------------------------------------------------------------ close
+    @Override
+    public void close() {
+        closing(delegate::close);
+    }
+
+    @Override
+    public void close(Duration timeout) {
+        closing(() -> delegate.close(timeout));
+    }
+
+    @Override
+    public void close(CloseOptions options) {
+        closing(() -> delegate.close(options));
+    }
+
+    /** The member leaves (the client runs the final revoke inside close); then a bounded flush of the telemetry. */
+    private void closing(Runnable close) {
+        if (!closed) {
+            guard(() -> member.startLeaving("close"));
+        }
+        try {
+            close.run();
+        } finally {
+            if (!closed) {
+                closed = true;
+                guard(() -> member.left("close"));
+                guard(progress::emitHealth);
+                emitter.close(CLOSE_FLUSH_TIMEOUT_MS);
+            }
+        }
+    }
+
+    /** Run telemetry code; count and log (once) any failure instead of raising into the host. */
+    private void guard(Runnable telemetry) {
+        try {
+            telemetry.run();
+        } catch (RuntimeException e) {
+            emitter.noteError("agent: " + e);
+        }
+    }
+
+    // ------------------------------------------------------------------ plain delegation
+    @Override public Set<TopicPartition> assignment() { return delegate.assignment(); }
+    @Override public Set<String> subscription() { return delegate.subscription(); }
+    @Override public void assign(Collection<TopicPartition> partitions) { delegate.assign(partitions); }
+    @Override public void registerMetricForSubscription(KafkaMetric metric) { delegate.registerMetricForSubscription(metric); }
+    @Override public void unregisterMetricFromSubscription(KafkaMetric metric) { delegate.unregisterMetricFromSubscription(metric); }
+    @Override public long position(TopicPartition tp) { return delegate.position(tp); }
+    @Override public long position(TopicPartition tp, Duration timeout) { return delegate.position(tp, timeout); }
+    @Override public Map<TopicPartition, OffsetAndMetadata> committed(Set<TopicPartition> partitions) { return delegate.committed(partitions); }
+    @Override public Map<TopicPartition, OffsetAndMetadata> committed(Set<TopicPartition> partitions, Duration timeout) { return delegate.committed(partitions, timeout); }
+    @Override public Uuid clientInstanceId(Duration timeout) { return delegate.clientInstanceId(timeout); }
+    @Override public Map<MetricName, ? extends Metric> metrics() { return delegate.metrics(); }
+    @Override public List<PartitionInfo> partitionsFor(String topic) { return delegate.partitionsFor(topic); }
+    @Override public List<PartitionInfo> partitionsFor(String topic, Duration timeout) { return delegate.partitionsFor(topic, timeout); }
+    @Override public Map<String, List<PartitionInfo>> listTopics() { return delegate.listTopics(); }
+    @Override public Map<String, List<PartitionInfo>> listTopics(Duration timeout) { return delegate.listTopics(timeout); }
+    @Override public Set<TopicPartition> paused() { return delegate.paused(); }
+    @Override public void pause(Collection<TopicPartition> partitions) { delegate.pause(partitions); }
+    @Override public void resume(Collection<TopicPartition> partitions) { delegate.resume(partitions); }
+    @Override public Map<TopicPartition, OffsetAndTimestamp> offsetsForTimes(Map<TopicPartition, Long> timestamps) { return delegate.offsetsForTimes(timestamps); }
+    @Override public Map<TopicPartition, OffsetAndTimestamp> offsetsForTimes(Map<TopicPartition, Long> timestamps, Duration timeout) { return delegate.offsetsForTimes(timestamps, timeout); }
+    @Override public Map<TopicPartition, Long> beginningOffsets(Collection<TopicPartition> partitions) { return delegate.beginningOffsets(partitions); }
+    @Override public Map<TopicPartition, Long> beginningOffsets(Collection<TopicPartition> partitions, Duration timeout) { return delegate.beginningOffsets(partitions, timeout); }
+    @Override public Map<TopicPartition, Long> endOffsets(Collection<TopicPartition> partitions) { return delegate.endOffsets(partitions); }
+    @Override public Map<TopicPartition, Long> endOffsets(Collection<TopicPartition> partitions, Duration timeout) { return delegate.endOffsets(partitions, timeout); }
+    @Override public OptionalLong currentLag(TopicPartition tp) { return delegate.currentLag(tp); }
+    @Override public ConsumerGroupMetadata groupMetadata() { return delegate.groupMetadata(); }
+    @Override public void wakeup() { delegate.wakeup(); }
+}

@@ -1,0 +1,227 @@
+package io.rebalancelens.agent;
+
+import static io.rebalancelens.agent.Envelope.body;
+import static io.rebalancelens.agent.Processed.OFFSET_UNKNOWN;
+
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.UnknownServerException;
+import org.apache.kafka.common.protocol.Errors;
+import org.apache.kafka.common.utils.AppInfoParser;
+
+/**
+ * The member as the agent sees it (consumer_agent/membership.py): lifecycle state, subscription, owned
+ * partitions and commits, and the member_config, state_transition, partitions_*, commit and client_error
+ * events that report them. Runs on the application thread; the consumer calls it through its guard.
+ */
+final class Membership {
+    private final Envelope envelope;
+    private final Processed processed;
+    private final MemberStates.Lifecycle lifecycle;
+    private final boolean classic;
+    private final boolean cooperative;
+    private final AgentOptions options;
+    private final Map<String, Object> config;
+    private final Map<String, String> snapshot;
+    private String state;
+    private List<String> reportedTopics;
+    private String reportedPattern;
+    boolean subscribed;
+    boolean leaving;
+    boolean inRevoke;
+    final Set<TopicPartition> owned = new HashSet<>();
+    final Map<TopicPartition, Long> committed = new HashMap<>();
+    /** Positions as the application saw them: ConsumerRecords.nextOffsets() of each poll, and its seeks. */
+    final Map<TopicPartition, Long> positions = new HashMap<>();
+    /** Assigned, no record handed out yet: when (System.nanoTime()). */
+    final Map<TopicPartition, Long> awaitingFirst = new HashMap<>();
+
+    Membership(Envelope envelope, Processed processed, String groupProtocol,
+               boolean cooperative, AgentOptions options, Map<String, Object> config) {
+        this.envelope = envelope;
+        this.processed = processed;
+        this.lifecycle = MemberStates.of(groupProtocol);
+        this.classic = !"consumer".equals(groupProtocol);
+        this.cooperative = cooperative;
+        this.options = options;
+        this.config = config;
+        this.snapshot = Redaction.redacted(config);
+        this.state = lifecycle.initial();
+    }
+
+    boolean stable() {
+        return subscribed && !leaving && lifecycle.stable().contains(state);
+    }
+
+    // ------------------------------------------------------------------ state machine
+    private void enter(List<String> path, String reason) {
+        for (String next : path) {
+            if (next.equals(state)) {
+                continue;
+            }
+            envelope.emit("state_transition", body("from_state", state, "to_state", next, "reason", reason,
+                    "allowed", lifecycle.allowed(state, next)));
+            state = next;
+        }
+    }
+
+    void enterAssign() {
+        if (lifecycle.rejoinFrom().contains(state)) {
+            enter(lifecycle.subscribed(), "rejoin");
+        }
+        enter(lifecycle.inAssign(), "assign callback");
+    }
+
+    void enterRevoke() {
+        if (!leaving) {
+            enter(lifecycle.inRevoke(), "revoke callback");
+        }
+    }
+
+    void enterLost() {
+        enter(lifecycle.inLost(), "lost callback");
+    }
+
+    void startLeaving(String reason) {
+        leaving = true;
+        enter(lifecycle.leaveStart(), reason);
+    }
+
+    void left(String reason) {
+        enter(lifecycle.left(), reason);
+    }
+
+    // ------------------------------------------------------------------ observations
+    /** The client accepted a subscription: topics, or a regex ({@code pattern} non-null). */
+    void recordSubscribe(List<String> topics, String pattern) {
+        boolean first = reportedTopics == null;
+        boolean changed = first || !topics.equals(reportedTopics) || !java.util.Objects.equals(pattern, reportedPattern);
+        reportedTopics = topics;
+        reportedPattern = pattern;
+        subscribed = true;
+        leaving = false;
+        if (changed) {
+            envelope.emit("member_config", memberConfig(first ? "start" : "subscription_changed", topics, pattern));
+        }
+        enter(lifecycle.subscribed(), "subscribe");
+    }
+
+    private Map<String, Object> memberConfig(String reason, List<String> topics, String pattern) {
+        return body("reason", reason, "topics", topics, "pattern", pattern,
+                "session_timeout_ms", classic ? intSetting("session.timeout.ms", 45_000) : null,
+                "heartbeat_interval_ms", classic ? intSetting("heartbeat.interval.ms", 3_000) : null,
+                "max_poll_interval_ms", intSetting("max.poll.interval.ms", 300_000),
+                "enable_auto_commit", autoCommit(),
+                "auto_commit_interval_ms", intSetting("auto.commit.interval.ms", 5_000),
+                // the Java client stores every position it hands out: its offset store is always "auto"
+                "enable_auto_offset_store", true,
+                "commit_on_revoke", options.commitOnRevoke(), "config", snapshot,
+                "agent_version", InstrumentedConsumer.AGENT_VERSION,
+                "client_version", "kafka-clients " + AppInfoParser.getVersion(),
+                "librdkafka_version", "none (Java client)");
+    }
+
+    boolean autoCommit() {
+        return Boolean.parseBoolean(String.valueOf(config.getOrDefault("enable.auto.commit", "true")));
+    }
+
+    private int intSetting(String key, int fallback) {
+        Object value = config.get(key);
+        return value == null ? fallback : Integer.parseInt(String.valueOf(value).trim());
+    }
+
+    /**
+     * The client's position for a partition, as the agent last saw it (what a poll handed out, a seek), or
+     * OFFSET_UNKNOWN. Never asked of the client: {@code KafkaConsumer.position} initializes an unknown position
+     * itself (an offset fetch, a reset), which would change where the host starts reading.
+     */
+    long position(TopicPartition tp) {
+        return positions.getOrDefault(tp, OFFSET_UNKNOWN);
+    }
+
+    private List<Map<String, Object>> partitionStates(Collection<TopicPartition> partitions) {
+        List<Map<String, Object>> states = new ArrayList<>();
+        for (TopicPartition tp : partitions) {
+            long position = position(tp);
+            states.add(body("topic", tp.topic(), "partition", tp.partition(), "position", position,
+                    "last_processed_offset", processed.lastOffset(tp, position),
+                    "committed_offset", committed.getOrDefault(tp, OFFSET_UNKNOWN)));
+        }
+        return states;
+    }
+
+    /** After the assign callback: the partitions are owned and await their first record. */
+    void recordAssign(Collection<TopicPartition> partitions, double callbackMs) {
+        if (!cooperative) {
+            owned.clear();
+        }
+        owned.addAll(partitions);
+        long now = System.nanoTime();
+        for (TopicPartition tp : partitions) {
+            awaitingFirst.put(tp, now);
+            positions.remove(tp);  // a new owner's start is the client's to find: unknown until a poll shows it
+        }
+        envelope.emit("partitions_assigned", body("partitions", partitionStates(partitions),
+                "incremental", cooperative, "callback_ms", callbackMs, "assignment_size", owned.size(),
+                "commit_on_revoke", null));
+        enter(lifecycle.stable(), "assign callback done");
+    }
+
+    /** After the revoke ({@code kind} partitions_revoked) or lost callback: the partitions are gone. */
+    void recordRelease(String kind, Collection<TopicPartition> partitions, double callbackMs) {
+        List<Map<String, Object>> states = partitionStates(partitions);
+        if (cooperative) {
+            owned.removeAll(partitions);
+        } else {
+            owned.clear();
+        }
+        for (TopicPartition tp : partitions) {
+            awaitingFirst.remove(tp);
+            committed.remove(tp);
+            positions.remove(tp);
+        }
+        processed.forget(partitions);
+        envelope.emit(kind, body("partitions", states, "incremental", cooperative, "callback_ms", callbackMs,
+                "assignment_size", owned.size(), "commit_on_revoke", null));
+        if (leaving) {
+            enter(lifecycle.leaveAfterRevoke(), "revoke callback (leaving)");
+        } else if ("partitions_lost".equals(kind)) {
+            enter(lifecycle.afterLost(), "lost callback done");
+        } else {
+            enter(lifecycle.afterRevoke(), "revoke callback done");
+        }
+    }
+
+    /** A commit's result: {@code error} is the request's (null on success). */
+    void recordCommit(boolean sync, Map<TopicPartition, OffsetAndMetadata> offsets, Exception error,
+                      Double durationMs) {
+        List<Map<String, Object>> reported = new ArrayList<>();
+        offsets.forEach((tp, offset) -> {
+            long next = offset == null ? OFFSET_UNKNOWN : offset.offset();
+            if (error == null && next >= 0 && owned.contains(tp)) {
+                committed.put(tp, next);
+            }
+            reported.add(body("topic", tp.topic(), "partition", tp.partition(),
+                    "offset", Math.max(next, OFFSET_UNKNOWN), "error", null));
+        });
+        envelope.emit("commit", body("mode", "manual", "sync", sync, "in_revoke", inRevoke, "offsets", reported,
+                "error", error == null ? null : error.toString(), "duration_ms", durationMs));
+    }
+
+    /** An exception the client threw to the application: reported (the host gets it unchanged). */
+    void recordClientError(RuntimeException error, boolean fatal) {
+        Errors code = Errors.forException(error);
+        // Client-side exceptions (OffsetOutOfRangeException, ...) have no protocol error: named by their class.
+        String name = code == Errors.UNKNOWN_SERVER_ERROR && !(error instanceof UnknownServerException)
+                ? error.getClass().getSimpleName() : code.name();
+        envelope.emit("client_error", body("code", code.code(), "name", name,
+                "message", error.getClass().getName() + ": " + error.getMessage(), "fatal", fatal));
+    }
+}

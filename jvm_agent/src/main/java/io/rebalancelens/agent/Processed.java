@@ -1,0 +1,73 @@
+package io.rebalancelens.agent;
+
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.TreeSet;
+import org.apache.kafka.common.TopicPartition;
+
+/**
+ * What the application has processed on a partition, as consumer_agent/processed.py and inflight.py.
+ *
+ * <p>The default mode counts every record handed out before the current poll as processed, so the position
+ * says it all and nothing is tracked per record. Explicit mode ({@code lens.processing=explicit}) is for records
+ * finished out of order on other threads ({@link InstrumentedConsumer#markProcessed}): the safe point is the
+ * lowest unfinished offset, or one past the highest finished. Only explicit mode pays for this bookkeeping;
+ * its methods are synchronized because workers mark from their own threads.
+ */
+final class Processed {
+    static final long OFFSET_UNKNOWN = -1001;
+
+    final boolean explicit;
+    private final Map<TopicPartition, TreeSet<Long>> pending = new HashMap<>();
+    private final Map<TopicPartition, Long> done = new HashMap<>();
+    /** Records processed since the last progress event, per partition (the progress body's {@code processed}). */
+    private final Map<TopicPartition, Long> counted = new HashMap<>();
+
+    Processed(boolean explicit) {
+        this.explicit = explicit;
+    }
+
+    synchronized void handedOut(TopicPartition tp, long offset) {
+        pending.computeIfAbsent(tp, k -> new TreeSet<>()).add(offset);
+    }
+
+    /** Explicit mode: the record is processed; offsets not handed out (or forgotten) are ignored. */
+    synchronized void mark(TopicPartition tp, long offset) {
+        TreeSet<Long> open = pending.get(tp);
+        if (open == null || !open.remove(offset)) {
+            return;
+        }
+        done.merge(tp, offset, Math::max);
+        counted.merge(tp, 1L, Long::sum);
+    }
+
+    /** Default mode: the records of the previous poll are processed now. */
+    synchronized void countPolled(TopicPartition tp, long records) {
+        counted.merge(tp, records, Long::sum);
+    }
+
+    /** The processed counts since the last call, reset. */
+    synchronized Map<TopicPartition, Long> takeCounts() {
+        Map<TopicPartition, Long> copy = new HashMap<>(counted);
+        counted.clear();
+        return copy;
+    }
+
+    /** The offset of the last processed record, or OFFSET_UNKNOWN. */
+    synchronized long lastOffset(TopicPartition tp, long position) {
+        if (!explicit) {
+            return position > 0 ? position - 1 : OFFSET_UNKNOWN;
+        }
+        TreeSet<Long> open = pending.get(tp);
+        Long next = open != null && !open.isEmpty() ? open.first() : done.containsKey(tp) ? done.get(tp) + 1 : null;
+        return next == null || next <= 0 ? OFFSET_UNKNOWN : next - 1;
+    }
+
+    synchronized void forget(Collection<TopicPartition> partitions) {
+        for (TopicPartition tp : partitions) {
+            pending.remove(tp);
+            done.remove(tp);
+        }
+    }
+}

@@ -1,0 +1,126 @@
+package io.rebalancelens.agent;
+
+import static io.rebalancelens.agent.Envelope.body;
+import static io.rebalancelens.agent.Processed.OFFSET_UNKNOWN;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.OptionalLong;
+import org.apache.kafka.clients.consumer.Consumer;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.common.TopicPartition;
+
+/**
+ * The poll path (consumer_agent/progress.py's job): what a poll hands out and what the previous one
+ * processed, first_fetch for newly assigned partitions, and every progress interval a progress event per
+ * owned partition plus agent_health while drops or errors are unreported. Its cost on a poll with nothing to
+ * do is one clock read and two empty-map checks; per record, only explicit mode tracks anything.
+ */
+final class Progress {
+    /** The progress body's cap on partitions (the rest counted in {@code truncated}), as the Python agent. */
+    static final int MAX_PARTITIONS = 100;
+
+    private final Consumer<?, ?> consumer;
+    private final Membership member;
+    private final Processed processed;
+    private final Envelope envelope;
+    private final TelemetryEmitter emitter;
+    private final long intervalNanos;
+    private long lastTick = System.nanoTime();
+    /** Records handed out by the previous poll, per partition: processed once the application polls again. */
+    private Map<TopicPartition, Integer> previousPoll = Map.of();
+
+    Progress(Consumer<?, ?> consumer, Membership member, Processed processed, Envelope envelope,
+             TelemetryEmitter emitter, int intervalMs) {
+        this.consumer = consumer;
+        this.member = member;
+        this.processed = processed;
+        this.envelope = envelope;
+        this.emitter = emitter;
+        this.intervalNanos = intervalMs * 1_000_000L;
+    }
+
+    /** Before the client's poll: in the default mode, the previous poll's records are processed now. */
+    void beforePoll() {
+        if (!processed.explicit && !previousPoll.isEmpty()) {
+            previousPoll.forEach((tp, count) -> processed.countPolled(tp, count));
+            previousPoll = Map.of();
+        }
+    }
+
+    /** After the client's poll returned {@code records}. */
+    void afterPoll(ConsumerRecords<?, ?> records) {
+        if (!records.isEmpty() || !records.nextOffsets().isEmpty()) {
+            handedOut(records);
+        }
+        long now = System.nanoTime();
+        if (now - lastTick >= intervalNanos) {
+            tick(now);
+        }
+    }
+
+    private void handedOut(ConsumerRecords<?, ?> records) {
+        records.nextOffsets().forEach((tp, next) -> member.positions.put(tp, next.offset()));
+        Map<TopicPartition, Integer> counts = new HashMap<>();
+        for (TopicPartition tp : records.partitions()) {
+            List<? extends ConsumerRecord<?, ?>> batch = records.records(tp);
+            counts.put(tp, batch.size());
+            Long assignedAt = member.awaitingFirst.remove(tp);
+            if (assignedAt != null) {
+                ConsumerRecord<?, ?> first = batch.get(0);
+                envelope.emit("first_fetch", body("topic", tp.topic(), "partition", tp.partition(),
+                        "offset", first.offset(), "since_assign_ms", (System.nanoTime() - assignedAt) / 1e6,
+                        "timestamp_ms", first.timestamp() >= 0 ? first.timestamp() : null, "seen", true,
+                        "window_ms", 0.0));
+            }
+            if (processed.explicit) {
+                batch.forEach(record -> processed.handedOut(tp, record.offset()));
+            }
+        }
+        previousPoll = counts;
+    }
+
+    /** One progress event for the owned partitions, then agent_health if drops or errors are unreported. */
+    void tick(long now) {
+        double intervalMs = (now - lastTick) / 1e6;
+        lastTick = now;
+        Map<TopicPartition, Long> counts = processed.takeCounts();
+        List<Map<String, Object>> partitions = new ArrayList<>();
+        int truncated = 0;
+        for (TopicPartition tp : member.owned) {
+            if (partitions.size() >= MAX_PARTITIONS) {
+                truncated++;
+                continue;
+            }
+            long position = member.position(tp);
+            // Asked only with a known position: for an unknown lag the client requests the end offset (and logs).
+            OptionalLong lag = position >= 0 ? consumer.currentLag(tp) : OptionalLong.empty();
+            partitions.add(body("topic", tp.topic(), "partition", tp.partition(), "position", position,
+                    "last_processed_offset", processed.lastOffset(tp, position),
+                    "committed_offset", member.committed.getOrDefault(tp, OFFSET_UNKNOWN),
+                    "processed", counts.getOrDefault(tp, 0L), "lag", lag.isPresent() ? lag.getAsLong() : null));
+        }
+        if (!partitions.isEmpty()) {
+            envelope.emit("progress", body("interval_ms", intervalMs, "partitions", partitions,
+                    "truncated", truncated));
+        }
+        emitHealth();
+    }
+
+    /** agent_health, while drops or emitter errors are unreported (at each tick and on close). */
+    void emitHealth() {
+        if (!emitter.needsHealthReport()) {
+            return;
+        }
+        long dropped = emitter.droppedTotal();
+        long errors = emitter.errorsTotal();
+        envelope.emit("agent_health", body("dropped_total", dropped,
+                "dropped_since_last", Math.max(0, dropped - emitter.acknowledgedDropped()),
+                "buffer_size", emitter.buffered(), "buffer_capacity", emitter.capacity,
+                "emitter_errors_total", errors, "last_error", emitter.lastError()));
+        emitter.healthReported(errors);
+    }
+}

@@ -1,0 +1,50 @@
+"""The Java agent's jar (``jvm_agent/``), built by ``rebalance-lens setup`` in a source checkout.
+
+Maven runs only when a source or the pom is newer than the jar, and offline (``-o``) once a
+first build has fetched the plugins and dependencies: a second setup starts no Maven at all.
+An installed wheel has no ``jvm_agent/`` folder: there is nothing to build.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from lens_runtime.errors import LensError
+from lens_runtime.jvm_deps import maven
+from lens_runtime.paths import CHECKOUT
+
+MODULE = CHECKOUT / "jvm_agent"
+JAR = MODULE / "target" / "rebalance-lens-agent.jar"
+LIB = MODULE / "target" / "lib"
+
+
+def _sources() -> list[Path]:
+    return [MODULE / "pom.xml", *(MODULE / "src").rglob("*")]
+
+
+def jar_is_current() -> bool:
+    """The jar and its runtime classpath exist, and nothing of the module changed since the jar was built."""
+    if not JAR.is_file() or not any(LIB.glob("*.jar")):
+        return False
+    built = JAR.stat().st_mtime
+    return all(path.stat().st_mtime <= built for path in _sources())
+
+
+def ensure_agent_jar() -> Path | None:
+    """Build the jar unless current; None outside a source checkout."""
+    if not (MODULE / "pom.xml").is_file():
+        return None
+    if not jar_is_current():
+        offline = ("-o",) if LIB.is_dir() else ()
+        print(f"rebalance-lens: building the Java agent ({MODULE.name}/) with Maven{' offline' if offline else ''} ...",
+              file=sys.stderr, flush=True)
+        maven(MODULE / "pom.xml", *offline, "package")
+    return JAR
+
+
+def agent_classpath() -> str:
+    """The jar and its dependencies (kafka-clients, Jackson), for ``java -cp``."""
+    if not jar_is_current():
+        raise LensError(f"The Java agent's jar {JAR} is missing or older than its sources. "
+                        "Run `rebalance-lens setup` (or ./lens setup) to build it.")
+    return ":".join(str(path) for path in (JAR, *sorted(LIB.glob("*.jar"))))
