@@ -22,6 +22,7 @@ from typing import Any
 from consumer_agent.contract import LEAVING_STATES
 from pipelines.gold.group_pass import body_of
 from pipelines.simulator.group import Assignment, Member, TopicPartition
+from pipelines.simulator.mixed_phase import Join, Leave, MixedGroup, MixedMember, Revokes
 
 CHANGES = ("partitions_assigned", "partitions_revoked", "partitions_lost")
 
@@ -186,4 +187,143 @@ def consumer_rounds(events: Iterable[dict[str, Any]], quiet_ms: int = 250) -> li
                                         key=lambda m: m.member_id)),
                            {member_id[a]: set(tps) for a, tps in before.items() if a in members},
                            {member_id[a]: set(final.get(a, ())) for a in members}))
+    return out
+
+
+@dataclass(frozen=True)
+class MixedStep:
+    """One membership change of a group on its way between protocols, as telemetry shows it: the
+    group just before (``mixed_phase``'s inputs) and what the broker made of it."""
+
+    at_ms: int
+    change: Join | Leave
+    group: MixedGroup  # live members (a static one that closed keeps its place), their holdings as target
+    bumped_to: int | None  # the epoch the change started, None when it started none
+    revokes: Revokes  # the staying members' non-empty revoke callbacks of that epoch
+    after: Assignment  # what the members held once it settled (just before the next change took effect)
+
+
+def _mixed_member(e: dict[str, Any], member_id: str) -> MixedMember:
+    kind = "consumer" if e["group_protocol"] == "consumer" else e["rebalance_protocol"]
+    remote = e["assignor"] if kind == "consumer" and e["assignor"] not in (None, "", "broker-default") else None
+    return MixedMember(Member(member_id, e["group_instance_id"], frozenset(body_of(e)["topics"])), kind, remote)
+
+
+def mixed_steps(events: Iterable[dict[str, Any]]) -> list[MixedStep]:
+    """A migrating group's changes from its first leave (the first step of a rollout) to its last start
+    (the leaves after it are the run's end), with the epoch each started and the callbacks it caused.
+
+    Which epoch a callback belongs to, as librdkafka 2.16 reports them: an assign carries the epoch it
+    is of; a revoke carries the epoch before (an eager classic member revokes on being told to rejoin;
+    a consumer-protocol member stays at its old epoch until it has revoked), so it belongs to the first
+    epoch started after the one it carries. A join starts the epoch of its member's first assignment if
+    that is past the group's; a leave the one after its member's last, if anyone's callback is of it."""
+    ordered = sorted(events, key=lambda e: (e["event_time_ms"], e["agent_id"], e["seq"]))
+    ids = {e["agent_id"]: e["member_id"] for e in reversed(ordered) if e["member_id"] and e["generation"] >= 0}
+    starts = [e for e in ordered if e["kind"] == "member_config" and body_of(e)["reason"] == "start"]
+    leaves = [e for e in ordered if e["kind"] == "state_transition" and body_of(e)["to_state"] in LEAVING_STATES
+              and body_of(e)["from_state"] not in LEAVING_STATES]
+    if not leaves or not starts:
+        return []
+    first, last = leaves[0]["event_time_ms"], starts[-1]["event_time_ms"]
+    changes = sorted([e for e in starts + leaves if first <= e["event_time_ms"] <= last and e["agent_id"] in ids],
+                     key=lambda e: e["event_time_ms"])
+    callbacks = [e for e in ordered if e["kind"] in CHANGES and e["group_protocol"] in ("classic", "consumer")]
+    leaving_at = {e["agent_id"]: e["event_time_ms"] for e in leaves}
+    closing = {id(e) for e in callbacks if e["agent_id"] in leaving_at and e["event_time_ms"] >= leaving_at[e["agent_id"]]}
+    last_gen = {a: max((e["generation"] for e in callbacks if e["agent_id"] == a), default=-1) for a in ids}
+    first_gen = {a: next((e["generation"] for e in callbacks if e["agent_id"] == a and e["kind"] == "partitions_assigned"),
+                         -1) for a in ids}
+
+    def parts(e: dict[str, Any]) -> set[TopicPartition]:
+        return {(p["topic"], p["partition"]) for p in body_of(e)["partitions"]}
+
+    def held_at(t: int) -> dict[str, set[TopicPartition]]:
+        """Each agent's holdings just before ``t`` (a member that closed: what it held before closing)."""
+        owned: dict[str, set[TopicPartition]] = defaultdict(set)
+        for e in callbacks:
+            if e["event_time_ms"] >= t:
+                break
+            if id(e) in closing:
+                continue
+            incremental, got = body_of(e)["incremental"], parts(e)
+            if e["kind"] == "partitions_assigned":
+                owned[e["agent_id"]] = owned[e["agent_id"]] | got if incremental else got
+            else:
+                owned[e["agent_id"]] = owned[e["agent_id"]] - got if incremental else set()
+        return owned
+
+    classic_generation = max((e["generation"] for e in callbacks if e["event_time_ms"] < first), default=-1)
+    epoch = classic_generation
+    bumps: list[int | None] = []
+    for c in changes:  # the epoch each change started
+        agent = c["agent_id"]
+        if c["kind"] == "member_config":
+            bumped = first_gen[agent] if first_gen[agent] > epoch else None
+        else:
+            bumped = last_gen[agent] + 1 if any(e["generation"] == last_gen[agent] + 1 and e["agent_id"] != agent
+                                                for e in callbacks) else None
+        bumps.append(bumped)
+        epoch = bumped or epoch
+    started = sorted(b for b in bumps if b is not None)
+
+    def epoch_of(e: dict[str, Any]) -> int | None:
+        if e["kind"] == "partitions_assigned":
+            return e["generation"]
+        if e["event_time_ms"] < first:
+            return None  # a round before the first change
+        return next((b for b in started if b > e["generation"]), None)
+
+    def effect_ms(i: int) -> int:
+        """When change ``i`` took effect: a leave at once, a join at its epoch's first callback (or its own)."""
+        c = changes[i]
+        if c["kind"] != "member_config":
+            return c["event_time_ms"]
+        own = [e["event_time_ms"] for e in callbacks if e["agent_id"] == c["agent_id"]]
+        of_epoch = [e["event_time_ms"] for e in callbacks if bumps[i] is not None and epoch_of(e) == bumps[i]
+                    and id(e) not in closing]
+        return min(of_epoch + own[:1], default=c["event_time_ms"])
+
+    classic = next(("classic:" + e["assignor"] for e in ordered if e["group_protocol"] == "classic"), "classic:range")
+    live: dict[str, MixedMember] = {}
+    for e in starts:
+        if e["event_time_ms"] < first and e["agent_id"] in ids:
+            live[e["agent_id"]] = _mixed_member(e, ids[e["agent_id"]])
+    away: set[str] = set()  # static members that closed and keep their place until replaced
+    out = []
+    epoch = classic_generation
+    later_leaves = [e["event_time_ms"] for e in leaves if e["event_time_ms"] > last]
+    end = later_leaves[0] if later_leaves else ordered[-1]["event_time_ms"] + 1
+    for i, c in enumerate(changes):
+        agent = c["agent_id"]
+        at = effect_ms(i)
+        held = held_at(at)
+        group = MixedGroup(classic, tuple(live.values()), {live[a].member.member_id: set(held[a]) for a in live},
+                           epoch, converted=any(m.kind == "consumer" for m in live.values()))
+        if c["kind"] == "member_config":
+            joiner = _mixed_member(c, ids[agent])
+            change: Join | Leave = Join(joiner)
+            gid = joiner.member.group_instance_id
+            for a in [a for a in away if gid is not None and live[a].member.group_instance_id == gid]:
+                del live[a]
+                away.discard(a)
+            live[agent] = joiner
+        else:
+            change = Leave(ids[agent])
+            if live[agent].member.group_instance_id is not None:
+                away.add(agent)
+            else:
+                del live[agent]
+        until = min([effect_ms(i + 1)] if i + 1 < len(changes) else [end])
+        settled = held_at(until)
+        revokes: dict[str, tuple[frozenset[TopicPartition], ...]] = {}
+        for e in callbacks:
+            if (e["kind"] != "partitions_assigned" and bumps[i] is not None and epoch_of(e) == bumps[i]
+                    and id(e) not in closing and e["agent_id"] in live and parts(e)):
+                member = live[e["agent_id"]].member.member_id
+                revokes[member] = revokes.get(member, ()) + (frozenset(parts(e)),)
+        out.append(MixedStep(c["event_time_ms"], change, group, bumps[i], revokes,
+                             {live[a].member.member_id: set(settled[a]) for a in live
+                              if a not in away}))
+        epoch = bumps[i] or epoch
     return out

@@ -3,12 +3,18 @@ values where the study observed them being the embedded broker's (docs/measured.
 migration": kip848-migration, four dynamic range members, 8 partitions; its static variant)."""
 from __future__ import annotations
 
+import dataclasses
+import json
+from pathlib import Path
+
 import pytest
 
 from pipelines.simulator.assignors import assign
 from pipelines.simulator.group import Member
 from pipelines.simulator.mixed_phase import (Bump, Join, Leave, MixedGroup, MixedMember, remote_assignor,
                                              revokes_at_bump, step)
+from pipelines.simulator.observed import mixed_steps, partition_counts
+from tests.support.mixed_phase_check import judge, reason
 
 pytestmark = pytest.mark.fast
 
@@ -155,3 +161,36 @@ def test_a_static_member_closing_keeps_its_place_until_it_expires():
     assert step(group, Leave("a"), COUNTS) == (group, None)
     after, bump = step(group, Leave("a", expired=True), COUNTS)
     assert bump.rule == "classic" and set(bump.target) == {"b"}
+
+
+RECORDED = Path(__file__).parent / "recorded"
+
+
+def _recorded(name: str) -> list[dict]:
+    """Telemetry of one run of the built-in on the embedded 4.2.0 broker (librdkafka 2.16, eager range,
+    2026-11-27): the events ``observed.mixed_steps`` reads (configs, leaves, callbacks), envelope fields only."""
+    return [json.loads(line) for line in (RECORDED / f"{name}.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.parametrize("name", ["kip848-migration", "kip848-migration-static"])
+def test_the_model_matches_a_recorded_migration_change_by_change(name):
+    events = _recorded(name)
+    steps = mixed_steps(events)
+    verdicts = [judge(s, partition_counts(events)) for s in steps]
+    assert len(verdicts) == 12 and [v.problems for v in verdicts if not v.matched] == []
+    if name.endswith("-static"):
+        assert {v.rule for v in verdicts} == {"R3"} and not any(v.step.revokes for v in verdicts)
+    else:  # the classic scale-in, then 11 bumps of the converted group, with 22 revoke callbacks
+        assert [v.rule for v in verdicts] == ["classic"] + ["R4"] * 11
+        assert [v.step.bumped_to for v in verdicts] == list(range(4, 16))
+        assert sum(len(r) for v in verdicts for r in v.step.revokes.values()) == 22
+
+
+def test_a_wrong_observation_is_a_mismatch_no_reason_explains():
+    events = _recorded("kip848-migration")
+    counts = partition_counts(events)
+    bump = next(s for s in mixed_steps(events) if s.revokes and isinstance(s.change, Leave))
+    for planted in (dataclasses.replace(bump, revokes={}),  # nobody revoked
+                    dataclasses.replace(bump, bumped_to=None)):  # no epoch started
+        verdict = judge(planted, counts)
+        assert not verdict.matched and reason(verdict, counts, None) is None
