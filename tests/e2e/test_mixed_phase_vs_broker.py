@@ -9,8 +9,8 @@ Slow (the runs and their pipeline run are shared with the gold-against-truth che
 
 Threshold: every mismatch must have a known reason (``mixed_phase_check.reason``: the model
 matches with members in another Java hash-bucket order, or two changes came within two heartbeats),
-and at least 5 changes in 6 must match: the model is deterministic given the group before a change, so what is left are those two, and more
-than one change in six explained away would hide a wrong rule.
+and at least 5 changes in 6 must match: the model is deterministic given the group before a change,
+so what is left are those two, and more than one change in six explained away would hide a wrong rule.
 """
 from __future__ import annotations
 
