@@ -41,6 +41,13 @@ MIGRATION_PHASES = {name: ["classic", "mixed", "consumer", "mixed"]
                     for name in ("kip848-migration", "kip848-migration-static")}
 
 
+def timeline_phases(phases: list[tuple[str, float]]) -> list[str]:
+    """(phase, seconds) without a last phase under a second: the run's end stops every member within
+    milliseconds, and whichever protocol's member stops last leaves a phase of its own for that instant
+    (seen: 19 ms of classic, 34 ms of consumer); no phase of a timeline is that short."""
+    return [name for i, (name, seconds) in enumerate(phases) if i < len(phases) - 1 or seconds >= 1.0]
+
+
 @pytest.mark.parametrize("scenario", builtin_names(fully_instrumented=True, migrations=False))
 def test_gold_handoffs_match_ground_truth(landed, scenario):
     run = landed["runs"][scenario]
@@ -64,10 +71,11 @@ def test_gold_handoffs_match_ground_truth_through_a_protocol_migration(landed_mi
     problems = mismatches(truth.handoffs, gold_for_run(landed_migrations, run.manifest["run_id"]))
     assert not problems, "\n".join(problems)
     group = run.manifest["group_id"]
-    assert [p["phase"] for p in landed_migrations["phases"][group]] == MIGRATION_PHASES[scenario]
+    assert timeline_phases([(p["phase"], ((p["end_ms"] or p["start_ms"] + 10**6) - p["start_ms"]) / 1000)
+                            for p in landed_migrations["phases"][group]]) == MIGRATION_PHASES[scenario]
     # the mart prices each phase: every gold handoff of the group counts in exactly one
     costs = landed_migrations["phase_costs"][group]
-    assert [c["phase"] for c in costs] == MIGRATION_PHASES[scenario]
+    assert timeline_phases([(c["phase"], c["duration_s"] or 10**3) for c in costs]) == MIGRATION_PHASES[scenario]
     handoffs = [h for h in landed_migrations["handoffs"] if h["group_id"] == group]
     assert sum(c["partitions_moved"] for c in costs) == len(handoffs)
     assert sum(c["duplicates"] for c in costs) == sum(h["duplicates"] or 0 for h in handoffs)
@@ -75,7 +83,8 @@ def test_gold_handoffs_match_ground_truth_through_a_protocol_migration(landed_mi
     # the report shows the phases side by side, from the same mart
     fleet = read_fleet(landed_migrations["config"].lake_path, group=group)
     section = group_section(fleet, fleet.groups()[0], 0)
-    assert [p["phase"] for p in section["phases"]] == MIGRATION_PHASES[scenario] and "phases" in section["charts"]
+    assert timeline_phases([(p["phase"], p["duration_s"] or 10**3) for p in section["phases"]]) == \
+        MIGRATION_PHASES[scenario] and "phases" in section["charts"]
 
 
 @pytest.mark.parametrize("scenario", builtin_names(fully_instrumented=True, migrations=False))
