@@ -22,8 +22,11 @@ the 4.2.0 group coordinator and checked on the embedded broker (tests/e2e/test_m
   what moves away from them.
 - R8: the last consumer-protocol member leaving (dynamically) downgrades the group: a full classic
   rebalance from the stored target, under the classic assignor.
-A classic group's own changes are classic rebalances (the classic models). Pure and explicit; the
-staged plan prices its rounds through ``pipelines.simulator.migration``.
+A classic group's own changes are classic rebalances (the classic models), so a dynamic member's
+migration is a classic scale-in, then R2 and R4 (R5). Not modelled: a join that lands before that
+scale-in settles (the study's P2; not seen with members down 0.5 s), and when each handoff happens
+(R7: the cost model's). Pure and explicit; the staged plan prices its rounds through
+``pipelines.simulator.migration``.
 """
 from __future__ import annotations
 
