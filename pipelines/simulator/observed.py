@@ -22,6 +22,7 @@ from typing import Any
 from consumer_agent.contract import LEAVING_STATES
 from pipelines.gold.group_pass import body_of
 from pipelines.simulator.group import Assignment, Member, TopicPartition
+from pipelines.simulator.mixed_phase import Join, Leave, MixedGroup, MixedMember, Revokes
 
 CHANGES = ("partitions_assigned", "partitions_revoked", "partitions_lost")
 
@@ -186,4 +187,134 @@ def consumer_rounds(events: Iterable[dict[str, Any]], quiet_ms: int = 250) -> li
                                         key=lambda m: m.member_id)),
                            {member_id[a]: set(tps) for a, tps in before.items() if a in members},
                            {member_id[a]: set(final.get(a, ())) for a in members}))
+    return out
+
+
+@dataclass(frozen=True)
+class MixedStep:
+    """One membership change of a group on its way between protocols, as telemetry shows it: the
+    group just before (``mixed_phase``'s inputs) and what the broker made of it."""
+
+    at_ms: int
+    change: Join | Leave
+    group: MixedGroup  # live members (a static one that closed keeps its place), their holdings as target
+    bumped_to: int | None  # the epoch the change started, None when it started none
+    revokes: Revokes  # the staying members' non-empty revoke callbacks of that epoch
+    after: Assignment  # what the members held once it settled (just before the next change took effect)
+
+
+def _mixed_member(e: dict[str, Any], member_id: str) -> MixedMember:
+    kind = "consumer" if e["group_protocol"] == "consumer" else e["rebalance_protocol"]
+    remote = e["assignor"] if kind == "consumer" and e["assignor"] not in (None, "", "broker-default") else None
+    return MixedMember(Member(member_id, e["group_instance_id"], frozenset(body_of(e)["topics"])), kind, remote)
+
+
+def _parts(e: dict[str, Any]) -> set[TopicPartition]:
+    return {(p["topic"], p["partition"]) for p in body_of(e)["partitions"]}
+
+
+def _held_at(callbacks: list[dict[str, Any]], closing: set[int], t: int) -> dict[str, set[TopicPartition]]:
+    """Each agent's holdings just before ``t``; a member's callbacks while closing (``closing``) are
+    left out, so one that closed keeps what it held (a static member's place waits with it)."""
+    owned: dict[str, set[TopicPartition]] = defaultdict(set)
+    for e in callbacks:
+        if e["event_time_ms"] >= t:
+            break
+        if id(e) in closing:
+            continue
+        incremental, got, agent = body_of(e)["incremental"], _parts(e), e["agent_id"]
+        if e["kind"] == "partitions_assigned":
+            owned[agent] = owned[agent] | got if incremental else got
+        else:
+            owned[agent] = owned[agent] - got if incremental else set()
+    return owned
+
+
+def _epochs_started(changes: list[dict[str, Any]], callbacks: list[dict[str, Any]], epoch: int) -> list[int | None]:
+    """The epoch each change started (None: none): a join the epoch of its member's first assignment
+    if that is past the group's; a leave the one after its member's last, if anyone else's callback is of it."""
+    out: list[int | None] = []
+    for c in changes:
+        own = [e for e in callbacks if e["agent_id"] == c["agent_id"]]
+        if c["kind"] == "member_config":
+            first = next((e["generation"] for e in own if e["kind"] == "partitions_assigned"), -1)
+            started = first if first > epoch else None
+        else:
+            after = max((e["generation"] for e in own), default=-1) + 1
+            started = after if any(e["generation"] == after and e["agent_id"] != c["agent_id"] for e in callbacks) else None
+        out.append(started)
+        epoch = started or epoch
+    return out
+
+
+def _epoch_of(e: dict[str, Any], started: list[int], since_ms: int) -> int | None:
+    """The epoch a callback belongs to, as librdkafka 2.16 reports them: an assign carries its own; a
+    revoke the one before (an eager classic member revokes on being told to rejoin; a consumer-protocol
+    member stays at its old epoch until it has revoked), so it belongs to the first one started after."""
+    if e["kind"] == "partitions_assigned":
+        return e["generation"]
+    return next((b for b in started if b > e["generation"]), None) if e["event_time_ms"] >= since_ms else None
+
+
+def mixed_steps(events: Iterable[dict[str, Any]]) -> list[MixedStep]:
+    """A migrating group's changes from its first leave (the first step of a rollout) to its last start
+    (the leaves after it are the run's end), each with the group just before it took effect (a join:
+    at its epoch's first callback), the epoch it started, its callbacks and the group once settled
+    (just before the next change took effect)."""
+    ordered = sorted(events, key=lambda e: (e["event_time_ms"], e["agent_id"], e["seq"]))
+    ids = {e["agent_id"]: e["member_id"] for e in reversed(ordered) if e["member_id"] and e["generation"] >= 0}
+    starts = [e for e in ordered if e["kind"] == "member_config" and body_of(e)["reason"] == "start"]
+    leaves = [e for e in ordered if e["kind"] == "state_transition" and body_of(e)["to_state"] in LEAVING_STATES
+              and body_of(e)["from_state"] not in LEAVING_STATES]
+    if not leaves or not starts:
+        return []
+    first, last = leaves[0]["event_time_ms"], starts[-1]["event_time_ms"]
+    marks = {id(e) for e in starts + leaves}
+    changes = [e for e in ordered if id(e) in marks and first <= e["event_time_ms"] <= last and e["agent_id"] in ids]
+    callbacks = [e for e in ordered if e["kind"] in CHANGES]
+    leaving_at = {e["agent_id"]: e["event_time_ms"] for e in leaves}
+    closing = {id(e) for e in callbacks if e["event_time_ms"] >= leaving_at.get(e["agent_id"], e["event_time_ms"] + 1)}
+    epoch = max((e["generation"] for e in callbacks if e["event_time_ms"] < first), default=-1)  # the classic one
+    bumps = _epochs_started(changes, callbacks, epoch)
+    started = sorted(b for b in bumps if b is not None)
+    of_epoch = {b: [e for e in callbacks if id(e) not in closing and _epoch_of(e, started, first) == b] for b in started}
+
+    def effect_ms(i: int) -> int:
+        c = changes[i]
+        if c["kind"] != "member_config":
+            return c["event_time_ms"]
+        own = [e["event_time_ms"] for e in callbacks if e["agent_id"] == c["agent_id"]][:1]
+        return min([e["event_time_ms"] for e in of_epoch.get(bumps[i], [])] + own, default=c["event_time_ms"])
+
+    classic = next(("classic:" + e["assignor"] for e in ordered if e["group_protocol"] == "classic"), "classic:range")
+    live = {e["agent_id"]: _mixed_member(e, ids[e["agent_id"]]) for e in starts
+            if e["event_time_ms"] < first and e["agent_id"] in ids}
+    away: set[str] = set()  # static members that closed and keep their place until replaced
+    end = next((e["event_time_ms"] for e in leaves if e["event_time_ms"] > last), ordered[-1]["event_time_ms"] + 1)
+    out = []
+    for i, c in enumerate(changes):
+        held = _held_at(callbacks, closing, effect_ms(i))
+        group = MixedGroup(classic, tuple(live.values()), {m.member.member_id: set(held[a]) for a, m in live.items()},
+                           epoch, converted=any(m.kind == "consumer" for m in live.values()))
+        agent = c["agent_id"]
+        if c["kind"] == "member_config":
+            joiner = _mixed_member(c, ids[agent])
+            change: Join | Leave = Join(joiner)
+            for a in [a for a in away if joiner.member.group_instance_id == live[a].member.group_instance_id]:
+                del live[a]
+                away.discard(a)
+            live[agent] = joiner
+        else:
+            change = Leave(ids[agent])
+            away |= {agent} if live[agent].member.group_instance_id is not None else set()
+            live = {a: m for a, m in live.items() if a != agent or a in away}
+        revokes: Revokes = {}
+        for e in of_epoch.get(bumps[i], []):
+            if e["kind"] != "partitions_assigned" and e["agent_id"] in live and _parts(e):
+                member = live[e["agent_id"]].member.member_id
+                revokes[member] = revokes.get(member, ()) + (frozenset(_parts(e)),)
+        settled = _held_at(callbacks, closing, effect_ms(i + 1) if i + 1 < len(changes) else end)
+        out.append(MixedStep(c["event_time_ms"], change, group, bumps[i], revokes,
+                             {m.member.member_id: set(settled[a]) for a, m in live.items() if a not in away}))
+        epoch = bumps[i] or epoch
     return out

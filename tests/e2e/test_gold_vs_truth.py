@@ -37,7 +37,8 @@ from tests.support.gold_matching import TOLERANCE_S, check, gold_for_run, matche
 
 # The group's protocol phases each migration built-in goes through, from its timeline (a member
 # restarted on the other protocol changes the phase when it is back; the last classic one's stop ends it).
-MIGRATION_PHASES = {"kip848-migration": ["classic", "mixed", "consumer", "mixed"]}
+MIGRATION_PHASES = {name: ["classic", "mixed", "consumer", "mixed"]
+                    for name in ("kip848-migration", "kip848-migration-static")}
 
 
 @pytest.mark.parametrize("scenario", builtin_names(fully_instrumented=True, migrations=False))

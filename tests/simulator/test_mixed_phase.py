@@ -1,0 +1,196 @@
+"""The KIP-848 mixed phase's rules on small tables (``pipelines.simulator.mixed_phase``), the expected
+values where the study observed them being the embedded broker's (docs/measured.md, "The KIP-848
+migration": kip848-migration, four dynamic range members, 8 partitions; its static variant)."""
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from pipelines.simulator.assignors import assign
+from pipelines.simulator.group import Member
+from pipelines.simulator.mixed_phase import (Bump, Join, Leave, MixedGroup, MixedMember, remote_assignor,
+                                             revokes_at_bump, step)
+from pipelines.simulator.observed import mixed_steps, partition_counts
+from tests.support.mixed_phase_check import judge, reason
+
+pytestmark = pytest.mark.fast
+
+COUNTS = {"orders": 8}
+TOPICS = frozenset({"orders"})
+
+
+def _member(name: str, kind: str = "eager", static: bool = False, remote: str | None = None) -> MixedMember:
+    return MixedMember(Member(name, name.rstrip("'") if static else None, TOPICS), kind, remote)
+
+
+def _classic_group(names: list[str], generation: int, static: bool = False,
+                   classic: str = "classic:range", policy: str = "bidirectional") -> MixedGroup:
+    members = tuple(_member(n, "eager" if classic != "classic:cooperative-sticky" else "cooperative", static)
+                    for n in names)
+    return MixedGroup(classic, members, assign(classic, [m.member for m in members], COUNTS), generation,
+                      policy=policy)
+
+
+def _run(group: MixedGroup, changes) -> tuple[MixedGroup, list[Bump]]:
+    bumps = []
+    for change in changes:
+        group, bump = step(group, change, COUNTS)
+        bumps += [bump] if bump else []
+    return group, bumps
+
+
+def _migration_of_kip848():
+    """kip848-migration's mixed phase as the study saw it: m1 has left the classic group (gen 3, range
+    over m2-m4), then m1' joins on the consumer protocol, m2 leaves, m2' joins, m3 leaves, m3' joins."""
+    group = _classic_group(["m2", "m3", "m4"], 3)
+    return _run(group, [Join(_member("m1'", "consumer")), Leave("m2"), Join(_member("m2'", "consumer")),
+                        Leave("m3"), Join(_member("m3'", "consumer"))])
+
+
+def test_r2_the_conversion_moves_nothing_and_keeps_the_generation_as_the_epoch():
+    group, bumps = _migration_of_kip848()
+    # observed (d): the classic generation was 3, the first consumer joiner's epoch 4, then 5, 6, 7, 8
+    assert [b.epoch for b in bumps] == [4, 5, 6, 7, 8] and all(b.rule == "R4" for b in bumps)
+    # R4 from the classic layout: m1' takes its quota from the members over it (range gave m2, m3 3 each)
+    first = bumps[0]
+    assert {m: len(tps) for m, tps in first.target.items()} == {"m2": 2, "m3": 2, "m4": 2, "m1'": 2}
+    assert first.target["m4"] == {("orders", 6), ("orders", 7)}  # m4 kept its own two
+    assert group.converted
+
+
+def test_r6_every_bump_makes_every_eager_classic_member_revoke_all_it_holds():
+    _, bumps = _migration_of_kip848()
+    full = [sorted(m for m, r in b.revokes.items() if r and len(r[0]) and m in ("m2", "m3", "m4")) for b in bumps]
+    # observed (c): epoch 4: m2 m3 m4; 5: m3 m4; 6: m3 m4; 7: m4; 8: m4
+    assert full == [["m2", "m3", "m4"], ["m3", "m4"], ["m3", "m4"], ["m4"], ["m4"]]
+    # observed: at epoch 4 they revoked 3, 3 and 2 (range's layout after m1 left); each a whole holding
+    assert {m: len(b.revokes[m][0]) for m in ("m2", "m3", "m4") for b in bumps[:1]} == {"m2": 3, "m3": 3, "m4": 2}
+    # each such revoke is the member's whole holding, whether its target changed or not (who gets the
+    # extra partitions depends on the real member ids' Java hash order: the e2e check has them)
+    previous = [{m: set(tps) for m, tps in _classic_group(["m2", "m3", "m4"], 3).target.items()}] + \
+        [b.target for b in bumps[:-1]]
+    assert all(b.revokes[m][0] == frozenset(before[m]) for b, before in zip(bumps, previous)
+               for m in ("m2", "m3", "m4") if m in b.target)
+    # observed: consumer-protocol members revoked only what moved, never more than one at a time here
+    assert all(len(tps) <= 1 for b in bumps for m, r in b.revokes.items() if m.endswith("'") for tps in r)
+
+
+def test_r6_rule_3_an_eager_gainer_of_a_partition_another_still_holds_revokes_once_more():
+    held, target = frozenset({("t", 0)}), frozenset({("t", 0), ("t", 1), ("t", 2)})
+    # (t, 1) is free (its owner left), (t, 2) still held by another: keep + free at once, then a second round
+    assert revokes_at_bump("eager", held, target, frozenset({("t", 2)})) == (held, frozenset({("t", 0), ("t", 1)}))
+    assert revokes_at_bump("eager", held, target, frozenset()) == (held,)
+    # the rollback's classic joiner (observed: first Join/Sync gave nothing, the next its 2): nothing to revoke
+    assert revokes_at_bump("eager", frozenset(), frozenset({("t", 0), ("t", 1)}), frozenset({("t", 0), ("t", 1)})) == ()
+    # cooperative classic and consumer members: only what moves away
+    for kind in ("cooperative", "consumer"):
+        assert revokes_at_bump(kind, frozenset({("t", 0), ("t", 3)}), target, frozenset()) == (frozenset({("t", 3)}),)
+        assert revokes_at_bump(kind, held, target, frozenset()) == ()
+
+
+def test_the_rollback_into_a_consumer_group_costs_the_classic_joiner_nothing_then_a_full_revoke_per_bump():
+    group, _ = _migration_of_kip848()
+    group, bumps = _run(group, [Leave("m4"), Join(_member("m4'", "consumer")), Leave("m1'"), Join(_member("m1")),
+                                Leave("m2'"), Join(_member("m2"))])
+    assert [b.epoch for b in bumps] == [9, 10, 11, 12, 13, 14] and all(b.rule == "R4" for b in bumps)
+    assert bumps[3].revokes["m1"] == ()  # observed: m1 restarted classic got nothing, then its two
+    # observed: 13: m1 revoked all it held; 14: again (eager classic members were the only full revokes)
+    assert bumps[4].revokes["m1"] == (frozenset(bumps[3].target["m1"]),)
+    assert bumps[5].revokes["m1"] == (frozenset(bumps[4].target["m1"]),)
+    assert group.converted  # consumer-protocol members are left: no downgrade (observed)
+
+
+def test_r3_a_static_cross_protocol_restart_moves_nothing_both_ways():
+    group = _classic_group(["m1", "m2", "m3", "m4"], 2, static=True)
+    layout = {m: set(tps) for m, tps in group.target.items()}
+    changes = []
+    for name in ("m1", "m2", "m3", "m4"):
+        changes += [Leave(name), Join(_member(f"{name}'", "consumer", static=True))]
+    for name in ("m1", "m2"):  # the rollback: a new classic process per member
+        changes += [Leave(f"{name}'"), Join(_member(f"{name}''", "eager", static=True))]
+    group, bumps = _run(group, changes)
+    # observed (a): the generation stayed 2 over all 6 cross-protocol restarts; each member got its own partitions
+    assert bumps == [] and group.epoch == 2 and group.converted
+    assert {m.rstrip("'"): tps for m, tps in group.target.items()} == layout
+
+
+def test_r3_back_to_classic_the_last_consumer_member_replaced_downgrades_without_a_rebalance():
+    group = _classic_group(["a", "b"], 2, static=True)
+    group, bumps = _run(group, [Join(_member("a'", "consumer", static=True)), Join(_member("a''", "eager", static=True))])
+    assert bumps == [] and not group.converted and group.target["a''"] == _classic_group(["a", "b"], 2).target["a"]
+
+
+def test_r0_no_online_upgrade_of_a_cooperative_sticky_group_or_under_a_policy_without_it():
+    for group in (_classic_group(["a", "b"], 2, classic="classic:cooperative-sticky"),
+                  _classic_group(["a", "b"], 2, policy="disabled"), _classic_group(["a", "b"], 2, policy="downgrade")):
+        after, bump = step(group, Join(_member("c'", "consumer")), COUNTS)
+        assert bump is None and after == group  # observed (e): the joiner dies, the group stays classic
+    # observed (e): once the classic group is empty, a consumer joiner recreates it (offline) and takes all
+    empty = MixedGroup("classic:cooperative-sticky", (), {}, 5)
+    after, bump = step(empty, Join(_member("d'", "consumer")), COUNTS)
+    assert after.converted and bump.target == {"d'": {("orders", p) for p in range(8)}}
+
+
+def test_r1_the_consumer_members_majority_remote_assignor_else_uniform():
+    classic_range = _member("x", "eager")
+    assert remote_assignor((classic_range,)) == "consumer:uniform"  # classic members vote for nothing
+    assert remote_assignor((classic_range, _member("k1", "consumer"))) == "consumer:uniform"
+    assert remote_assignor((_member("k1", "consumer", remote="range"), _member("k2", "consumer", remote="range"),
+                            _member("k3", "consumer", remote="uniform"))) == "consumer:range"
+
+
+def test_r8_the_last_consumer_member_leaving_downgrades_to_a_full_classic_rebalance():
+    group = _classic_group(["a", "b", "c"], 3)
+    group, bumps = _run(group, [Leave("a"), Join(_member("a'", "consumer")), Leave("a'")])
+    downgrade = bumps[-1]
+    assert downgrade.rule == "R8" and downgrade.assignor == "classic:range" and not group.converted
+    # range from scratch over b, c, and every eager member revokes everything it held
+    assert downgrade.target == assign("classic:range", [m.member for m in group.members], COUNTS)
+    assert all(downgrade.revokes[m] == (frozenset(bumps[-2].target[m]),) for m in ("b", "c"))
+    # under the upgrade-only policy the group stays consumer-typed: one more R4 bump
+    upgrade_only = _classic_group(["b", "c"], 3, policy="upgrade")
+    _, bumps = _run(upgrade_only, [Join(_member("a'", "consumer")), Leave("a'")])
+    assert [b.rule for b in bumps] == ["R4", "R4"]
+
+
+def test_a_static_member_closing_keeps_its_place_until_it_expires():
+    group = _classic_group(["a", "b"], 2, static=True)
+    assert step(group, Leave("a"), COUNTS) == (group, None)
+    after, bump = step(group, Leave("a", expired=True), COUNTS)
+    assert bump.rule == "classic" and set(bump.target) == {"b"}
+
+
+RECORDED = Path(__file__).parent / "recorded"
+
+
+def _recorded(name: str) -> list[dict]:
+    """Telemetry of one run of the built-in on the embedded 4.2.0 broker (librdkafka 2.16, eager range,
+    2026-11-27): the events ``observed.mixed_steps`` reads (configs, leaves, callbacks), envelope fields only."""
+    return [json.loads(line) for line in (RECORDED / f"{name}.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.parametrize("name", ["kip848-migration", "kip848-migration-static"])
+def test_the_model_matches_a_recorded_migration_change_by_change(name):
+    events = _recorded(name)
+    steps = mixed_steps(events)
+    verdicts = [judge(s, partition_counts(events)) for s in steps]
+    assert len(verdicts) == 12 and [v.problems for v in verdicts if not v.matched] == []
+    if name.endswith("-static"):
+        assert {v.rule for v in verdicts} == {"R3"} and not any(v.step.revokes for v in verdicts)
+    else:  # the classic scale-in, then 11 bumps of the converted group, with 22 revoke callbacks
+        assert [v.rule for v in verdicts] == ["classic"] + ["R4"] * 11
+        assert [v.step.bumped_to for v in verdicts] == list(range(4, 16))
+        assert sum(len(r) for v in verdicts for r in v.step.revokes.values()) == 22
+
+
+def test_a_wrong_observation_is_a_mismatch_no_reason_explains():
+    events = _recorded("kip848-migration")
+    counts = partition_counts(events)
+    bump = next(s for s in mixed_steps(events) if s.revokes and isinstance(s.change, Leave))
+    for planted in (dataclasses.replace(bump, revokes={}),  # nobody revoked
+                    dataclasses.replace(bump, bumped_to=None)):  # no epoch started
+        verdict = judge(planted, counts)
+        assert not verdict.matched and reason(verdict, counts, None) is None

@@ -1,0 +1,78 @@
+"""The mixed-phase model (``pipelines.simulator.mixed_phase``) held against a migrating group's
+telemetry (``observed.mixed_steps``), change by change: shared by the slow check on the embedded
+broker and the fast one on a recorded run."""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from dataclasses import dataclass
+
+from pipelines.simulator.handoff import owners
+from pipelines.simulator.mixed_phase import Join, step
+from pipelines.simulator.observed import MixedStep
+
+
+@dataclass(frozen=True)
+class Verdict:
+    step: MixedStep
+    rule: str  # the rule the model applied: classic, R3 (no bump), R4, R8
+    partitions: int  # partitions whose owner after the change the model placed
+    placed: int  # of which the model gave the observed owner
+    problems: tuple[str, ...]  # what differed; empty: the change matched
+
+    @property
+    def matched(self) -> bool:
+        return not self.problems
+
+
+def judge(observed: MixedStep, counts: dict[str, int]) -> Verdict:
+    """The model run from the observed group just before the change, against what followed:
+    the epoch it started, the settled assignment, and every staying member's revoke callbacks."""
+    group, bump = step(observed.group, observed.change, counts)
+    predicted = bump.target if bump else group.target
+    after = {m: tps for m, tps in observed.after.items() if tps or m in predicted}
+    seen, model = owners(after), owners({m: predicted.get(m, set()) for m in after})
+    problems = []
+    if (bump.epoch if bump else None) != observed.bumped_to:
+        problems.append(f"epoch: predicted {bump.epoch if bump else 'none'}, observed {observed.bumped_to or 'none'}")
+    for m in sorted(set(after) | set(predicted)):
+        if m in after and set(predicted.get(m, ())) != after[m]:
+            problems.append(f"{m} holds {sorted(after[m])}, predicted {sorted(predicted.get(m, ()))}")
+    revokes = bump.revokes if bump else {}
+    for m in sorted(set(revokes) | set(observed.revokes)):
+        if revokes.get(m, ()) != observed.revokes.get(m, ()):
+            problems.append(f"{m} revoked {[sorted(s) for s in observed.revokes.get(m, ())]}, "
+                            f"predicted {[sorted(s) for s in revokes.get(m, ())]}")
+    if isinstance(observed.change, Join) and bump is None and observed.change.member.member.member_id not in after:
+        problems.append("the joiner holds nothing")
+    return Verdict(observed, bump.rule if bump else "R3", len(seen),
+                   sum(1 for tp, m in seen.items() if model.get(tp) == m), tuple(problems))
+
+
+def summary(verdicts: list[Verdict]) -> str:
+    """The match rate as the README's table states it."""
+    changes = sum(v.matched for v in verdicts)
+    placed, partitions = sum(v.placed for v in verdicts), sum(v.partitions for v in verdicts)
+    revokes = sum(len(v.step.revokes.get(m, ())) for v in verdicts for m in v.step.revokes)
+    return (f"{changes}/{len(verdicts)} changes matched (epoch, settled assignment and every revoke callback), "
+            f"{placed}/{partitions} partitions placed, {revokes} revoke callbacks observed")
+
+
+RACE_MS = 2_000  # two heartbeats (1 s each, classic and KIP-848 alike here): changes this close may be seen as one
+
+
+def reason(verdict: Verdict, counts: dict[str, int], next_change_ms: int | None) -> str | None:
+    """Why a mismatch is not a wrong rule, or None when nothing known explains it:
+    - the model matches with the members taken in another order: their ids share a Java HashMap
+      bucket, where the broker's order is its insertion history, which telemetry does not show;
+    - a bump started or not where the model says, with the next change within two heartbeats: the
+      broker merged the two (a member saw both in one rejoin) or the callbacks straddle them."""
+    observed = verdict.step
+    for order in itertools.permutations(observed.group.members):
+        group = dataclasses.replace(observed.group, members=order)
+        if judge(dataclasses.replace(observed, group=group), counts).matched:
+            return "matched with the members in another order (ids sharing a Java hash bucket)"
+    if any(p.startswith("epoch") for p in verdict.problems) and next_change_ms is not None and \
+            next_change_ms - observed.at_ms < RACE_MS:
+        return "the next change came within two heartbeats: bumps merged or callbacks straddle them"
+    return None
