@@ -10,7 +10,7 @@ built on the application thread as plain dicts and serialised on the emitter thr
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from importlib import resources
 from typing import Any
@@ -100,6 +100,8 @@ class PartitionsChange:
     callback_ms: float
     assignment_size: int
     commit_on_revoke: CommitOnRevoke | None
+    # Optional within v1 (not in the schema's required list): absent from events of older agents.
+    callback_calls: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

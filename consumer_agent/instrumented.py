@@ -4,7 +4,8 @@ Outline:
 - It subclasses ``Consumer``, so every method and ``isinstance`` checks behave as before;
   only ``subscribe``, ``poll``, ``consume``, ``commit``, ``unsubscribe``, ``close`` and
   ``__exit__`` are wrapped, plus the ``on_commit`` and ``stats_cb`` callbacks (chained to the
-  application's). What it records lives in its ``Agent`` (``consumer_agent.agent``).
+  application's), and the four assignment calls, which pass straight on after noting a call
+  the application's rebalance callback makes (KIP-848 fails ``assign``/``unassign`` there). What it records lives in its ``Agent`` (``consumer_agent.agent``).
 - A drop-in down to the idioms (docs/agent-compatibility.md, tested against the plain client
   by tests/agent/test_drop_in.py): it takes its config as ``Consumer`` does (a dict, keyword
   arguments or both); arguments or a config the client refuses reach the client, which raises
@@ -195,6 +196,26 @@ class InstrumentedConsumer(Consumer):
         agent = self._agent
         return agent.enforce(reason) if agent is not None else False
 
+    def assign(self, *args: Any, **kwargs: Any) -> None:
+        """``Consumer.assign``; noted when the application's rebalance callback calls it."""
+        self._note_call("assign")
+        return super().assign(*args, **kwargs)
+
+    def unassign(self, *args: Any, **kwargs: Any) -> None:
+        """``Consumer.unassign``; noted when the application's rebalance callback calls it."""
+        self._note_call("unassign")
+        return super().unassign(*args, **kwargs)
+
+    def incremental_assign(self, *args: Any, **kwargs: Any) -> None:
+        """``Consumer.incremental_assign``; noted when the application's rebalance callback calls it."""
+        self._note_call("incremental_assign")
+        return super().incremental_assign(*args, **kwargs)
+
+    def incremental_unassign(self, *args: Any, **kwargs: Any) -> None:
+        """``Consumer.incremental_unassign``; noted when the application's rebalance callback calls it."""
+        self._note_call("incremental_unassign")
+        return super().incremental_unassign(*args, **kwargs)
+
     def unsubscribe(self, *args: Any, **kwargs: Any) -> None:
         """``Consumer.unsubscribe``; recorded once the client accepted it."""
         super().unsubscribe(*args, **kwargs)
@@ -232,6 +253,13 @@ class InstrumentedConsumer(Consumer):
         if self._agent is None:
             raise RuntimeError("Consumer closed")
         return self._agent
+
+    def _note_call(self, name: str) -> None:
+        """Before an assignment call: the agent notes it if a rebalance callback of the
+        application's is running on this thread (never raises; the call then goes on unchanged)."""
+        agent = self._agent
+        if agent is not None:
+            agent.callback_call(name)
 
     def _subscribe_wrapped(self, topics: list[str]) -> None:
         """``Consumer.subscribe`` with the agent's rebalance callbacks (which call the application's)."""
