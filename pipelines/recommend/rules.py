@@ -553,7 +553,7 @@ def readiness_warning(e: Evidence) -> Recommendation | None:
     if not found:
         return None
     counts = Counter(f.severity for f in found)
-    title = "KIP-848 readiness: " + ", ".join(f"{counts[s]} {s}" for s in ("blocking", "warning", "info") if counts[s])
+    title = "KIP-848 readiness: " + ", ".join(f"{s} {counts[s]}" for s in ("blocking", "warning", "info") if counts[s])
     rollout = ("Fix every blocking finding before the first member moves to group.protocol=consumer (without the "
                "fix the member does not start, the broker refuses the upgrade, or the group breaks); the warnings "
                "before or with the move.",
