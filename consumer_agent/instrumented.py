@@ -53,6 +53,20 @@ def _asynchronous(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     return bool(flag)
 
 
+def _noted(name: str) -> Any:
+    """``Consumer.<name>`` (an assignment call), first noted by the agent when the application's
+    rebalance callback makes it; the arguments, result and errors are the client's."""
+    base = getattr(Consumer, name)
+
+    def call(self: InstrumentedConsumer, *args: Any, **kwargs: Any) -> Any:
+        self._note_call(name)
+        return base(self, *args, **kwargs)
+
+    call.__name__, call.__qualname__ = name, f"InstrumentedConsumer.{name}"
+    call.__doc__ = f"``Consumer.{name}``; noted when the application's rebalance callback calls it."
+    return call
+
+
 class InstrumentedConsumer(Consumer):
     """A ``confluent_kafka.Consumer`` that emits rebalance telemetry (schema v1) to a Kafka topic.
 
@@ -196,25 +210,10 @@ class InstrumentedConsumer(Consumer):
         agent = self._agent
         return agent.enforce(reason) if agent is not None else False
 
-    def assign(self, *args: Any, **kwargs: Any) -> None:
-        """``Consumer.assign``; noted when the application's rebalance callback calls it."""
-        self._note_call("assign")
-        return super().assign(*args, **kwargs)
-
-    def unassign(self, *args: Any, **kwargs: Any) -> None:
-        """``Consumer.unassign``; noted when the application's rebalance callback calls it."""
-        self._note_call("unassign")
-        return super().unassign(*args, **kwargs)
-
-    def incremental_assign(self, *args: Any, **kwargs: Any) -> None:
-        """``Consumer.incremental_assign``; noted when the application's rebalance callback calls it."""
-        self._note_call("incremental_assign")
-        return super().incremental_assign(*args, **kwargs)
-
-    def incremental_unassign(self, *args: Any, **kwargs: Any) -> None:
-        """``Consumer.incremental_unassign``; noted when the application's rebalance callback calls it."""
-        self._note_call("incremental_unassign")
-        return super().incremental_unassign(*args, **kwargs)
+    assign = _noted("assign")
+    unassign = _noted("unassign")
+    incremental_assign = _noted("incremental_assign")
+    incremental_unassign = _noted("incremental_unassign")
 
     def unsubscribe(self, *args: Any, **kwargs: Any) -> None:
         """``Consumer.unsubscribe``; recorded once the client accepted it."""
