@@ -11,8 +11,8 @@ reference cycle with the host's objects is freed by the garbage collector, as a 
 
 - The rebalance callbacks are wrapped: record, (commit-on-revoke), call the application's
   callback with the same arguments, record its duration and which assignment calls it made
-  (``assign``/``unassign`` there fail under KIP-848: the readiness lint reads them). They run on the application
-  thread inside ``poll()``/``consume()``/``close()``, exactly as without the agent.
+  (``assign``/``unassign`` there fail under KIP-848: the readiness lint reads them). They run
+  on the application thread inside ``poll()``/``consume()``/``close()``, exactly as without the agent.
 - Each responsibility is a collaborator in its own module: ``Membership`` (member state,
   owned partitions, commits), ``RevokeCommitter`` (commit-on-revoke), ``RebalanceEnforcer``
   (``enforce_rebalance``), ``Progress`` (the slow path of poll; it sets the consumer's hot-path
@@ -50,7 +50,6 @@ from consumer_agent.redaction import redacted_config
 log = logging.getLogger("consumer_agent")
 
 CLOSE_FLUSH_TIMEOUT_S = 5.0
-CALLBACK_CALLS_MAX = 16  # assignment calls kept per callback (a host looping on assign() keeps the event small)
 _monotonic = time.monotonic
 
 RebalanceCallback = Callable[[Consumer, list[TopicPartition]], None]
@@ -223,7 +222,8 @@ class Agent:
         """The consumer's ``assign``/``unassign``/``incremental_*`` is about to run: noted when the
         application's rebalance callback makes it (on the thread that runs the callback)."""
         calls = self._calls
-        if calls is not None and self._calls_thread == threading.get_ident() and len(calls) < CALLBACK_CALLS_MAX:
+        if (calls is not None and self._calls_thread == threading.get_ident()
+                and len(calls) < contract.CALLBACK_CALLS_MAX):
             calls.append(name)
 
     def _watch_calls(self) -> list[str]:

@@ -35,6 +35,8 @@ REBALANCE_PROTOCOLS: tuple[str, ...] = tuple(schema()["properties"]["rebalance_p
 BODY_DEFINITIONS: dict[str, str] = {
     rule["if"]["properties"]["kind"]["const"]: rule["then"]["properties"]["body"]["$ref"].rsplit("/", 1)[-1]
     for rule in schema()["allOf"]}
+# Assignment calls one partitions_* event lists at most (a host looping on assign() keeps the event small).
+CALLBACK_CALLS_MAX: int = schema()["$defs"]["partitions_change"]["properties"]["callback_calls"]["maxItems"]
 # Member states the pipelines read meaning into (see member_states for the full tables).
 LEAVING_STATES = frozenset(s.value for s in (ConsumerProtocolState.PREPARE_LEAVING, ConsumerProtocolState.LEAVING,
                                              ConsumerProtocolState.UNSUBSCRIBED, ClassicState.LEAVING,

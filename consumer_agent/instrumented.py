@@ -5,7 +5,8 @@ Outline:
   only ``subscribe``, ``poll``, ``consume``, ``commit``, ``unsubscribe``, ``close`` and
   ``__exit__`` are wrapped, plus the ``on_commit`` and ``stats_cb`` callbacks (chained to the
   application's), and the four assignment calls, which pass straight on after noting a call
-  the application's rebalance callback makes (KIP-848 fails ``assign``/``unassign`` there). What it records lives in its ``Agent`` (``consumer_agent.agent``).
+  the application's rebalance callback makes (KIP-848 fails ``assign``/``unassign`` there).
+  What it records lives in its ``Agent`` (``consumer_agent.agent``).
 - A drop-in down to the idioms (docs/agent-compatibility.md, tested against the plain client
   by tests/agent/test_drop_in.py): it takes its config as ``Consumer`` does (a dict, keyword
   arguments or both); arguments or a config the client refuses reach the client, which raises

@@ -70,7 +70,8 @@ class Finding:
 
     def __post_init__(self) -> None:
         if self.code not in FINDING_CODES or finding_kind(self.code).severity != self.severity:
-            raise ValueError(f"undeclared finding {self.code!r} ({self.severity}): declare it in pipelines/vocabulary.py")
+            raise ValueError(f"undeclared finding {self.code!r} ({self.severity}): "
+                             "declare it in pipelines/vocabulary.py")
 
 
 def _finding(code: str, m: Row, evidence: str, fix: str) -> Finding:
@@ -173,8 +174,9 @@ def regex_full_match(m: Row, topics: Iterable[str]) -> list[Finding]:
     else:
         seen = "every topic seen matches it whole, so none of them changes"
     whole = f" (e.g. {pattern}.*)" if pattern.startswith("^") and not re.search(r"[|()$]|\.\*$", pattern) else ""
-    return [_finding("regex_full_match", m, f"It subscribes to the pattern {pattern}; under group.protocol=consumer the "
-                     f"broker matches it against whole topic names (RE2), librdkafka matched it anywhere: {seen}.",
+    return [_finding("regex_full_match", m, f"It subscribes to the pattern {pattern}; under "
+                     "group.protocol=consumer the broker matches it against whole topic names (RE2), librdkafka "
+                     f"matched it anywhere: {seen}.",
                      f"Write the pattern to match whole topic names{whole}, in RE2 syntax.")]
 
 
@@ -247,7 +249,8 @@ def findings(members: list[Row], topics: Iterable[str]) -> list[Finding]:
         enforced[m["client_id"]] += len(m["enforced_ms"] or ())
     found = [f for m in latest_by_client(members)
              for f in (*refused_keys(m), *old_client(m), *sticky_user_data(m), *cluster_refused(m),
-                       *eager_assign_calls(m), *regex_full_match(m, topics), *enforce_calls(m, enforced[m["client_id"]]))]
+                       *eager_assign_calls(m), *regex_full_match(m, topics),
+                       *enforce_calls(m, enforced[m["client_id"]]))]
     found += shared_instance_ids(members) + range_to_uniform(latest_by_client(members))
     return sorted(found, key=lambda f: (FINDING_SEVERITIES.index(f.severity), FINDING_CODES.index(f.code)))
 
