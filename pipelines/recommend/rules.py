@@ -125,9 +125,9 @@ def _fixes_first(e: Evidence) -> tuple[tuple[str, ...], tuple[str, ...]]:
     held = readiness.blocking(e.readiness)
     if not held:
         return (), ()
-    codes = ", ".join(dict.fromkeys(f.code for f in held))
-    return ((f"First fix the {len(held)} blocking readiness findings (migration_readiness); the migration waits "
-             "for these fixes:", *readiness.said(held)),
+    codes, lines = ", ".join(dict.fromkeys(f.code for f in held)), readiness.said(held)
+    return ((f"First fix the blocking readiness findings ({len(lines)} below, migration_readiness); the migration "
+             "waits for these fixes:", *lines),
             (f"The migration waits: {len(held)} blocking readiness findings ({codes}) must be fixed first "
              "(migration_readiness).",))
 
@@ -202,7 +202,8 @@ def assignor_rule(e: Evidence) -> Recommendation | None:
     now, then = cur.setup.assignor, best.setup.assignor
     eager_now = ASSIGNORS[now].rebalance_protocol == "eager"
     if then.startswith("consumer:"):
-        rollout = ("Needs brokers with the KIP-848 group coordinator (Kafka 4.0+) and librdkafka 2.10+.",
+        rollout = ("Needs brokers with the KIP-848 group coordinator (Kafka 4.0+) and librdkafka 2.15+ (KIP-848 is "
+                   "generally available from 2.12; 2.15 fixes its known bugs).",
                    "Check the broker's group.consumer.migration.policy allows upgrading a classic group "
                    "(bidirectional or upgrade); then restart the members one by one with the new settings.",
                    "Watch gold/episodes during the roll: each restart is one rebalance, as today.")

@@ -189,7 +189,7 @@ def test_a_move_to_the_consumer_protocol_waits_for_the_blocking_fixes():
     found = recommend(Evidence(fleet.group, members, handoffs, episodes, intervals, w, 1.0))
     move = next(r for r in found if r.kind == "assignor")
     assert move.config.setup.assignor == "consumer:uniform"
-    assert move.rollout[0].startswith("First fix the 1 blocking readiness findings")
+    assert move.rollout[0].startswith("First fix the blocking readiness findings (1 below")
     assert move.rollout[1].startswith("[blocking] refused_config_key: m2 (agent ") and "Remove session.timeout.ms" \
         in move.rollout[1]
     assert any(line.startswith("The migration waits: 1 blocking readiness findings (refused_config_key)")
