@@ -10,8 +10,9 @@ holds the agent (whose application callbacks may well hold the consumer): a cons
 reference cycle with the host's objects is freed by the garbage collector, as a plain one is.
 
 - The rebalance callbacks are wrapped: record, (commit-on-revoke), call the application's
-  callback with the same arguments, record its duration. They run on the application
-  thread inside ``poll()``/``consume()``/``close()``, exactly as without the agent.
+  callback with the same arguments, record its duration and which assignment calls it made
+  (``assign``/``unassign`` there fail under KIP-848: the readiness lint reads them). They run
+  on the application thread inside ``poll()``/``consume()``/``close()``, exactly as without the agent.
 - Each responsibility is a collaborator in its own module: ``Membership`` (member state,
   owned partitions, commits), ``RevokeCommitter`` (commit-on-revoke), ``RebalanceEnforcer``
   (``enforce_rebalance``), ``Progress`` (the slow path of poll; it sets the consumer's hot-path
@@ -26,6 +27,7 @@ import json
 import logging
 import os
 import socket
+import threading
 import time
 import uuid
 import weakref
@@ -130,6 +132,9 @@ class Agent:
         # carry the generation and member id of the last event made before.
         self.in_close = False
         self._last_seen: tuple[int, str | None] = (-1, None)
+        # The assignment calls of the application's callback now running, and its thread; None outside one.
+        self._calls: list[str] | None = None
+        self._calls_thread = 0
 
     def attach(self, consumer: Consumer) -> None:
         """Once ``Consumer.__init__`` accepted the config: the collaborators and the emitter thread.
@@ -213,16 +218,31 @@ class Agent:
         self.emitter.close(CLOSE_FLUSH_TIMEOUT_S)
 
     # ------------------------------------------------------------------ rebalance callbacks
+    def callback_call(self, name: str) -> None:
+        """The consumer's ``assign``/``unassign``/``incremental_*`` is about to run: noted when the
+        application's rebalance callback makes it (on the thread that runs the callback)."""
+        calls = self._calls
+        if (calls is not None and self._calls_thread == threading.get_ident()
+                and len(calls) < contract.CALLBACK_CALLS_MAX):
+            calls.append(name)
+
+    def _watch_calls(self) -> list[str]:
+        """From now until the callback returns, note its assignment calls in the list returned."""
+        self._calls, self._calls_thread = [], threading.get_ident()
+        return self._calls
+
     def on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         self.enforcer.settled()
         self.guard(self.member.enter_assign)
         start = _monotonic()
+        calls = self._watch_calls()
         try:
             if self.app_callbacks[0] is not None:
                 self.app_callbacks[0](consumer, partitions)
         finally:
+            self._calls = None
             if not self.closed:  # the application may close the consumer inside its callback: then it left
-                self.guard(self.member.record_assign, partitions, (_monotonic() - start) * 1000)
+                self.guard(self.member.record_assign, partitions, (_monotonic() - start) * 1000, calls)
                 self.progress.rearm()  # the assignment changed: polls may now watch for first fetches
 
     def on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
@@ -232,26 +252,30 @@ class Agent:
         hold = (self.guard(self.revoke_committer.commit_before_handover, partitions)
                 if self.revoke_committer is not None and partitions else None)
         start = _monotonic()
+        calls = self._watch_calls()
         try:
             if self.app_callbacks[1] is not None:
                 self.app_callbacks[1](consumer, partitions)
         finally:
+            self._calls = None
             self.member.in_revoke = False
             if not self.closed:  # closed inside the callback: close() recorded the leave
                 self.guard(self.member.record_release, "partitions_revoked", partitions,
-                           (_monotonic() - start) * 1000, hold)
+                           (_monotonic() - start) * 1000, hold, calls)
                 self.progress.rearm()
 
     def on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         self.guard(self.member.enter_lost)
         start = _monotonic()
         app_callback = self.app_callbacks[2] or self.app_callbacks[1]
+        calls = self._watch_calls()
         try:
             if app_callback is not None:
                 app_callback(consumer, partitions)
         finally:
+            self._calls = None
             self.guard(self.member.record_release, "partitions_lost", partitions,
-                       (_monotonic() - start) * 1000, None)
+                       (_monotonic() - start) * 1000, None, calls)
             self.progress.rearm()
 
     def _on_commit(self, err: KafkaError | None, partitions: list[TopicPartition]) -> None:

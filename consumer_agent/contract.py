@@ -10,7 +10,7 @@ built on the application thread as plain dicts and serialised on the emitter thr
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from importlib import resources
 from typing import Any
@@ -35,6 +35,8 @@ REBALANCE_PROTOCOLS: tuple[str, ...] = tuple(schema()["properties"]["rebalance_p
 BODY_DEFINITIONS: dict[str, str] = {
     rule["if"]["properties"]["kind"]["const"]: rule["then"]["properties"]["body"]["$ref"].rsplit("/", 1)[-1]
     for rule in schema()["allOf"]}
+# Assignment calls one partitions_* event lists at most (a host looping on assign() keeps the event small).
+CALLBACK_CALLS_MAX: int = schema()["$defs"]["partitions_change"]["properties"]["callback_calls"]["maxItems"]
 # Member states the pipelines read meaning into (see member_states for the full tables).
 LEAVING_STATES = frozenset(s.value for s in (ConsumerProtocolState.PREPARE_LEAVING, ConsumerProtocolState.LEAVING,
                                              ConsumerProtocolState.UNSUBSCRIBED, ClassicState.LEAVING,
@@ -100,6 +102,8 @@ class PartitionsChange:
     callback_ms: float
     assignment_size: int
     commit_on_revoke: CommitOnRevoke | None
+    # Optional within v1 (not in the schema's required list): absent from events of older agents.
+    callback_calls: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

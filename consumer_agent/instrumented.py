@@ -4,7 +4,9 @@ Outline:
 - It subclasses ``Consumer``, so every method and ``isinstance`` checks behave as before;
   only ``subscribe``, ``poll``, ``consume``, ``commit``, ``unsubscribe``, ``close`` and
   ``__exit__`` are wrapped, plus the ``on_commit`` and ``stats_cb`` callbacks (chained to the
-  application's). What it records lives in its ``Agent`` (``consumer_agent.agent``).
+  application's), and the four assignment calls, which pass straight on after noting a call
+  the application's rebalance callback makes (KIP-848 fails ``assign``/``unassign`` there).
+  What it records lives in its ``Agent`` (``consumer_agent.agent``).
 - A drop-in down to the idioms (docs/agent-compatibility.md, tested against the plain client
   by tests/agent/test_drop_in.py): it takes its config as ``Consumer`` does (a dict, keyword
   arguments or both); arguments or a config the client refuses reach the client, which raises
@@ -50,6 +52,20 @@ def _asynchronous(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     for key in ("async", "asynchronous"):
         flag = kwargs.get(key, flag)
     return bool(flag)
+
+
+def _noted(name: str) -> Any:
+    """``Consumer.<name>`` (an assignment call), first noted by the agent when the application's
+    rebalance callback makes it; the arguments, result and errors are the client's."""
+    base = getattr(Consumer, name)
+
+    def call(self: InstrumentedConsumer, *args: Any, **kwargs: Any) -> Any:
+        self._note_call(name)
+        return base(self, *args, **kwargs)
+
+    call.__name__, call.__qualname__ = name, f"InstrumentedConsumer.{name}"
+    call.__doc__ = f"``Consumer.{name}``; noted when the application's rebalance callback calls it."
+    return call
 
 
 class InstrumentedConsumer(Consumer):
@@ -195,6 +211,11 @@ class InstrumentedConsumer(Consumer):
         agent = self._agent
         return agent.enforce(reason) if agent is not None else False
 
+    assign = _noted("assign")
+    unassign = _noted("unassign")
+    incremental_assign = _noted("incremental_assign")
+    incremental_unassign = _noted("incremental_unassign")
+
     def unsubscribe(self, *args: Any, **kwargs: Any) -> None:
         """``Consumer.unsubscribe``; recorded once the client accepted it."""
         super().unsubscribe(*args, **kwargs)
@@ -232,6 +253,13 @@ class InstrumentedConsumer(Consumer):
         if self._agent is None:
             raise RuntimeError("Consumer closed")
         return self._agent
+
+    def _note_call(self, name: str) -> None:
+        """Before an assignment call: the agent notes it if a rebalance callback of the
+        application's is running on this thread (never raises; the call then goes on unchanged)."""
+        agent = self._agent
+        if agent is not None:
+            agent.callback_call(name)
 
     def _subscribe_wrapped(self, topics: list[str]) -> None:
         """``Consumer.subscribe`` with the agent's rebalance callbacks (which call the application's)."""

@@ -153,7 +153,7 @@ class Membership:
                     committed_offset=self.committed.get((tp.topic, tp.partition), contract.OFFSET_UNKNOWN))
                 for tp in positions]
 
-    def record_assign(self, partitions: list[TopicPartition], callback_ms: float) -> None:
+    def record_assign(self, partitions: list[TopicPartition], callback_ms: float, callback_calls: list[str]) -> None:
         """After the assign callback: the partitions are owned and await their first record."""
         keys = [(tp.topic, tp.partition) for tp in partitions]
         if not self._cooperative:
@@ -167,11 +167,11 @@ class Membership:
             self.start_offsets.pop(key, None)
         self._emit("partitions_assigned", contract.PartitionsChange(
             partitions=self._partition_states(partitions), incremental=self._cooperative, callback_ms=callback_ms,
-            assignment_size=len(self.owned), commit_on_revoke=None))
+            assignment_size=len(self.owned), commit_on_revoke=None, callback_calls=callback_calls))
         self._enter(self._lifecycle.stable, "assign callback done")
 
     def record_release(self, kind: str, partitions: list[TopicPartition], callback_ms: float,
-                       hold: contract.CommitOnRevoke | None) -> None:
+                       hold: contract.CommitOnRevoke | None, callback_calls: list[str]) -> None:
         """After the revoke (``kind`` partitions_revoked) or lost callback: the partitions are gone."""
         keys = [(tp.topic, tp.partition) for tp in partitions]
         states = self._partition_states(partitions)
@@ -189,7 +189,7 @@ class Membership:
         self._processed.inflight.forget(keys)
         self._emit(kind, contract.PartitionsChange(
             partitions=states, incremental=self._cooperative, callback_ms=callback_ms,
-            assignment_size=len(self.owned), commit_on_revoke=hold))
+            assignment_size=len(self.owned), commit_on_revoke=hold, callback_calls=callback_calls))
         if self.leaving:
             self._enter(self._lifecycle.leave_after_revoke, "revoke callback (leaving)")
         elif kind == "partitions_lost":

@@ -65,6 +65,11 @@ class Member:
     member_id: str | None = None
     owned: dict[tuple[str, int], _Offsets] = field(default_factory=dict)
     state_name: str = "unsubscribed"
+    # what its member_config reports beyond the defaults: settings it set, client version, regex subscription
+    config: dict[str, str] = field(default_factory=dict)
+    librdkafka_version: str = "2.16.1"
+    pattern: str | None = None
+    callback_calls: tuple[str, ...] = ()  # the assignment calls its rebalance callbacks make (each partitions_* event)
 
     def at(self, t_ms: int) -> "Member":
         """Events that follow happen ``t_ms`` after the fleet's base time."""
@@ -91,19 +96,21 @@ class Member:
     def joins(self, reason: str = "start", topics: tuple[str, ...] = (TOPIC,)) -> "Member":
         """member_config then the move to joining, as at subscribe()."""
         self._emit("member_config", {
-            "reason": reason, "topics": list(topics), "pattern": None, "session_timeout_ms": 45000,
+            "reason": reason, "topics": list(topics), "pattern": self.pattern, "session_timeout_ms": 45000,
             "heartbeat_interval_ms": 3000, "max_poll_interval_ms": 300000, "enable_auto_commit": False,
             "auto_commit_interval_ms": 5000, "enable_auto_offset_store": False,
-            "commit_on_revoke": self.commit_on_revoke, "config": {"group.id": self.fleet.group},
-            "agent_version": "0.1.0", "client_version": "2.16.1", "librdkafka_version": "2.16.1"})
+            "commit_on_revoke": self.commit_on_revoke, "config": {"group.id": self.fleet.group, **self.config},
+            "agent_version": "0.1.0", "client_version": self.librdkafka_version,
+            "librdkafka_version": self.librdkafka_version})
         return self.state("joining", "subscribe") if reason == "start" else self
 
     def _change(self, kind: str, parts: tuple[tuple[str, int], ...], callback_ms: float,
                 commit_on_revoke: dict[str, Any] | None = None) -> "Member":
+        calls = {"callback_calls": list(self.callback_calls)} if self.callback_calls else {}  # else as older agents
         return self._emit(kind, {
             "partitions": [self.owned.get(p, _Offsets()).state(*p) for p in parts],
             "incremental": self.rebalance_protocol == "cooperative", "callback_ms": callback_ms,
-            "assignment_size": len(self.owned), "commit_on_revoke": commit_on_revoke})
+            "assignment_size": len(self.owned), "commit_on_revoke": commit_on_revoke, **calls})
 
     def assigned(self, *parts: tuple[str, int], generation: int | None = None, callback_ms: float = 0.5) -> "Member":
         self.generation = self.generation + 1 if generation is None else generation
@@ -183,6 +190,10 @@ class Member:
         self._emit("client_error", {"code": -147, "name": "_MAX_POLL_EXCEEDED",
                                     "message": "Application maximum poll interval exceeded", "fatal": False})
         return self.state("stale", "max.poll.interval.ms exceeded")
+
+    def reports_error(self, name: str, code: int, message: str, fatal: bool = True) -> "Member":
+        """A client error handed out by poll (a fatal one ends the member's group work)."""
+        return self._emit("client_error", {"code": code, "name": name, "message": message, "fatal": fatal})
 
     def changes_subscription(self, topics: tuple[str, ...]) -> "Member":
         return self.joins(reason="subscription_changed", topics=topics)

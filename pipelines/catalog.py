@@ -206,7 +206,10 @@ MEMBERS = Table(
         "heartbeat_interval_ms bigint, max_poll_interval_ms bigint, joined_ms bigint, join_cause string, "
         "left_ms bigint, leave_cause string, last_seen_ms bigint, crashed boolean")
     + (("subscriptions", "array<struct<at_ms: bigint, topics: array<string>>>"),
-       ("stalls", "array<struct<began_ms: bigint, at_ms: bigint, back_ms: bigint>>"), ("enforced_ms", "array<bigint>")))
+       ("stalls", "array<struct<began_ms: bigint, at_ms: bigint, back_ms: bigint>>"), ("enforced_ms", "array<bigint>"))
+    # what the KIP-848 readiness lint reads (recommend/readiness.py): setting names only, never their values
+    + _columns("librdkafka_version string, pattern string")
+    + (("config_keys", "array<string>"), ("callback_calls", "array<string>"), ("client_errors", "array<string>")))
 METRICS = Table(
     "gold/metrics", grain="one row per group, grain (hour or day), period and cause (or 'all')",
     keys=("cluster_id", "group_id", "grain", "period_start", "cause"), written_by="gold",

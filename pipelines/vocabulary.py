@@ -1,5 +1,5 @@
 """The lens's enumerations, each declared once: causes, release kinds, recommendation kinds,
-assignors, grains and confidence levels.
+KIP-848 readiness findings, assignors, grains and confidence levels.
 
 Everything else is generated from these declarations or checked against them (``tests/vocabulary``):
 the dbt YAML's ``accepted_values`` lists (``python -m pipelines.vocabulary_yaml --write``), the
@@ -79,6 +79,8 @@ RECOMMENDATION_KINDS: tuple[RecommendationKind, ...] = (
     RecommendationKind("migration", "the staged plan's protocol migration, checked as it rolls out", True),
     # the verdict that a classic group should not migrate to KIP-848 yet
     RecommendationKind("migration_hold", "why a classic group should not move to KIP-848 yet", False),
+    # the KIP-848 readiness lint's findings (recommend/readiness.py): what to fix before or with the migration
+    RecommendationKind("migration_readiness", "a warning: what to fix before the group moves to KIP-848", False),
     RecommendationKind("storm", "a warning: a rebalance storm", False),
     RecommendationKind("mixed_protocols", "a warning: eager and cooperative members in one group", False),
     RecommendationKind("coverage", "a warning: too few of the group's members run the agent to price a change",
@@ -90,6 +92,44 @@ RECOMMENDATION_KIND_NAMES: tuple[str, ...] = tuple(k.name for k in RECOMMENDATIO
 PLAN_KINDS: tuple[str, ...] = ("plan_step", "migration")
 VERIFIABLE_KINDS: tuple[str, ...] = tuple(k.name for k in RECOMMENDATION_KINDS if k.rerun_checks)
 CONFIDENCE_LEVELS: tuple[str, ...] = ("high", "medium", "low")
+
+# How much a readiness finding holds the migration up: ``blocking`` is fixed before the first member
+# moves to group.protocol=consumer (the move fails or breaks the group without it), ``warning``
+# changes what the group does after the move, ``info`` is worth knowing.
+FINDING_SEVERITIES: tuple[str, ...] = ("blocking", "warning", "info")
+
+
+@dataclass(frozen=True)
+class FindingKind:
+    """One check of the KIP-848 readiness lint (``pipelines.recommend.readiness``), read from telemetry."""
+
+    code: str
+    severity: str
+    about: str
+
+    def __post_init__(self) -> None:
+        if self.severity not in FINDING_SEVERITIES:
+            raise ValueError(f"finding {self.code!r}: severity {self.severity!r} is not one of {FINDING_SEVERITIES}")
+
+
+FINDING_KINDS: tuple[FindingKind, ...] = (
+    FindingKind("refused_config_key", "blocking", "a setting librdkafka refuses under group.protocol=consumer"),
+    FindingKind("client_too_old", "blocking", "librdkafka before 2.12, where KIP-848 is not generally available"),
+    FindingKind("client_known_bugs", "warning", "librdkafka before 2.15, with known KIP-848 bugs"),
+    FindingKind("sticky_user_data", "blocking", "a librdkafka cooperative-sticky classic group: no online upgrade"),
+    FindingKind("cluster_refused", "blocking", "a consumer-protocol member the cluster refused"),
+    FindingKind("shared_instance_id", "blocking", "static members sharing one group.instance.id at the same time"),
+    FindingKind("eager_assign_calls", "blocking", "rebalance callbacks that call assign() or unassign()"),
+    FindingKind("regex_full_match", "warning", "a regex subscription the broker matches in full (RE2)"),
+    FindingKind("enforce_rebalance", "warning", "enforce_rebalance calls, unsupported under KIP-848"),
+    FindingKind("range_to_uniform", "info", "classic range with migrants on the broker's default assignor"),
+)
+FINDING_CODES: tuple[str, ...] = tuple(f.code for f in FINDING_KINDS)
+
+
+def finding_kind(code: str) -> FindingKind:
+    """The declared finding ``code``; KeyError for any other."""
+    return {f.code: f for f in FINDING_KINDS}[code]
 
 
 @dataclass(frozen=True)

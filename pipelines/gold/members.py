@@ -1,6 +1,8 @@
 """The members of a group, one row per member process (agent): who it was, how it was
 configured, when it joined and left and why, what it subscribed to, and when it stalled
-or asked for a rebalance.
+or asked for a rebalance; and what the KIP-848 readiness lint reads (``recommend.readiness``):
+its client version, regex subscription, the names of the settings it set (never their
+values), the assignment calls its rebalance callbacks made and the client errors it reported.
 
 This is the group's membership timeline: what the what-if replay (``pipelines.simulator.replay``)
 runs through other assignors, protocols and settings, and what the recommendation rules
@@ -14,7 +16,8 @@ from typing import Any
 from pipelines.catalog import MEMBERS
 from pipelines.gold.causes import STALL_REPORT_SLACK_MS, Bodies, Trigger, is_leave, is_stall
 
-KINDS = {"member_config", "state_transition", "rebalance_requested", "client_error", "partitions_assigned"}
+KINDS = {"member_config", "state_transition", "rebalance_requested", "client_error", "partitions_assigned",
+         "partitions_revoked", "partitions_lost"}
 MEMBER_COLUMNS = MEMBERS.column_names()
 
 
@@ -29,8 +32,14 @@ def _member(e: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
                remote_assignor=b["config"].get("group.remote.assignor"),
                joined_ms=e["event_time_ms"], last_seen_ms=e["event_time_ms"], crashed=False,
                subscriptions=[{"at_ms": e["event_time_ms"], "topics": sorted(b["topics"])}], stalls=[],
-               enforced_ms=[])
+               enforced_ms=[], librdkafka_version=b["librdkafka_version"], pattern=b["pattern"],
+               config_keys=sorted(b["config"]), callback_calls=[], client_errors=[])
     return row
+
+
+def _add_distinct(names: list[str], new: list[str]) -> None:
+    """Append each of ``new`` not in ``names`` yet (first-seen order)."""
+    names.extend(n for n in dict.fromkeys(new) if n not in names)
 
 
 def members_of(bodies: Bodies, triggers: list[Trigger], handoffs: list[dict[str, Any]],
@@ -52,8 +61,13 @@ def members_of(bodies: Bodies, triggers: list[Trigger], handoffs: list[dict[str,
         row = rows.get(agent)
         if row is None:
             continue
+        if e["kind"] in ("partitions_assigned", "partitions_revoked", "partitions_lost"):
+            _add_distinct(row["callback_calls"], b.get("callback_calls") or [])  # absent: an agent older than it
+        if e["kind"] == "client_error":
+            _add_distinct(row["client_errors"], [b["name"]])
         if e["kind"] == "member_config" and b["reason"] == "subscription_changed":
             row["subscriptions"].append({"at_ms": t, "topics": sorted(b["topics"])})
+            row["pattern"] = b["pattern"] or row["pattern"]
         elif e["kind"] == "partitions_assigned":
             row["member_id"] = e["member_id"] or row["member_id"]
             if row["stalls"] and row["stalls"][-1]["back_ms"] is None:

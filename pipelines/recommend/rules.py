@@ -18,10 +18,12 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from pipelines.recommend.candidates import (Config, changes, kind_of, longest_restart_ms,
                                             longest_stall_ms, mixed_protocols, static_session_timeout_ms, with_setup)
+from pipelines.recommend import readiness
 from pipelines.recommend.plan import EFFORT, Step, mixed_phase_s, path, per_handoff, rollback_criteria, score, target
 from pipelines.recommend.what_if import WhatIf, partition_counts
 from pipelines.simulator.assignors import ASSIGNORS, assign
@@ -54,6 +56,10 @@ Q_MEMBERS = ("SELECT agent_id, client_id, group_instance_id, assignor, join_caus
              "crashed, stalls, enforced_ms, session_timeout_ms, max_poll_interval_ms, commit_on_revoke "
              "FROM delta.`{lake}/gold/members` WHERE cluster_id = :cluster_id AND group_id = :group_id "
              "ORDER BY joined_ms")
+Q_READINESS = ("SELECT agent_id, client_id, group_instance_id, group_protocol, assignor, remote_assignor, "
+               "librdkafka_version, pattern, config_keys, callback_calls, client_errors, enforced_ms, joined_ms, "
+               "left_ms, last_seen_ms FROM delta.`{lake}/gold/members` "
+               "WHERE cluster_id = :cluster_id AND group_id = :group_id ORDER BY joined_ms")
 Q_WHAT_IF = ("SELECT config, predicted_rebalances, predicted_handoffs, predicted_partitions_moved, "
              "predicted_duplicates, predicted_pause_s, predicted_duplicates_saved, predicted_pause_saved_s "
              "FROM delta.`{lake}/gold/what_if` WHERE cluster_id = :cluster_id AND group_id = :group_id "
@@ -104,6 +110,26 @@ class Evidence:
 
     def churn(self, cause: str | None = None) -> list[dict[str, Any]]:
         return [h for h in self.handoffs if h["cause"] != "start" and (cause is None or h["cause"] == cause)]
+
+    @cached_property
+    def readiness(self) -> list[readiness.Finding]:
+        """The KIP-848 readiness findings of the group's members, over the topics they owned or named."""
+        topics = {i["topic"] for i in self.intervals} | {
+            t for m in self.members for s in m["subscriptions"] for t in s["topics"]}
+        return readiness.findings(self.members, topics)
+
+
+def _fixes_first(e: Evidence) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(rollout lines, evidence lines) a move to the consumer protocol puts first: each blocking
+    readiness finding's fix, and that the migration waits for them; nothing when there is none."""
+    held = readiness.blocking(e.readiness)
+    if not held:
+        return (), ()
+    codes, lines = ", ".join(dict.fromkeys(f.code for f in held)), readiness.said(held)
+    return ((f"First fix the blocking readiness findings ({len(lines)} below, migration_readiness); the migration "
+             "waits for these fixes:", *lines),
+            (f"The migration waits: {len(held)} blocking readiness findings ({codes}) must be fixed first "
+             "(migration_readiness).",))
 
 
 def _total(handoffs: list[dict[str, Any]], figure: str) -> float:
@@ -176,7 +202,8 @@ def assignor_rule(e: Evidence) -> Recommendation | None:
     now, then = cur.setup.assignor, best.setup.assignor
     eager_now = ASSIGNORS[now].rebalance_protocol == "eager"
     if then.startswith("consumer:"):
-        rollout = ("Needs brokers with the KIP-848 group coordinator (Kafka 4.0+) and librdkafka 2.10+.",
+        rollout = ("Needs brokers with the KIP-848 group coordinator (Kafka 4.0+) and librdkafka 2.15+ (KIP-848 is "
+                   "generally available from 2.12; 2.15 fixes its known bugs).",
                    "Check the broker's group.consumer.migration.policy allows upgrading a classic group "
                    "(bidirectional or upgrade); then restart the members one by one with the new settings.",
                    "Watch gold/episodes during the roll: each restart is one rebalance, as today.")
@@ -191,11 +218,14 @@ def assignor_rule(e: Evidence) -> Recommendation | None:
     else:
         rollout = ("Stop every member and start them with the new strategy: members with different strategies "
                    "share no protocol, and a rolling change leaves the new ones outside the group.",)
+    first, waits = _fixes_first(e) if then.startswith("consumer:") else ((), ())
+    rollout = (*first, *rollout)
     base, p = e.what_if.baseline, e.what_if.priced[best]
     evidence = (f"{len(e.churn())} partition handoffs after the group formed cost {_fmt(e.what_if.measured.duplicates, e.what_if.measured.pause_s)} (gold/handoffs).",
                 f"Replayed under {then} the same membership changes make {p.rebalances} rebalances and "
                 f"{p.handoffs} handoffs instead of {base.handoffs} ({ASSIGNORS[then].rebalance_protocol} "
-                f"protocol: {'only moved partitions stop' if ASSIGNORS[then].rebalance_protocol == 'cooperative' else 'every partition stops at every rebalance'}).")
+                f"protocol: {'only moved partitions stop' if ASSIGNORS[then].rebalance_protocol == 'cooperative' else 'every partition stops at every rebalance'}).",
+                *waits)
     return _priced_change(e, "assignor", f"Switch to {then.replace('consumer:', 'KIP-848 ').replace('classic:', '')}",
                           best, rollout, evidence, Q_WHAT_IF)
 
@@ -424,7 +454,8 @@ def _step_rollout(e: Evidence, step: Step) -> tuple[str, ...]:
                   "member revoke all its partitions (measured on Kafka 4.2: docs/measured.md).",
                   "Before the canary: the broker's group.consumer.migration.policy must allow the upgrade "
                   "(bidirectional, the default, or upgrade), and the readiness findings below must be fixed."]
-    return (*lines, rollback_criteria(step, today))
+    first = _fixes_first(e)[0] if step.migrates and step.config.setup.assignor.startswith("consumer:") else ()
+    return (*first, *lines, rollback_criteria(step, today))
 
 
 def per_handoff_measured(e: Evidence) -> tuple[float, float]:
@@ -468,7 +499,8 @@ def plan_steps(e: Evidence) -> list[Recommendation]:
             f"epoch bumps, {_fmt(mixed.duplicates, mixed.pause_s)} (simulator.migration: eager classic members give "
             "back everything at each bump; a static member's restart moves nothing).",)
         title, change = f"Step {i} of {len(steps)}: {_step_title(step)}", tuple(changes(step.source, step.config))
-        evidence, rollout = (order, *phase, total), _step_rollout(e, step)
+        waits = _fixes_first(e)[1] if mixed is not None else ()
+        evidence, rollout = (order, *phase, total, *waits), _step_rollout(e, step)
         out.append(Recommendation("migration", title, step.config, change, rollout, evidence, Q_WHAT_IF, level, why,
                                   step.after, before=step.before, mixed_phase=mixed) if step.migrates else
                    Recommendation("plan_step", title, step.config, change, rollout, evidence, Q_WHAT_IF, level, why,
@@ -515,6 +547,24 @@ def migration_hold(e: Evidence, plan: list[Recommendation]) -> Recommendation | 
         "read from the members' configuration and the what-if")
 
 
+def readiness_warning(e: Evidence) -> Recommendation | None:
+    """What to fix before (blocking) or with the group's move to KIP-848's consumer protocol, member by
+    member (``readiness``); for every group that still has classic members and any finding."""
+    found = e.readiness
+    if not found:
+        return None
+    counts = Counter(f.severity for f in found)
+    title = "KIP-848 readiness: " + ", ".join(f"{s} {counts[s]}" for s in ("blocking", "warning", "info") if counts[s])
+    rollout = ("Fix every blocking finding before the first member moves to group.protocol=consumer (without the "
+               "fix the member does not start, the broker refuses the upgrade, or the group breaks); the warnings "
+               "before or with the move.",
+               "Not in telemetry: the brokers' group.consumer.migration.policy (bidirectional, the default, or "
+               "upgrade allows the online upgrade) and group.consumer.assignors; check them on the cluster.")
+    return Recommendation("migration_readiness", title, None, (), rollout, readiness.said(found), Q_READINESS, "high",
+                          "read from the members' telemetry: setting names, client versions, subscriptions, "
+                          "callbacks, client errors")
+
+
 RULES = (assignor_rule, static_rule, commit_on_revoke_rule, max_poll_rule, session_timeout_rule)
 WARNINGS = (enforce_rule, storm_warning, mixed_warning)
 
@@ -522,18 +572,19 @@ WARNINGS = (enforce_rule, storm_warning, mixed_warning)
 def recommend(e: Evidence) -> list[Recommendation]:
     """Ranked changes (the best saving first), then warnings; or one ``healthy`` verdict."""
     base = e.what_if.baseline
+    ready = [r] if (r := readiness_warning(e)) is not None else []
     if (low := coverage_warning(e)) is not None:
-        return [low, *[r for rule in WARNINGS if (r := rule(e)) is not None]]
+        return [low, *[r for rule in WARNINGS if (r := rule(e)) is not None], *ready]
     found = [r for rule in RULES if (r := rule(e)) is not None]
     found.sort(key=lambda r: -score(base, r.priced))  # type: ignore[arg-type]
     found = plan_steps(e) + found  # the plan first, then each change on its own
     warnings = [r for rule in WARNINGS if (r := rule(e)) is not None]
     hold = [h] if (h := migration_hold(e, found)) is not None else []
     if found or warnings:
-        return found + warnings + hold
+        return found + warnings + hold + ready
     m = e.what_if.measured
     why = (f"{len(e.churn())} handoffs after the group formed cost {_fmt(m.duplicates, m.pause_s)}; no change the "
            f"what-if priced ({len(e.what_if.priced) - 1} configurations) saves {100 * MIN_SAVING:.0f}% of that"
            if e.churn() else "no rebalance after the group formed: nothing to save")
     return [Recommendation("healthy", "No change recommended", None, (), (), (why,), Q_COST_BY_CAUSE, "high", why),
-            *hold]
+            *hold, *ready]

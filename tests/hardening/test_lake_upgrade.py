@@ -60,6 +60,34 @@ def test_an_older_events_table_gets_the_new_column(spark, kafka, tmp_path):
         [(later["event_id"], {"x": [1, 2]})]
 
 
+def test_an_older_events_table_gets_a_body_field_added_within_v1(spark, kafka, tmp_path):
+    """partitions_change.callback_calls (optional within v1): a lake whose events' struct predates it
+    gains it when events that carry it arrive (Delta's schema merge, nested), and gold's members read it."""
+    config = fresh_config(kafka, tmp_path)
+    fleet = with_own_ids(scale_out_then_crash(group="upgrade-body"), seed=28)
+    kafka.feed(config.topic, fleet.keyed()[:10])
+    run_pipeline(spark, config, ("ingest", "validate"), progress=lambda _m: None)
+    events = lake.read(spark, config.lake_path, catalog.EVENTS)
+    older = events.withColumn("partitions_change", F.col("partitions_change").dropFields("callback_calls"))
+    older.write.format("delta").mode("overwrite").option("overwriteSchema", "true") \
+        .partitionBy(*catalog.EVENTS.partition_by).save(catalog.EVENTS.location(config.lake_path))
+
+    later = fleet.events[10:]  # sent by an upgraded agent: m2's callbacks call assign()
+    for e in later:
+        if e["client_id"] == "m2" and e["kind"].startswith("partitions_"):
+            e["body"]["callback_calls"] = ["assign"]
+    kafka.feed(config.topic, fleet.keyed()[10:])
+    run_pipeline(spark, config, GOLD_STAGES, progress=lambda _m: None)
+    events = lake.read(spark, config.lake_path, catalog.EVENTS)
+    assert events.count() == len(fleet.events)
+    calls = {r.event_id: r.calls for r in events.select("event_id", F.col("partitions_change.callback_calls")
+                                                        .alias("calls")).collect()}
+    assert {i for i, c in calls.items() if c == ["assign"]} == \
+        {e["event_id"] for e in later if e["body"].get("callback_calls")} != set()
+    members = {r.client_id: r.callback_calls for r in lake.read(spark, config.lake_path, catalog.MEMBERS).collect()}
+    assert members == {"m1": [], "m2": ["assign"]}
+
+
 def _two_groups(kafka, config, held_back: int = 6):
     """Two groups' telemetry on the config's topic, the last ``held_back`` events of the first
     kept back (fed by ``rest``): a later run then recomputes that group only."""

@@ -15,9 +15,11 @@ def test_a_group_without_churn_gets_no_change_and_says_why():
 def test_a_group_already_on_the_configuration_the_rules_pick_gets_no_change():
     """Static, cooperative-sticky, commit-on-revoke: its restarts are no rebalances, nothing re-delivered."""
     what_if, found = _recommend(static_cooperative_restarts())
-    assert [r["kind"] for r in found] == ["healthy", "migration_hold"]
+    assert [r["kind"] for r in found] == ["healthy", "migration_hold", "migration_readiness"]
     # a classic group told why not to migrate: KIP-848 would not save what its restarts cost
     assert found[1]["evidence"][0].startswith("No KIP-848 configuration pays: the best")
+    # and, should it migrate one day, that librdkafka's cooperative-sticky rules out the online upgrade
+    assert [line.split(":")[0] for line in found[2]["evidence"]] == ["[blocking] sticky_user_data"]
     current = next(w for w in what_if if w["is_current"])
     assert current["predicted_rebalances"] == 0 and current["predicted_duplicates"] == 0
     # the model of the current configuration reproduces what gold measured

@@ -12,7 +12,11 @@ Scenarios (``max.poll.interval.ms`` and ``session.timeout.ms`` are 6 s):
 - ``block_in_revoke``: a second member joins and on_revoke sleeps 9 s;
 - ``stall_between_polls``: the host stops polling for 9 s (the interval expires);
 - ``close_in_assign`` / ``close_in_revoke``: the callback closes the consumer (the revoke comes
-  from a second member joining).
+  from a second member joining);
+- ``assign_in_callbacks``: on_assign calls ``assign(partitions)``, on_revoke ``unassign()`` (the
+  classic eager idiom; the revoke comes with close()).
+
+The instrumented consumer sends its telemetry to ``telemetry_topic(TOPIC)``.
 
 Run as ``python -m tests.support.host_transcript plain|instrumented BOOTSTRAP TOPIC SCENARIO``.
 """
@@ -28,11 +32,15 @@ from typing import Any
 from tests.support import child_play
 
 SCENARIOS = ("raise_in_assign", "raise_in_revoke", "block_in_assign", "block_in_revoke", "stall_between_polls",
-             "close_in_assign", "close_in_revoke")
+             "close_in_assign", "close_in_revoke", "assign_in_callbacks")
 TWO_MEMBERS = ("block_in_revoke", "close_in_revoke")  # who gets which partition depends on the member ids
 RECORDS = 200
 BLOCK_S = 9.0
 SETTINGS = {"session.timeout.ms": 6000, "max.poll.interval.ms": 6000, "auto.offset.reset": "earliest"}
+
+
+def telemetry_topic(topic: str) -> str:
+    return f"host-telemetry-{topic}"
 
 
 def _say(*line: Any) -> None:
@@ -48,7 +56,7 @@ def play(kind: str, bootstrap: str, topic: str, scenario: str) -> None:
     group = f"host-{scenario}-{uuid.uuid4().hex[:6]}"
     config = {"bootstrap.servers": bootstrap, "group.id": group, **SETTINGS}
     if kind == "instrumented":
-        consumer: Consumer = InstrumentedConsumer({**config, "lens.telemetry.topic": f"host-telemetry-{scenario}"})
+        consumer: Consumer = InstrumentedConsumer({**config, "lens.telemetry.topic": telemetry_topic(topic)})
     else:
         consumer = Consumer(config)
     calls = {"assign": 0, "revoke": 0}
@@ -61,6 +69,8 @@ def play(kind: str, bootstrap: str, topic: str, scenario: str) -> None:
                 raise RuntimeError(f"host bug in on_{name}")
             if scenario == f"block_in_{name}" and calls[name] == 1 and (name == "assign" or partitions):
                 time.sleep(BLOCK_S)
+            if scenario == "assign_in_callbacks" and name in ("assign", "revoke"):
+                _say(f"{name} call returned", c.assign(partitions) if name == "assign" else c.unassign())
             if scenario == f"close_in_{name}" and partitions:
                 c.close()
                 _say("closed inside on_" + name)

@@ -1,0 +1,218 @@
+"""The KIP-848 readiness lint: each finding planted in one member's configuration, version,
+subscription, callbacks or errors (synthetic telemetry, through gold's members and the recommend
+pass) comes back named in the group's recommendations: its code, the member and the fix."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from lens_scenarios.synthetic import P0, P1, Fleet, Member, tp
+from pipelines.recommend import readiness
+from pipelines.recommend.candidates import BrokerGroups
+from pipelines.recommend.rules import Evidence, recommend
+from pipelines.recommend.what_if import what_if
+from pipelines.simulator.cost_model import Priced
+from pipelines.vocabulary import FINDING_CODES, FINDING_KINDS
+from tests.support.fleets import scale_out_then_crash
+from tests.support.recommending import recommend_fleet
+from tests.support.reference_ownership import gold_of_group
+
+pytestmark = pytest.mark.fast
+
+
+def _group(name: str, m2: dict | None = None, m1: dict | None = None) -> tuple[Fleet, Member, Member]:
+    """Two classic range members, each with its partition, then m2 leaves and m1 takes both (a
+    rebalance to price); ``m1``/``m2``: the members' settings (what is planted)."""
+    fleet = Fleet(group=f"ready-{name}")
+    a, b = fleet.member("m1", **(m1 or {})), fleet.member("m2", **(m2 or {}))
+    a.at(0).joins().assigned(P0, generation=1).fetches(P0, 0)
+    b.at(0).joins().assigned(P1, generation=1).fetches(P1, 0)
+    a.at(5_000).processes(P0, upto=9).commits(P0, 10)
+    b.at(5_000).processes(P1, upto=9).commits(P1, 10)
+    return fleet, a, b
+
+
+def _scale_in(a: Member, b: Member) -> None:
+    b.at(60_000).leaves().revokes(P1)
+    a.at(60_500).revokes(P0).at(61_000).assigned(P0, P1).fetches(P0, 10).fetches(P1, 10)
+
+
+def _readiness_lines(fleet: Fleet) -> list[str]:
+    """The evidence lines of the group's migration_readiness warning (rules.recommend's rows)."""
+    _, found = recommend_fleet(fleet)
+    warning = [r for r in found if r["kind"] == "migration_readiness"]
+    assert len(warning) == 1, [r["kind"] for r in found]
+    return warning[0]["evidence"]
+
+
+def _named(lines: list[str], code: str, member: Member, *words: str) -> str:
+    """The one line of ``code`` naming ``member`` that says each of ``words`` (the fix among them)."""
+    who = f"{member.client_id} (agent {member.agent_id[-8:]})"
+    hits = [line for line in lines if line.split(": ", 1)[0].endswith(f"] {code}") and who in line
+            and all(word in line for word in words)]
+    assert len(hits) == 1, (code, who, words, lines)
+    return hits[0]
+
+
+def test_refused_config_keys_are_named_with_librdkafkas_own_words_and_the_fix():
+    fleet, a, b = _group("keys", m2={"config": {"session.timeout.ms": "6000", "partition.assignment.strategy": "range",
+                                                "heartbeat.interval.ms": "1000", "max.poll.interval.ms": "30000"}})
+    _scale_in(a, b)
+    lines = _readiness_lines(fleet)
+    _named(lines, "refused_config_key", b, "[blocking]", readiness.REFUSED_KEYS["session.timeout.ms"],
+           "Fix: Remove session.timeout.ms", "group.consumer.session.timeout.ms")
+    _named(lines, "refused_config_key", b, "`partition.assignment.strategy` is not supported for "
+           "`group.protocol=consumer`. Use `group.remote.assignor` instead", "Fix: Remove partition.assignment.strategy")
+    _named(lines, "refused_config_key", b, "heartbeat.interval.ms", "Fix: Remove heartbeat.interval.ms")
+    assert not any("max.poll.interval.ms" in line for line in lines)  # a key the consumer protocol keeps
+    assert not any(a.agent_id[-8:] in line for line in lines)  # m1 set none of them
+
+
+@pytest.mark.parametrize(("version", "code", "severity"), [("2.10.1", "client_too_old", "blocking"),
+                                                           ("2.13.0", "client_known_bugs", "warning")])
+def test_an_old_librdkafka_is_named_with_its_version(version, code, severity):
+    fleet, a, b = _group(f"version-{version}", m1={"librdkafka_version": version})
+    _scale_in(a, b)
+    lines = _readiness_lines(fleet)
+    _named(lines, code, a, f"[{severity}]", f"librdkafka {version}", "Fix: Upgrade confluent-kafka")
+    assert all(f"agent {b.agent_id[-8:]}" not in line for line in lines)  # m2 runs 2.16.1
+
+
+def test_a_librdkafka_cooperative_sticky_group_is_told_to_migrate_offline_or_move_to_range_first():
+    sticky = {"rebalance_protocol": "cooperative", "assignor": "cooperative-sticky"}
+    fleet, a, b = _group("sticky", m1=sticky, m2=sticky)
+    _scale_in(a, b)
+    lines = _readiness_lines(fleet)
+    for member in (a, b):
+        _named(lines, "sticky_user_data", member, "[blocking]", "GROUP_ID_NOT_FOUND",
+               "Fix: Migrate offline", "move the group to range first")
+
+
+def test_a_consumer_protocol_member_the_cluster_refused_and_one_on_the_brokers_default_assignor():
+    fleet, a, b = _group("refused")
+    _scale_in(a, b)
+    migrant = fleet.member("m3", group_protocol="consumer", rebalance_protocol="cooperative",
+                           assignor="broker-default")
+    migrant.at(70_000).joins().reports_error("GROUP_ID_NOT_FOUND", 69, "The group id does not exist", fatal=True)
+    lines = _readiness_lines(fleet)
+    _named(lines, "cluster_refused", migrant, "[blocking]", "reported GROUP_ID_NOT_FOUND",
+           "policy itself is not in telemetry", "Fix: Check the brokers")
+    _named(lines, "range_to_uniform", migrant, "[info]", "uniform", "Fix: Set group.remote.assignor=range")
+
+
+def test_callbacks_that_call_assign_or_unassign_are_named_with_the_state_error():
+    fleet, a, b = _group("calls", m2={"callback_calls": ("assign", "unassign")})
+    _scale_in(a, b)
+    lines = _readiness_lines(fleet)
+    _named(lines, "eager_assign_calls", b, "[blocking]", "call assign() and unassign()", readiness.ASSIGN_REFUSED,
+           "Fix: Remove the assign()/unassign() calls")
+
+
+def test_incremental_calls_in_callbacks_are_no_finding():
+    fleet, a, b = _group("incremental", m2={"callback_calls": ("incremental_assign",)})
+    _scale_in(a, b)
+    _, found = recommend_fleet(fleet)
+    assert "migration_readiness" not in [r["kind"] for r in found]
+
+
+def test_a_regex_subscription_names_the_topics_whose_match_changes():
+    fleet, a, b = _group("regex", m2={"pattern": "^orders"})
+    b.at(1_000).assigned(tp(0, "orders-eu")).fetches(tp(0, "orders-eu"), 0)
+    _scale_in(a, b)
+    lines = _readiness_lines(fleet)
+    _named(lines, "regex_full_match", b, "[warning]", "orders-eu would no longer match", "Fix: Write the pattern",
+           "(e.g. ^orders.*)")
+
+
+def test_enforce_rebalance_calls_are_named():
+    fleet, a, b = _group("enforce")
+    a.at(30_000).requests_rebalance().revokes(P0)
+    b.at(30_100).revokes(P1).at(31_000).assigned(P1).fetches(P1, 10)
+    a.at(31_000).assigned(P0).fetches(P0, 10)
+    lines = _readiness_lines(fleet)
+    _named(lines, "enforce_rebalance", a, "[warning]", "called enforce_rebalance 1 times",
+           "Fix: Stop calling enforce_rebalance")
+
+
+def test_static_members_sharing_an_instance_id_at_the_same_time_and_not_a_restart():
+    fleet, a, b = _group("shared", m1={"group_instance_id": "web-1"}, m2={"group_instance_id": "web-1"})
+    _scale_in(a, b)
+    lines = _readiness_lines(fleet)
+    _named(lines, "shared_instance_id", b, "[blocking]", "group.instance.id=web-1",
+           "Fix: Give every member its own group.instance.id")
+    # a static member's restart (the old process gone before the new one starts) is no finding
+    fleet, a, b = _group("restart", m2={"group_instance_id": "web-2"})
+    b.at(60_000).leaves().revokes(P1)
+    back = fleet.member("m2", host=b.host, client_id=b.client_id, group_instance_id="web-2")
+    back.at(62_000).joins().assigned(P1).fetches(P1, 10)
+    _, found = recommend_fleet(fleet)
+    assert "migration_readiness" not in [r["kind"] for r in found]
+
+
+def test_a_clean_group_gets_no_finding():
+    fleet, a, b = _group("clean", m1={"config": {"max.poll.interval.ms": "30000"}})
+    _scale_in(a, b)
+    _, found = recommend_fleet(fleet)
+    assert "migration_readiness" not in [r["kind"] for r in found]
+    _, _, _, members = gold_of_group(fleet.events, gap_s=10.0)
+    assert readiness.findings(members, {"orders"}) == []
+    assert {m["librdkafka_version"] for m in members} == {"2.16.1"}  # what gold read is what was checked
+
+
+def test_gold_members_carry_setting_names_never_their_values():
+    fleet, a, b = _group("names", m2={"config": {"sasl.username": "alice", "session.timeout.ms": "6000"},
+                                      "callback_calls": ("assign", "unassign", "assign")})
+    _scale_in(a, b)
+    _, _, _, members = gold_of_group(fleet.events, gap_s=10.0)
+    row = next(m for m in members if m["agent_id"] == b.agent_id)
+    assert row["config_keys"] == ["group.id", "sasl.username", "session.timeout.ms"]
+    assert "alice" not in repr(row) and "'6000'" not in repr(row)  # the values, as the strings they were
+    assert row["callback_calls"] == ["assign", "unassign"]  # distinct, first seen first
+
+
+def test_a_move_to_the_consumer_protocol_waits_for_the_blocking_fixes():
+    """The assignor recommendation that moves the group to KIP-848 puts each blocking fix first and
+    says the migration waits; the group and its gold rows are real, the move's price is planted
+    (no small synthetic fleet makes KIP-848 pay on its own: that is the what-if's business)."""
+    fleet = scale_out_then_crash(group="ready-move")
+    planted = {"session.timeout.ms": "6000"}
+    for e in fleet.events:
+        if e["kind"] == "member_config" and e["client_id"] == "m2":
+            e["body"]["config"] = {**e["body"]["config"], **planted}
+    intervals, handoffs, episodes, members = gold_of_group(fleet.events, gap_s=10.0)
+    w = what_if(members, handoffs, intervals, BrokerGroups())
+    uniform = next(c for c in w.priced if c.setup.assignor == "consumer:uniform" and c.setup.static ==
+                   w.current.setup.static and c.commit_on_revoke == w.current.commit_on_revoke
+                   and c.setup.max_poll_interval_ms == w.current.setup.max_poll_interval_ms)
+    w = dataclasses.replace(w, priced={**w.priced, uniform: Priced(1, 0, 0, 0.0, 0.0)})
+    found = recommend(Evidence(fleet.group, members, handoffs, episodes, intervals, w, 1.0))
+    move = next(r for r in found if r.kind == "assignor")
+    assert move.config.setup.assignor == "consumer:uniform"
+    assert move.rollout[0].startswith("First fix the blocking readiness findings (1 below")
+    assert move.rollout[1].startswith("[blocking] refused_config_key: m2 (agent ") and "Remove session.timeout.ms" \
+        in move.rollout[1]
+    assert any(line.startswith("The migration waits: 1 blocking readiness findings (refused_config_key)")
+               for line in move.evidence)
+    migration = [r for r in found if r.kind == "migration"]
+    for step in migration:
+        assert step.rollout[0].startswith("First fix") and any("The migration waits" in x for x in step.evidence)
+    assert [r.kind for r in found][-1] == "migration_readiness"
+    # without the planted key: no finding, nothing to wait for
+    for m in members:
+        m["config_keys"] = [k for k in m["config_keys"] if k not in planted]
+    found = recommend(Evidence(fleet.group, members, handoffs, episodes, intervals, w, 1.0))
+    move = next(r for r in found if r.kind == "assignor")
+    assert not move.rollout[0].startswith("First fix") and not any("waits" in x for x in move.evidence)
+    assert "migration_readiness" not in [r.kind for r in found]
+
+
+def test_every_declared_finding_is_checked_and_only_those():
+    """Each declared code is one the lint can write (a literal in readiness.py) and has its test above."""
+    source = open(readiness.__file__).read()
+    written = {code for code in FINDING_CODES if f'"{code}"' in source}
+    assert written == set(FINDING_CODES)
+    tests = open(__file__).read()
+    assert all(f'"{f.code}"' in tests for f in FINDING_KINDS)
+    with pytest.raises(ValueError, match="undeclared finding"):
+        readiness.Finding("refused_config_key", "info", "m", "e", "f")  # its declared severity is blocking
