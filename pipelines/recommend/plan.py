@@ -117,7 +117,12 @@ def path(w: WhatIf, goal: Config) -> list[Step]:
             nxt = goal if len(left) == 1 else _priced_as(w, _toward(at, kind, goal))
             if nxt is None:
                 return []
-            options.append((score(w.priced[at], w.priced[nxt]) / EFFORT[kind], -EFFORT[kind], kind, nxt))
+            if nxt != at:  # a change the grid prices only with another one waits for it
+                options.append((score(w.priced[at], w.priced[nxt]) / EFFORT[kind], -EFFORT[kind], kind, nxt))
+        if not options:  # the changes left are priced only together: one step, named for the hardest
+            kind = max(left, key=EFFORT.__getitem__)
+            steps.append(Step(kind, at, goal, w.priced[at], w.priced[goal]))
+            return steps
         _, _, kind, nxt = max(options, key=lambda o: o[:2])
         steps.append(Step(kind, at, nxt, w.priced[at], w.priced[nxt]))
         left.remove(kind)

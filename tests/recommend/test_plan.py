@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipelines.recommend.candidates import Config
+from pipelines.recommend.candidates import Config, changes
 from pipelines.recommend.plan import EFFORT, path, rollback_criteria, target
 from pipelines.recommend.rules import pays
 from pipelines.recommend.what_if import WhatIf
@@ -67,3 +67,15 @@ def test_an_eager_restarting_group_gets_a_plan_its_steps_chain_and_the_migration
         assert r["rollout"][-1].startswith("Roll back if")
     hold = next(r for r in found if r["kind"] == "migration_hold")
     assert hold["evidence"][0].startswith("The changes above save as much without it")
+
+
+def test_a_change_priced_only_with_another_waits_for_it_and_no_step_is_empty():
+    """The grid prices a shorter session timeout only with commit-on-revoke here: the session step
+    cannot come first (it would change nothing priced, and nothing beats nothing when commit-on-revoke
+    alone costs pause), so it follows the commit step."""
+    shorter = Config(Setup("classic:range", False, 10_000, 300_000), True)
+    priced = {RANGE: Priced(10, 40, 40, 1_000.0, 100.0), COMMIT: Priced(10, 40, 40, 1_000.0, 110.0),
+              shorter: Priced(10, 40, 40, 1_000.0, 60.0)}
+    steps = path(_what_if(priced), shorter)
+    assert [(s.kind, s.config) for s in steps] == [("commit_on_revoke", COMMIT), ("session_timeout", shorter)]
+    assert all(s.config != s.source and changes(s.source, s.config) for s in steps)
