@@ -111,7 +111,7 @@ def path(w: WhatIf, goal: Config) -> list[Step]:
     (ties: the easier first); empty when a configuration on the way was not priced."""
     at, steps = w.current, []
     left = _differs(at, goal)
-    while left:
+    while left and at != goal:  # a step's priced configuration can bring a later change with it
         options = []
         for kind in left:
             nxt = goal if len(left) == 1 else _priced_as(w, _toward(at, kind, goal))

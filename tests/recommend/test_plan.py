@@ -79,3 +79,13 @@ def test_a_change_priced_only_with_another_waits_for_it_and_no_step_is_empty():
     steps = path(_what_if(priced), shorter)
     assert [(s.kind, s.config) for s in steps] == [("commit_on_revoke", COMMIT), ("session_timeout", shorter)]
     assert all(s.config != s.source and changes(s.source, s.config) for s in steps)
+
+
+def test_a_step_that_brings_a_later_change_with_it_ends_the_path():
+    """A static group's grid prices commit-on-revoke only at the static session timeout: the commit
+    step lands on the target, and no empty session step follows."""
+    static = Config(Setup("classic:range", True, 6_000, 300_000), False)
+    goal = Config(Setup("classic:range", True, 12_000, 300_000), True)
+    priced = {static: Priced(10, 40, 40, 1_000.0, 100.0), goal: Priced(10, 40, 40, 0.0, 100.0)}
+    w = WhatIf(static, None, None, priced, (0, 1))  # type: ignore[arg-type]
+    assert [(s.kind, s.config) for s in path(w, goal)] == [("commit_on_revoke", goal)]
