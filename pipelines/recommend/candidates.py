@@ -166,6 +166,8 @@ def changes(current: Config, to: Config) -> list[str]:
             lines.append(f"partition.assignment.strategy={name}")
     if b.static and not a.static:
         lines.append("group.instance.id=<a name unique in the group and stable across restarts, e.g. the pod name>")
+    if a.static and not b.static:  # a plan's target can be dynamic: KIP-848 moves a leaver's partitions at once
+        lines.append("# remove group.instance.id: each member joins as a new dynamic member")
     same_protocol = a.assignor.split(":")[0] == b.assignor.split(":")[0]  # across, the assignor lines say it
     if b.session_timeout_ms != a.session_timeout_ms and same_protocol:
         lines.append(f"session.timeout.ms={b.session_timeout_ms}" if b.assignor.startswith("classic:") else
@@ -173,8 +175,8 @@ def changes(current: Config, to: Config) -> list[str]:
                      "# a group config on the broker (kafka-configs --entity-type groups)")
     if b.max_poll_interval_ms != a.max_poll_interval_ms:
         lines.append(f"max.poll.interval.ms={b.max_poll_interval_ms}")
-    if to.commit_on_revoke and not current.commit_on_revoke:
-        lines.append("lens.commit.on.revoke=true")
+    if to.commit_on_revoke != current.commit_on_revoke:
+        lines.append(f"lens.commit.on.revoke={str(to.commit_on_revoke).lower()}")
     return lines
 
 

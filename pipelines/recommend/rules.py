@@ -431,7 +431,12 @@ STEP_TITLES = {"commit_on_revoke": "commit processed offsets on revoke", "max_po
                "assignor": "the assignor"}
 
 
-def _step_title(step: Step) -> str:
+def step_title(step: Step) -> str:
+    """What a step changes, in words: a plan's target may also remove a setting the group has."""
+    if step.kind == "static_membership" and not step.config.setup.static:
+        return "dynamic membership (remove group.instance.id)"
+    if step.kind == "commit_on_revoke" and not step.config.commit_on_revoke:
+        return "stop committing on revoke"
     if step.kind != "assignor":
         return STEP_TITLES[step.kind]
     then = step.config.setup.assignor
@@ -487,10 +492,11 @@ def plan_steps(e: Evidence) -> list[Recommendation]:
     out = []
     for i, step in enumerate(steps, 1):
         gain = score(step.before, step.after)
+        alone = (" It saves nothing on its own: the steps after it need it." if gain <= 0 < i < len(steps) else "")
         order = (f"Step {i} of {len(steps)}: after the steps before it, the what-if goes from "
                  f"{_fmt(step.before.duplicates, step.before.pause_s)} to {_fmt(step.after.duplicates, step.after.pause_s)}: "
                  f"{gain:.2f} of relative saving for a rollout effort of {EFFORT[step.kind]} (steps go in order of "
-                 "saving per effort: the easy change that saves the most first).")
+                 f"saving per effort: the easy change that saves the most first).{alone}")
         total = (f"The whole plan takes the group from {_fmt(base.duplicates, base.pause_s)} to "
                  f"{_fmt(steps[-1].after.duplicates, steps[-1].after.pause_s)} (target {goal.label}).")
         mixed = _mixed_phase(e, step) if step.migrates and step.config.setup.assignor.startswith("consumer:") else None
@@ -498,7 +504,7 @@ def plan_steps(e: Evidence) -> list[Recommendation]:
             f"The mixed phase: {mixed.handoffs} handoffs ({mixed.partitions_moved} moves) over {mixed.rebalances} "
             f"epoch bumps, {_fmt(mixed.duplicates, mixed.pause_s)} (simulator.migration: eager classic members give "
             "back everything at each bump; a static member's restart moves nothing).",)
-        title, change = f"Step {i} of {len(steps)}: {_step_title(step)}", tuple(changes(step.source, step.config))
+        title, change = f"Step {i} of {len(steps)}: {step_title(step)}", tuple(changes(step.source, step.config))
         waits = _fixes_first(e)[1] if mixed is not None else ()
         evidence, rollout = (order, *phase, total, *waits), _step_rollout(e, step)
         out.append(Recommendation("migration", title, step.config, change, rollout, evidence, Q_WHAT_IF, level, why,

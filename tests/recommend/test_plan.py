@@ -6,7 +6,7 @@ import pytest
 
 from pipelines.recommend.candidates import Config, changes
 from pipelines.recommend.plan import EFFORT, path, rollback_criteria, target
-from pipelines.recommend.rules import pays
+from pipelines.recommend.rules import step_title, pays
 from pipelines.recommend.what_if import WhatIf
 from pipelines.simulator.cost_model import Priced
 from pipelines.simulator.replay import Setup
@@ -89,3 +89,26 @@ def test_a_step_that_brings_a_later_change_with_it_ends_the_path():
     priced = {static: Priced(10, 40, 40, 1_000.0, 100.0), goal: Priced(10, 40, 40, 0.0, 100.0)}
     w = WhatIf(static, None, None, priced, (0, 1))  # type: ignore[arg-type]
     assert [(s.kind, s.config) for s in path(w, goal)] == [("commit_on_revoke", goal)]
+
+
+def test_a_target_without_static_membership_says_to_remove_it_and_a_step_that_saves_nothing_alone_says_why():
+    """Static restarts under KIP-848 hold their partitions until the broker's session timeout; dynamic
+    leavers hand them over at once: the static cooperative group's target (seen on the e2e lake) is
+    KIP-848 without group.instance.id, reached through a migration that saves nothing by itself."""
+    static = Config(Setup("classic:cooperative-sticky", True, 6_000, 300_000), False)
+    commit = Config(static.setup, True)
+    moved = Config(Setup("consumer:uniform", True, 10_000, 300_000), True)
+    goal = Config(Setup("consumer:uniform", False, 10_000, 300_000), True)
+    priced = {static: Priced(10, 12, 12, 429.0, 8.1), commit: Priced(10, 12, 12, 0.0, 8.2),
+              moved: Priced(10, 12, 12, 0.0, 8.2), goal: Priced(10, 12, 12, 0.0, 6.6)}
+    for c in (Config(Setup("classic:cooperative-sticky", False, 6_000, 300_000), True),  # the rest of the grid
+              Config(Setup("classic:cooperative-sticky", False, 6_000, 300_000), False),
+              Config(moved.setup, False), Config(goal.setup, False)):
+        priced[c] = Priced(10, 12, 12, 0.0 if c.commit_on_revoke else 429.0, 9.0)
+    w = WhatIf(static, None, None, priced, (0, 1))  # type: ignore[arg-type]
+    steps = path(w, target(w, pays))
+    assert [(s.kind, s.config) for s in steps] == [("commit_on_revoke", commit), ("assignor", moved),
+                                                   ("static_membership", goal)]
+    assert changes(moved, goal) == ["# remove group.instance.id: each member joins as a new dynamic member"]
+    assert changes(commit, static) == ["lens.commit.on.revoke=false"]
+    assert step_title(steps[2]) == "dynamic membership (remove group.instance.id)"
