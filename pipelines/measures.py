@@ -55,7 +55,8 @@ MEASURES: tuple[Measure, ...] = (
             "a partition: what the agent watched): below 1, members without the agent held the rest. "
             "Handoffs to or from them are split there (`unseen_owner`) and never priced across them; the figures "
             "count only what the agent saw, and no change is priced below 0.9 (the group gets the `coverage` "
-            "warning instead)"),    Measure("join_s", "seconds",
+            "warning instead)"),
+    Measure("join_s", "seconds",
             "a rebalance episode's join and sync: its slowest member's time waiting for the group (classic: from "
             "entering `joining`, after its revoke callback under eager, to its assign callback; KIP-848: until its "
             "first assignment), as its agent saw it (`gold/episodes`; null: no member showed one)"),
