@@ -4,7 +4,7 @@ from __future__ import annotations
 import random
 import uuid
 
-from lens_scenarios.synthetic import P0, P1, P2, P3, Fleet
+from lens_scenarios.synthetic import P0, P1, P2, P3, Fleet, Member
 
 
 def with_own_ids(fleet: Fleet, seed: int) -> Fleet:
@@ -234,7 +234,7 @@ def eager_rolling_restarts(rounds: int = 2) -> Fleet:
     return fleet
 
 
-def _callback(m, kind: str, parts: tuple, begin_ms: int, callback_ms: float, into: str, after: str,
+def _callback(m: Member, kind: str, parts: tuple, begin_ms: int, callback_ms: float, into: str, after: str,
               generation: int | None = None) -> None:
     """One rebalance callback as the agent reports it (``consumer_agent.lifecycle``'s paths): the move
     ``into`` its callback state when the callback starts, the ``partitions_*`` event when it ends
