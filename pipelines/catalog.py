@@ -195,7 +195,9 @@ EPISODES = Table(
                      "generation_min bigint, generation_max bigint")
     + (("members", "array<string>"), ("members_joined", "array<string>"), ("members_left", "array<string>"))
     + _columns("partitions_moved bigint, partitions_lost bigint, events bigint, cause string")
-    + (("causes", "array<string>"),))
+    + (("causes", "array<string>"),)
+    # where its time went (pipelines.vocabulary.REBALANCE_PHASES): its slowest member's phases
+    + _columns("join_s double, callbacks_s double, reconcile_s double, slowest_agent_id string"))
 MEMBERS = Table(
     "gold/members",
     grain="one row per member process (agent) of a group: configuration, join, leave, subscriptions, stalls",
