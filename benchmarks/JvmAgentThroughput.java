@@ -1,0 +1,96 @@
+import io.rebalancelens.agent.InstrumentedConsumer;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import org.apache.kafka.clients.consumer.Consumer;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+
+/**
+ * benchmarks/jvm_agent_throughput.py's measurement (java's single-file launcher, one JVM): a plain KafkaConsumer
+ * and an InstrumentedConsumer read the same pre-filled topic in turns, each run a new group from the first
+ * record to the last, for two loop shapes: poll per record (max.poll.records=1) and batch (the default 500).
+ * One untimed run of each warms the JIT; then {@code rounds} runs each, alternating who goes first. Prints the
+ * medians: records/s, the ratio instrumented/plain, and the mean time of a poll that returned records (us).
+ *
+ * Arguments: bootstrap topic records rounds telemetry-topic
+ */
+public final class JvmAgentThroughput {
+    private static final Duration POLL = Duration.ofSeconds(1);
+
+    /** One run: records per second, and the mean nanoseconds of a poll() that returned records. */
+    private record Run(double recordsPerS, double pollNanos) {
+    }
+
+    public static void main(String[] args) {
+        String bootstrap = args[0], topic = args[1], telemetry = args[4];
+        long records = Long.parseLong(args[2]);
+        int rounds = Integer.parseInt(args[3]);
+        for (Map.Entry<String, Map<String, Object>> shape : List.of(
+                Map.entry("poll per record", Map.<String, Object>of("max.poll.records", 1)),
+                Map.entry("batch (500)", Map.<String, Object>of()))) {
+            Map<Boolean, List<Run>> runs = Map.of(false, new ArrayList<>(), true, new ArrayList<>());
+            read(bootstrap, topic, telemetry, shape.getValue(), false, records);  // JIT warm-up, not counted
+            read(bootstrap, topic, telemetry, shape.getValue(), true, records);
+            for (int round = 0; round < rounds; round++) {
+                for (boolean instrumented : round % 2 == 0 ? List.of(false, true) : List.of(true, false)) {
+                    runs.get(instrumented).add(read(bootstrap, topic, telemetry, shape.getValue(), instrumented,
+                            records));
+                }
+            }
+            double plain = median(runs.get(false), Run::recordsPerS);
+            double agent = median(runs.get(true), Run::recordsPerS);
+            double plainPoll = median(runs.get(false), Run::pollNanos) / 1000;
+            double agentPoll = median(runs.get(true), Run::pollNanos) / 1000;
+            System.out.printf("%-16s plain %,12.0f rec/s  instrumented %,12.0f rec/s  ratio %.3f  "
+                    + "poll() us: plain %.2f instrumented %.2f (%+.2f)%n", shape.getKey(), plain, agent,
+                    agent / plain, plainPoll, agentPoll, agentPoll - plainPoll);
+        }
+    }
+
+    private static Run read(String bootstrap, String topic, String telemetry, Map<String, Object> shape,
+                            boolean instrumented, long records) {
+        Map<String, Object> config = new HashMap<>(Map.of("bootstrap.servers", bootstrap,
+                "group.id", "bench-jvm-" + UUID.randomUUID(), "auto.offset.reset", "earliest",
+                "key.deserializer", ByteArrayDeserializer.class, "value.deserializer", ByteArrayDeserializer.class));
+        config.putAll(shape);
+        if (instrumented) {
+            config.put("lens.telemetry.topic", telemetry);
+        }
+        try (Consumer<byte[], byte[]> consumer = instrumented ? new InstrumentedConsumer<>(config)
+                : new KafkaConsumer<>(config)) {
+            consumer.subscribe(List.of(topic));
+            long seen = 0, polls = 0, inPoll = 0, start = 0;
+            while (seen < records) {
+                long before = System.nanoTime();
+                ConsumerRecords<byte[], byte[]> batch = consumer.poll(POLL);
+                long after = System.nanoTime();
+                if (batch.isEmpty()) {
+                    continue;
+                }
+                if (start == 0) {
+                    start = after;  // from the first record on: the group's join is not the consumer's speed
+                } else {
+                    inPoll += after - before;
+                    polls++;
+                }
+                seen += batch.count();
+            }
+            double seconds = (System.nanoTime() - start) / 1e9;
+            return new Run(records / seconds, polls == 0 ? 0 : (double) inPoll / polls);
+        }
+    }
+
+    private static double median(List<Run> runs, java.util.function.ToDoubleFunction<Run> field) {
+        List<Double> values = new ArrayList<>();
+        runs.forEach(run -> values.add(field.applyAsDouble(run)));
+        Collections.sort(values);
+        int n = values.size();
+        return n % 2 == 1 ? values.get(n / 2) : (values.get(n / 2 - 1) + values.get(n / 2)) / 2;
+    }
+}
