@@ -1,4 +1,6 @@
 import io.rebalancelens.agent.InstrumentedConsumer;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -16,15 +18,18 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * and an InstrumentedConsumer read the same pre-filled topic in turns, each run a new group from the first
  * record to the last, for two loop shapes: poll per record (max.poll.records=1) and batch (the default 500).
  * One untimed run of each warms the JIT; then {@code rounds} runs each, alternating who goes first. Prints the
- * medians: records/s, the ratio instrumented/plain, and the mean time of a poll that returned records (us).
+ * medians: records/s, the ratio instrumented/plain, the mean time of a poll that returned records (us, wall
+ * clock), and the polling thread's CPU time per poll (us; steadier than the wall clock on a shared machine).
  *
  * Arguments: bootstrap topic records rounds telemetry-topic
  */
 public final class JvmAgentThroughput {
     private static final Duration POLL = Duration.ofSeconds(1);
+    private static final ThreadMXBean THREADS = ManagementFactory.getThreadMXBean();
 
-    /** One run: records per second, and the mean nanoseconds of a poll() that returned records. */
-    private record Run(double recordsPerS, double pollNanos) {
+    /** One run: records per second, the mean nanoseconds of a poll() that returned records, and the polling
+     * thread's CPU nanoseconds per such poll (everything it did from the first record on, divided by the polls). */
+    private record Run(double recordsPerS, double pollNanos, double cpuPerPollNanos) {
     }
 
     public static void main(String[] args) {
@@ -47,9 +52,12 @@ public final class JvmAgentThroughput {
             double agent = median(runs.get(true), Run::recordsPerS);
             double plainPoll = median(runs.get(false), Run::pollNanos) / 1000;
             double agentPoll = median(runs.get(true), Run::pollNanos) / 1000;
+            double plainCpu = median(runs.get(false), Run::cpuPerPollNanos) / 1000;
+            double agentCpu = median(runs.get(true), Run::cpuPerPollNanos) / 1000;
             System.out.printf("%-16s plain %,12.0f rec/s  instrumented %,12.0f rec/s  ratio %.3f  "
-                    + "poll() us: plain %.2f instrumented %.2f (%+.2f)%n", shape.getKey(), plain, agent,
-                    agent / plain, plainPoll, agentPoll, agentPoll - plainPoll);
+                    + "poll() us: plain %.2f instrumented %.2f (%+.2f)  CPU per poll us: plain %.2f "
+                    + "instrumented %.2f (ratio %.3f)%n", shape.getKey(), plain, agent, agent / plain, plainPoll,
+                    agentPoll, agentPoll - plainPoll, plainCpu, agentCpu, plainCpu / agentCpu);
         }
     }
 
@@ -65,7 +73,7 @@ public final class JvmAgentThroughput {
         try (Consumer<byte[], byte[]> consumer = instrumented ? new InstrumentedConsumer<>(config)
                 : new KafkaConsumer<>(config)) {
             consumer.subscribe(List.of(topic));
-            long seen = 0, polls = 0, inPoll = 0, start = 0;
+            long seen = 0, polls = 0, inPoll = 0, start = 0, cpuStart = 0;
             while (seen < records) {
                 long before = System.nanoTime();
                 ConsumerRecords<byte[], byte[]> batch = consumer.poll(POLL);
@@ -75,6 +83,7 @@ public final class JvmAgentThroughput {
                 }
                 if (start == 0) {
                     start = after;  // from the first record on: the group's join is not the consumer's speed
+                    cpuStart = THREADS.getCurrentThreadCpuTime();
                 } else {
                     inPoll += after - before;
                     polls++;
@@ -82,7 +91,8 @@ public final class JvmAgentThroughput {
                 seen += batch.count();
             }
             double seconds = (System.nanoTime() - start) / 1e9;
-            return new Run(records / seconds, polls == 0 ? 0 : (double) inPoll / polls);
+            double cpu = THREADS.getCurrentThreadCpuTime() - cpuStart;
+            return new Run(records / seconds, polls == 0 ? 0 : (double) inPoll / polls, polls == 0 ? 0 : cpu / polls);
         }
     }
 

@@ -4,6 +4,7 @@ import java.util.Collection;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.TreeSet;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.common.TopicPartition;
 
 /**
@@ -22,8 +23,9 @@ final class Processed {
     final boolean explicit;
     private final Map<TopicPartition, TreeSet<Long>> pending = new HashMap<>();
     private final Map<TopicPartition, Long> done = new HashMap<>();
-    /** Records processed since the last progress event, per partition (the progress body's {@code processed}). */
-    private final Map<TopicPartition, Long> counted = new HashMap<>();
+    /** Records processed since the last progress event, per partition (the progress body's {@code processed});
+     * a mutable cell per partition, so counting a poll allocates nothing. */
+    private final Map<TopicPartition, long[]> counted = new HashMap<>();
 
     Processed(boolean explicit) {
         this.explicit = explicit;
@@ -40,7 +42,7 @@ final class Processed {
             return;
         }
         done.merge(tp, offset, Math::max);
-        counted.merge(tp, 1L, Long::sum);
+        counted.computeIfAbsent(tp, k -> new long[1])[0]++;
         if (open.isEmpty()) {
             notifyAll();  // a revoke may be waiting for this partition to drain
         }
@@ -82,13 +84,16 @@ final class Processed {
     }
 
     /** Default mode: the records of the previous poll are processed now. */
-    synchronized void countPolled(TopicPartition tp, long records) {
-        counted.merge(tp, records, Long::sum);
+    synchronized void countPolled(ConsumerRecords<?, ?> records) {
+        for (TopicPartition tp : records.partitions()) {
+            counted.computeIfAbsent(tp, k -> new long[1])[0] += records.records(tp).size();
+        }
     }
 
     /** The processed counts since the last call, reset. */
     synchronized Map<TopicPartition, Long> takeCounts() {
-        Map<TopicPartition, Long> copy = new HashMap<>(counted);
+        Map<TopicPartition, Long> copy = new HashMap<>();
+        counted.forEach((tp, count) -> copy.put(tp, count[0]));
         counted.clear();
         return copy;
     }
