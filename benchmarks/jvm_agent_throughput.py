@@ -4,7 +4,8 @@
 
 Seeds one topic with small records (embedded broker unless --bootstrap; agent_throughput.py's seeding), then
 JvmAgentThroughput.java reads all of it in one JVM with each consumer in each loop shape (poll per record:
-max.poll.records=1; batch: the default 500), alternating plain and instrumented runs ``--rounds`` times after one
+max.poll.records=1; batch: the default 500), twice per run and timing the second pass (the steady state: the
+group joined, the agent's emitter started, its first fetches sent), alternating plain and instrumented runs ``--rounds`` times after one
 warm-up run each, and prints the medians: records/s, the ratio instrumented/plain, and the mean time of a poll
 that returned records and the polling thread's CPU time per poll (steadier than the wall clock on a shared
 machine). The target is a ratio of at least 0.99. Figures from a shared machine are indicative.
