@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.agent_throughput import PARTITIONS, seed  # noqa: E402
+from benchmarks.agent_throughput import PARTITIONS, on_a_broker, seed  # noqa: E402
 from lens_runtime.jvm_agent_build import agent_classpath, ensure_agent_jar  # noqa: E402
 
 PROGRAM = Path(__file__).with_name("JvmAgentThroughput.java")
@@ -43,12 +43,4 @@ if __name__ == "__main__":
     parser.add_argument("--records", type=int, default=500_000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--bootstrap", help="an existing cluster; default: start the embedded broker")
-    arguments = parser.parse_args()
-    if arguments.bootstrap:
-        main(arguments)
-    else:
-        from lens_runtime.kafka_broker import EmbeddedKafka
-
-        with EmbeddedKafka() as broker:
-            arguments.bootstrap = broker.bootstrap_servers
-            main(arguments)
+    on_a_broker(main, parser.parse_args())
