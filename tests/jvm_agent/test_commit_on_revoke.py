@@ -8,7 +8,8 @@ b closes, c reads to the end. The application commits nothing itself, so the onl
 without commit-on-revoke every handoff re-reads (the control run shows it, so the check can fail: thousands
 of records processed twice in a run of about 9,000).
 
-The default suite runs it once (about 25 s); the slow suite runs the control and 20 runs in a row:
+The default suite runs it once under classic (eager range, about 25 s); the slow suite runs the control and
+20 runs in a row under classic and under the consumer protocol:
 ``./lens test -m slow tests/jvm_agent/test_commit_on_revoke.py``.
 """
 from __future__ import annotations
@@ -103,6 +104,7 @@ def test_without_commit_on_revoke_the_same_program_processes_records_twice(kafka
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
 @pytest.mark.parametrize("attempt", range(20))
-def test_twenty_runs_in_a_row_without_duplicates(kafka, unique, tmp_path, attempt):
-    _assert_safe_handoffs(kafka, unique, tmp_path)
+def test_twenty_runs_in_a_row_without_duplicates(kafka, unique, tmp_path, protocol, attempt):
+    _assert_safe_handoffs(kafka, unique, tmp_path, protocol)
