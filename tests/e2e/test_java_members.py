@@ -20,7 +20,7 @@ from lens_scenarios.spec import parse
 from lens_scenarios.truth_log import read_deliveries, read_events, read_meta
 from tests.support.gold_matching import gold_for_run, mismatches
 from tests.support.java_members import PLAN
-from tests.support.telemetry_log import TelemetryLog
+from tests.support.telemetry_log import read_to_end
 
 CALLBACKS = {"partitions_assigned": "assign", "partitions_revoked": "revoke", "partitions_lost": "lost"}
 SHORT = {"name": "java-short", "topics": [{"name": "orders", "partitions": 4}],
@@ -31,19 +31,9 @@ SHORT = {"name": "java-short", "topics": [{"name": "orders", "partitions": 4}],
 
 def _telemetry_by_process(kafka, manifest: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
     """This run's telemetry, each member process's events in the order its agent numbered them."""
-    log = TelemetryLog(kafka.bootstrap_servers, manifest["telemetry_topic"])
-    try:
-        log.wait_for(lambda lg: lg.events, 30, "the telemetry")
-        while True:  # to the topic's end (validated against the schema on the way)
-            before = len(log.events)
-            log.refresh(1.0)
-            if len(log.events) == before:
-                break
-    finally:
-        log.close()
     prefix = f"{manifest['run_id']}-"
     by_process = defaultdict(list)
-    for event in sorted(log.events, key=lambda e: e["seq"]):
+    for event in sorted(read_to_end(kafka.bootstrap_servers, manifest["telemetry_topic"]), key=lambda e: e["seq"]):
         if event["client_id"].startswith(prefix):
             by_process[event["client_id"][len(prefix):]].append(event)
     return by_process
