@@ -43,7 +43,7 @@ def test_a_java_members_truth_log_is_what_its_agent_reported(kafka, tmp_path):
     """Per process (Java and Python alike): the callbacks its truth log holds are the ones its agent
     reported, in order, with the same partitions and member id; each reading start is the agent's
     first_fetch; what the agent calls processed at a revoke is the last record truth saw; each
-    commit is of a record the process read."""
+    offset committed is after a record the process read."""
     result = run_scenario(parse(SHORT, source="test"), RunOptions(out_dir=tmp_path, bootstrap=kafka.bootstrap_servers,
                                                                   telemetry_topic=f"java-short-{tmp_path.name}"))
     assert {p["process"]: p["runtime"] for p in result.manifest["processes"]} == \
@@ -76,11 +76,12 @@ def test_a_java_members_truth_log_is_what_its_agent_reported(kafka, tmp_path):
                 assert state["last_processed_offset"] == (max(read) if read else -1001), (meta.process, state)
         offsets = {(d.topic, d.partition, d.offset) for d in deliveries}
         commits = [o for e in events if e["kind"] == "commit" and e["body"]["error"] is None
-                   for o in e["body"]["offsets"]]
+                   for o in e["body"]["offsets"] if o["offset"] >= 0]  # librdkafka lists unread partitions, -1001
         assert commits and all((o["topic"], o["partition"], o["offset"] - 1) in offsets for o in commits), meta.process
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # the fixture's four runs (~4 min) and a pipeline run, on 2 cores others share
 @pytest.mark.parametrize("scenario", PLAN)
 def test_gold_equals_truth_for_java_members(landed_java, scenario):
     """`./lens test -m slow tests/e2e/test_java_members.py`: every handoff truth shows is in gold with the same
