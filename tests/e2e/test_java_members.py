@@ -3,9 +3,10 @@ and gold equals that truth handoff by handoff, as it does for Python members.
 
 The short run (default suite, ~30 s): a small mixed group (two Java members, one Python one) on the
 session broker; each member process's truth log is held against its own telemetry, call for call.
-The slow test (`./lens test -m slow tests/e2e/test_java_members.py`, one pipeline run over four
-scenario runs, about 8 min on 2 cores): built-ins with every member on the JVM under range,
-cooperative-sticky (static members) and the consumer protocol, and one mixed Java + Python group.
+The slow test (`./lens test -m slow tests/e2e/test_java_members.py`, one pipeline run over five
+scenario runs, 16-20 min on a shared 2-core machine): built-ins with every member on the JVM under range,
+cooperative-sticky (static members) and the consumer protocol, and two mixed Java + Python groups
+(turbulent-minute's is expected to fail on a gold bug: tests/support/java_members.py).
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from lens_scenarios.runner import RunOptions, run_scenario
 from lens_scenarios.spec import parse
 from lens_scenarios.truth_log import read_deliveries, read_events, read_meta
 from tests.support.gold_matching import gold_for_run, mismatches
-from tests.support.java_members import PLAN
+from tests.support.java_members import GOLD_CRASHED_IDLE_OWNER, PLAN
 from tests.support.telemetry_log import read_to_end
 
 CALLBACKS = {"partitions_assigned": "assign", "partitions_revoked": "revoke", "partitions_lost": "lost"}
@@ -81,8 +82,9 @@ def test_a_java_members_truth_log_is_what_its_agent_reported(kafka, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(1800)  # the fixture's four runs (~4 min) and a pipeline run, on 2 cores others share
-@pytest.mark.parametrize("scenario", PLAN)
+@pytest.mark.timeout(2100)  # the fixture's five runs (~5 min) and a pipeline run, on 2 cores others share
+@pytest.mark.parametrize("scenario", [pytest.param(name, marks=pytest.mark.xfail(reason=GOLD_CRASHED_IDLE_OWNER))
+                                      if name == "turbulent-minute" else name for name in PLAN])
 def test_gold_equals_truth_for_java_members(landed_java, scenario):
     """`./lens test -m slow tests/e2e/test_java_members.py`: every handoff truth shows is in gold with the same
     duplicates (bracketed after a crash), pause and cause, as tests/e2e/test_gold_vs_truth.py holds Python
