@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lens_scenarios import java_member
 from lens_scenarios.spec import MemberSpec
 
 STOP_TIMEOUT_S = 25.0
@@ -54,6 +55,7 @@ class MemberProcess:
     def describe(self) -> dict[str, Any]:
         return {"member": self.member.name, "process": self.process, "pid": self.popen.pid,
                 "group_instance_id": self.member.group_instance_id, "agent": self.member.agent,
+                "runtime": self.member.runtime,
                 "started": self.started_wall, "ended": self.ended_wall, "ended_by": self.ended_by,
                 "exit_code": self.popen.returncode}
 
@@ -73,10 +75,12 @@ class Fleet:
         n = self._incarnations.get(member.name, 0) + 1
         self._incarnations[member.name] = n
         process = f"{member.name}.{n}"
-        spec = self.spec_for(member, process)
+        spec = json.dumps(self.spec_for(member, process))
+        argv = (java_member.command(self.run_dir, spec) if member.runtime == "java"
+                else [sys.executable, "-m", "lens_scenarios.member", spec])
         log = open(self.run_dir / "logs" / f"{process}.log", "wb")  # noqa: SIM115 - handed to the child
         try:
-            popen = subprocess.Popen([sys.executable, "-m", "lens_scenarios.member", json.dumps(spec)],
+            popen = subprocess.Popen(argv,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True,
                                      start_new_session=True, bufsize=1)
         finally:

@@ -27,12 +27,13 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from consumer_agent import DEFAULT_TELEMETRY_TOPIC
 
 from lens_runtime.errors import LensError
-from lens_scenarios.consumer_config import (CLASSIC_SESSION_TIMEOUT_MS, check_online_upgrade, member_assignor,
-                                            member_config, protocol_of)
+from lens_scenarios.consumer_config import (CLASSIC_SESSION_TIMEOUT_MS, check_choice, check_online_upgrade,
+                                            member_assignor, member_config, protocol_of)
 from lens_scenarios.feeder import Feeder
 from lens_scenarios.fleet import Fleet
 from lens_scenarios.ground_truth import GroundTruth
-from lens_scenarios.spec import MemberSpec, Scenario, with_topic_prefix
+from lens_scenarios.java_member import java_config
+from lens_scenarios.spec import RUNTIMES, MemberSpec, Scenario, on_runtime, with_topic_prefix
 from lens_scenarios.timeline import Timeline
 
 SETTLE_QUIET_S = 2.0
@@ -50,6 +51,8 @@ class RunOptions:
     session_timeout_ms: int = CLASSIC_SESSION_TIMEOUT_MS  # classic groups (KIP-848: the broker's)
     # The telemetry's cluster when it is not the run's own (a central one, as several clusters share).
     telemetry_bootstrap: str | None = None
+    # Every member on this runtime (python | java), whatever the scenario declares; None: each member's own.
+    runtime: str | None = None
     # What names the run's group and topics (random by default): two runs given one token on two
     # clusters have one group name and the same topic names (each its own out_dir).
     token: str | None = None
@@ -109,6 +112,8 @@ def run_scenario(scenario: Scenario, options: RunOptions,
                  on_progress: Callable[[Progress], None] = lambda _p: None) -> RunResult:
     if "consumer" in scenario.migrations:
         check_online_upgrade(options.assignor, scenario.name)
+    if options.runtime is not None:
+        scenario = on_runtime(scenario, check_choice(options.runtime, RUNTIMES, "--runtime"))
     token = options.token or uuid.uuid4().hex[:6]
     run_id = f"{scenario.name}-{options.assignor}-{options.commit}-{token}"
     run_dir = Path(options.out_dir) / run_id
@@ -151,6 +156,8 @@ def run_scenario(scenario: Scenario, options: RunOptions,
                                    session_timeout_ms=options.session_timeout_ms, agent=member.agent,
                                    telemetry_bootstrap=options.telemetry_bootstrap,
                                    remote_assignor=member.remote_assignor)
+            if member.runtime == "java":
+                config = java_config(config)
             if member.agent:
                 manifest.setdefault("consumer_config", {k: v for k, v in config.items() if k != "client.id"})
             return {"run_dir": str(run_dir.resolve()), "member": member.name, "process": process, "agent": member.agent,

@@ -36,6 +36,9 @@ ACTION_KEYS: dict[str, tuple[frozenset[str], dict[str, Any]]] = {
 RESTARTS = ("rolling_restart", "protocol_migration")
 # KIP-848's group.remote.assignor on the 4.2.0 broker (pipelines.vocabulary declares them; a test checks)
 REMOTE_ASSIGNORS = ("uniform", "range")
+# What a member process runs on: confluent-kafka-python (lens_scenarios.member) or the Java client
+# with jvm_agent's InstrumentedConsumer (lens_scenarios/JavaMember.java); the first is the default.
+RUNTIMES = ("python", "java")
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,7 @@ class MemberSpec:
     agent: bool = True  # False: the plain confluent_kafka client, no telemetry (a fleet mid-adoption)
     group_protocol: str | None = None  # None: the run's; set by a protocol_migration that restarted it
     remote_assignor: str | None = None  # KIP-848's group.remote.assignor (None: the broker's default, uniform)
+    runtime: str = RUNTIMES[0]  # python | java (the client and agent the member process runs)
 
 
 @dataclass(frozen=True)
@@ -200,12 +204,21 @@ def _agent(item: dict, key: str, source: str) -> bool | None:
     return value
 
 
+def _runtime(item: dict, key: str, source: str) -> str:
+    value = item.get("runtime", RUNTIMES[0])
+    if value not in RUNTIMES:
+        raise _fail(source, f"{key}.runtime", f"is {value!r}",
+                    "Set it to python (confluent-kafka-python, the default) or java (the Java client with "
+                    "the JVM agent).")
+    return value
+
+
 def _member(item: Any, key: str, source: str, known: set[str]) -> MemberSpec:
-    """A member as declared; ``agent`` left out means instrumented (``_resolve_members`` then
-    lets a restart inherit what the running member runs)."""
+    """A member as declared; ``agent`` and ``runtime`` left out mean instrumented and python
+    (``_check_members`` then lets a restart inherit what the running member runs)."""
     if isinstance(item, str):
         item = {"name": item}
-    _check_keys(item, key, source, {"name", "group_instance_id", "topics", "agent"})
+    _check_keys(item, key, source, {"name", "group_instance_id", "topics", "agent", "runtime"})
     gid = item.get("group_instance_id")
     if gid is not None:
         gid = _name(gid, f"{key}.group_instance_id", source)
@@ -213,7 +226,7 @@ def _member(item: Any, key: str, source: str, known: set[str]) -> MemberSpec:
     agent = _agent(item, key, source)
     return MemberSpec(_name(item.get("name"), f"{key}.name", source), gid,
                       None if topics is None else _topic_list(topics, f"{key}.topics", source, known),
-                      True if agent is None else agent)
+                      True if agent is None else agent, runtime=_runtime(item, key, source))
 
 
 def _action(item: Any, index: int, source: str, topics: set[str]) -> Action:
@@ -237,10 +250,11 @@ def _action(item: Any, index: int, source: str, topics: set[str]) -> Action:
         parsed = tuple(_member(m, f"{key}.members[{i}]", source, topics) for i, m in enumerate(members))
         if kind != "scale_out":
             for i, m in enumerate(members):
-                if isinstance(m, dict) and "agent" in m:
-                    raise _fail(source, f"{key}.members[{i}].agent", f"is set on a {kind} action",
-                                "Remove it: a restart keeps what the member runs; declare `agent` under "
-                                "`members` or on the scale_out that adds the member.")
+                for inherited in ("agent", "runtime"):
+                    if isinstance(m, dict) and inherited in m:
+                        raise _fail(source, f"{key}.members[{i}].{inherited}", f"is set on a {kind} action",
+                                    f"Remove it: a restart keeps what the member runs; declare `{inherited}` "
+                                    "under `members` or on the scale_out that adds the member.")
     params = {name: item.get(name, default) for name, default in optional.items() if name != "members"}
     if kind == "subscription_change":
         params["topics"] = _topic_list(item["topics"], f"{key}.topics", source, topics)
@@ -356,6 +370,18 @@ def with_timeline(scenario: Scenario, timeline: tuple[Action, ...], duration_s: 
     """The scenario with another timeline and duration, its members checked and carried as a loaded
     scenario's are (``_check_members``)."""
     changed = replace(scenario, timeline=tuple(sorted(timeline, key=lambda a: a.at_s)), duration_s=duration_s)
+    return replace(changed, timeline=_check_members(changed))
+
+
+def on_runtime(scenario: Scenario, runtime: str, names: frozenset[str] | None = None) -> Scenario:
+    """The scenario with the members ``names`` (None: every member it ever starts) on ``runtime``;
+    restarts and crashes then start them again on it, as they keep any member's client."""
+    def move(m: MemberSpec) -> MemberSpec:
+        return replace(m, runtime=runtime) if names is None or m.name in names else m
+
+    timeline = tuple(replace(a, members=tuple(move(m) for m in a.members or ())) if a.kind == "scale_out" else a
+                     for a in scenario.timeline)
+    changed = replace(scenario, members=tuple(move(m) for m in scenario.members), timeline=timeline)
     return replace(changed, timeline=_check_members(changed))
 
 

@@ -5,17 +5,19 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from lens_scenarios.runner import RunOptions, run_scenario
-from lens_scenarios.spec import builtin_names, load
+from lens_scenarios.spec import Scenario, builtin_names, load
 from pipelines import catalog, lake
 from pipelines.config import PipelineConfig, embedded_broker_groups
 from pipelines.gold.costs import read_costs
 from pipelines.sql_build import marts_path
 from pipelines.stages import run_pipeline
+from tests.support.java_members import PLAN as JAVA_PLAN, scenario_of as java_scenario
 
 ENVELOPE = ("event_id", "kind", "event_time_ms", "agent_id", "seq", "group_id", "member_id", "group_instance_id",
             "generation", "group_protocol", "rebalance_protocol", "assignor", "body")
@@ -44,15 +46,24 @@ def landed_migrations(kafka, spark, tmp_path_factory) -> dict[str, Any]:
                 [(name, "range") for name in builtin_names(fully_instrumented=True, migrations=True)])
 
 
-def land(kafka, spark, tmp_path_factory, plan: list[tuple[str, str]]) -> dict[str, Any]:
+@pytest.fixture(scope="session")
+def landed_java(kafka, spark, tmp_path_factory) -> dict[str, Any]:
+    """Built-ins with Java members (tests/support/java_members.py), landed on their own: slow tests only."""
+    return land(kafka, spark, tmp_path_factory, [(name, assignor) for name, (assignor, _) in JAVA_PLAN.items()],
+                java_scenario)
+
+
+def land(kafka, spark, tmp_path_factory, plan: list[tuple[str, str]],
+         scenario_of: Callable[[str], Scenario] = load) -> dict[str, Any]:
     """Runs each (scenario, assignor) of ``plan`` on the session broker, all writing telemetry to one
-    topic, then the whole pipeline over it; returns the runs and what the tests read from the lake."""
+    topic, then the whole pipeline over it; returns the runs and what the tests read from the lake.
+    ``scenario_of``: the scenario a name runs (a built-in as loaded, or changed: Java members)."""
     telemetry = f"e2e-telemetry-{uuid.uuid4().hex[:6]}"
     runs, options_of = {}, {}
     for name, assignor in plan:
         options = RunOptions(assignor=assignor, commit="batch", out_dir=tmp_path_factory.mktemp("runs"),
                              bootstrap=kafka.bootstrap_servers, telemetry_topic=telemetry)
-        runs[name], options_of[name] = run_scenario(load(name), options), options
+        runs[name], options_of[name] = run_scenario(scenario_of(name), options), options
     config = PipelineConfig(bootstrap_servers=kafka.bootstrap_servers, topic=telemetry,
                             lake_path=str(tmp_path_factory.mktemp("e2e-lake") / "lake"), **embedded_broker_groups())
     results = run_pipeline(spark, config, progress=lambda _m: None)

@@ -13,7 +13,7 @@ import pytest
 
 from lens_scenarios.runner import RunOptions, RunResult, run_scenario
 from lens_scenarios.spec import load
-from tests.support.telemetry_log import TelemetryLog
+from tests.support.telemetry_log import read_to_end
 
 PLAIN = {"p1", "p2"}
 
@@ -51,21 +51,12 @@ def test_no_telemetry_event_comes_from_or_names_a_plain_member(result, truth_jso
     prefix = f"{result.manifest['run_id']}-"
     plain = {p["process"] for p in truth_json["processes"] if not p["instrumented"]}
     plain_ids = {i for p in truth_json["processes"] if not p["instrumented"] for i in p["member_ids"]}
-    log = TelemetryLog(kafka.bootstrap_servers, result.manifest["telemetry_topic"])
-    try:
-        log.wait_for(lambda lg: lg.events, 30, "the telemetry")
-        while True:  # to the end of the topic (this run's own)
-            before = len(log.events)
-            log.refresh(1.0)
-            if len(log.events) == before:
-                break
-    finally:
-        log.close()
-    senders = {e["client_id"][len(prefix):] for e in log.events}
+    events = read_to_end(kafka.bootstrap_servers, result.manifest["telemetry_topic"])  # this run's own topic
+    senders = {e["client_id"][len(prefix):] for e in events}
     assert senders == {"m1.1", "m2.1", "m3.1"}
     assert not plain & senders
-    assert {e["member_id"] for e in log.events if e.get("member_id")}.isdisjoint(plain_ids)
-    assert not [e for e in log.events if any(i in json.dumps(e) for i in plain_ids | {prefix + p for p in plain})]
+    assert {e["member_id"] for e in events if e.get("member_id")}.isdisjoint(plain_ids)
+    assert not [e for e in events if any(i in json.dumps(e) for i in plain_ids | {prefix + p for p in plain})]
 
 
 def _check_coverage(result: RunResult, truth_json: dict) -> None:

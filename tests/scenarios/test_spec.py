@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from lens_runtime.errors import LensError
-from lens_scenarios.spec import builtin_names, load, parse, restarted_as
+from lens_scenarios.spec import builtin_names, load, on_runtime, parse, restarted_as
 
 ACTIONS_COVERED = {"rolling_restart", "protocol_migration", "scale_out", "scale_in", "crash", "slow_processing",
                    "subscription_change", "enforce_rebalance"}
@@ -53,6 +53,10 @@ def test_a_user_file_is_loaded_by_path(tmp_path):
      "`timeline[1].members[0].agent`", "Set it to true"),
     (lambda d: d["timeline"][0].update(members=[{"name": "a", "agent": False}]), "`timeline[0].members[0].agent`",
      "a restart keeps what the member runs"),
+    (lambda d: d.update(members=["a", {"name": "b", "runtime": "jvm"}]), "`members[1].runtime`",
+     "Set it to python (confluent-kafka-python, the default) or java (the Java client with the JVM agent)"),
+    (lambda d: d["timeline"][0].update(members=[{"name": "a", "runtime": "java"}]),
+     "`timeline[0].members[0].runtime`", "a restart keeps what the member runs; declare `runtime`"),
     (lambda d: d["timeline"].append({"at": 3, "action": "protocol_migration"}), "`timeline[1].to`",
      "Add `to:`"),
     (lambda d: d["timeline"].append({"at": 3, "action": "protocol_migration", "to": "kip848"}), "`timeline[1].to`",
@@ -115,6 +119,52 @@ def test_a_member_can_run_the_plain_client_and_keeps_it_across_restarts():
         [[("b", False)], [("b", False)], [("c", False), ("d", True)]]
     assert not scenario.fully_instrumented
     assert parse(_base(), source="mine.yaml").fully_instrumented
+
+
+def test_a_member_can_run_on_the_jvm_and_keeps_it_across_restarts():
+    data = _base()
+    data["members"] = ["a", {"name": "b", "runtime": "java", "agent": False}]
+    data["timeline"] = [{"at": 2, "action": "rolling_restart"},
+                        {"at": 4, "action": "crash", "members": ["b"], "restart_after_s": 1},
+                        {"at": 6, "action": "scale_out", "members": [{"name": "c", "runtime": "java"}, "d"]}]
+    scenario = parse(data, source="mine.yaml")
+    assert [(m.name, m.runtime, m.agent) for m in scenario.members] == [("a", "python", True), ("b", "java", False)]
+    assert [[(m.name, m.runtime) for m in a.members or ()] for a in scenario.timeline[1:]] == \
+        [[("b", "java")], [("c", "java"), ("d", "python")]]
+
+
+def test_the_run_option_puts_every_member_on_the_jvm_and_a_bad_value_names_the_flag(tmp_path):
+    from lens_scenarios.runner import RunOptions, run_scenario
+
+    data = _base()
+    data["timeline"] = [{"at": 2, "action": "crash", "members": ["a"], "restart_after_s": 1},
+                        {"at": 6, "action": "scale_out", "members": ["c"]}]
+    scenario = parse(data, source="mine.yaml")
+    moved = on_runtime(scenario, "java")
+    started = [*moved.members, *(m for a in moved.timeline for m in a.members or ())]
+    assert {m.runtime for m in started} == {"java"} and {m.runtime for m in scenario.members} == {"python"}
+    only_c = on_runtime(scenario, "java", frozenset({"c"}))
+    assert [(m.name, m.runtime) for a in only_c.timeline for m in a.members] == [("a", "python"), ("c", "java")]
+    with pytest.raises(LensError, match=r"^--runtime 'jvm' is not supported. Use one of: python, java.$"):
+        run_scenario(scenario, RunOptions(out_dir=tmp_path, runtime="jvm"))
+    assert not list(tmp_path.iterdir())  # refused before anything ran
+
+
+def test_a_java_member_gets_the_same_settings_in_the_java_clients_words():
+    from lens_scenarios.consumer_config import member_config
+    from lens_scenarios.java_member import java_config
+
+    common = dict(bootstrap="b:9092", group_id="g", commit="revoke", client_id="c", group_instance_id="i",
+                  max_poll_interval_ms=10_000, telemetry_topic="t")
+    classic = member_config(**common, assignor="cooperative-sticky")
+    java = java_config(classic)
+    assert java["partition.assignment.strategy"] == "org.apache.kafka.clients.consumer.CooperativeStickyAssignor"
+    assert "lens.commit.on.revoke" not in java  # the Java member commits in its own listener
+    assert java["max.poll.records"] == 500 and java["value.deserializer"].endswith("StringDeserializer")
+    assert {k: v for k, v in java.items() if k in classic and k != "partition.assignment.strategy"} == \
+        {k: v for k, v in classic.items() if k not in ("lens.commit.on.revoke", "partition.assignment.strategy")}
+    consumer = java_config(member_config(**common, assignor="consumer"))
+    assert "partition.assignment.strategy" not in consumer and consumer["group.protocol"] == "consumer"
 
 
 def test_a_protocol_migration_moves_its_members_and_later_restarts_keep_the_new_protocol():

@@ -65,6 +65,20 @@ class TelemetryLog:
         self._consumer.close()
 
 
+def read_to_end(bootstrap_servers: str, topic: str) -> list[Event]:
+    """Every event of a finished run's telemetry topic (validated): read until a second brings nothing new."""
+    log = TelemetryLog(bootstrap_servers, topic)
+    try:
+        log.wait_for(lambda lg: lg.events, 30, "the telemetry")
+        while True:
+            before = len(log.events)
+            log.refresh(1.0)
+            if len(log.events) == before:
+                return log.events
+    finally:
+        log.close()
+
+
 def partitions_of(event: Event) -> set[int]:
     return {p["partition"] for p in event["body"]["partitions"]}
 
