@@ -1,0 +1,149 @@
+"""The -javaagent jar (jvm_agent/target/rebalance-lens-javaagent.jar) instruments an application that knows nothing
+of it: PlainConsumerApp.java (beside this file) builds a plain KafkaConsumer, and two runs of it, as two members
+of one group, go through a rebalance (b joins, b leaves). The agent is configured one member by a system property
+and the other by an environment variable; its telemetry is read back and validated against the v1 schema.
+The app's classpath has kafka-clients and its own dependencies only: the agent brings (and hides) the rest.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lens_runtime.jvm_agent_build import LIB, MODULE, ensure_agent_jar
+from tests.support.telemetry_log import TelemetryLog
+
+JAVAAGENT = MODULE / "target" / "rebalance-lens-javaagent.jar"
+APP = Path(__file__).with_name("PlainConsumerApp.java")
+PARTITIONS = 4
+PER_PARTITION = 20
+ALL = set(range(PARTITIONS))
+
+
+class Member:
+    """One run of PlainConsumerApp: its JVM, what its listener printed, and the file that stops it."""
+
+    def __init__(self, tmp_path: Path, name: str, args: list[str], jvm: list[str], env: dict[str, str]) -> None:
+        self.stdout, self.stderr, self.stop_file = (tmp_path / f"{name}.{s}" for s in ("out", "err", "stop"))
+        app_classpath = ":".join(str(p) for p in sorted(LIB.glob("*.jar")) if not p.name.startswith("jackson-"))
+        with self.stdout.open("w") as out, self.stderr.open("w") as err:
+            self.process = subprocess.Popen(["java", *jvm, "-cp", app_classpath, str(APP), *args, str(self.stop_file)],
+                                            stdout=out, stderr=err, env=env)
+
+    def lines(self) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in self.stdout.read_text().splitlines() if line.startswith("{")]
+
+    def listener_calls(self) -> list[tuple[str, list[int]]]:
+        return [(c["callback"], c["partitions"]) for c in self.lines() if "partitions" in c]
+
+    def owned(self) -> set[int]:
+        owned: set[int] = set()
+        for callback, partitions in self.listener_calls():  # eager revokes all before it assigns: both fit
+            owned = owned | set(partitions) if callback == "assigned" else owned - set(partitions)
+        return owned
+
+    def read(self) -> int:
+        return sum(c["count"] for c in self.lines() if c["callback"] == "records")
+
+    def stop(self) -> None:
+        self.stop_file.touch()
+        assert self.process.wait(timeout=60) == 0, self.stderr.read_text()[-3000:]
+
+    def agent_lines(self) -> list[str]:
+        return [line for line in self.stderr.read_text().splitlines() if line.startswith("rebalance-lens javaagent")]
+
+
+def _until(condition: Callable[[], bool], what: str, members: list[Member], timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        for member in members:
+            assert member.process.poll() is None, f"{member.stdout.stem} exited: {member.stderr.read_text()[-3000:]}"
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.2)
+
+
+def _clean_env() -> dict[str, str]:
+    """The environment without LENS_* variables: each test names the agent's options itself."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("LENS_")}
+
+
+@pytest.fixture
+def app(kafka, unique: str, tmp_path: Path) -> Callable[..., Member]:
+    """Start a member of this test's group on a seeded topic: app(name, protocol, jvm_options, env_extra)."""
+    ensure_agent_jar()
+    assert JAVAAGENT.is_file(), "mvn package builds the javaagent jar beside the library's"
+    topic = kafka.create_topic(f"javaagent-{unique}", partitions=PARTITIONS)
+    kafka.seed_partitions(topic, PARTITIONS, PER_PARTITION)
+
+    def start(name: str, protocol: str, jvm: list[str], env: dict[str, str] | None = None) -> Member:
+        args = [kafka.bootstrap_servers, topic, f"javaagent-{unique}", protocol]
+        return Member(tmp_path, name, args, jvm, {**_clean_env(), **(env or {})})
+    return start
+
+
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_an_application_that_knows_nothing_of_the_agent_is_measured(kafka, unique, app, protocol):
+    telemetry = f"javaagent-telemetry-{unique}"
+    agent = [f"-javaagent:{JAVAAGENT}", "-Dlens.progress.interval.ms=500"]
+    a = app("a", protocol, [*agent, f"-Dlens.telemetry.topic={telemetry}"])
+    _until(lambda: a.owned() == ALL and a.read() == PARTITIONS * PER_PARTITION, "a owns and read everything", [a])
+    b = app("b", protocol, agent, {"LENS_TELEMETRY_TOPIC": telemetry})
+    _until(lambda: a.owned() and b.owned() and a.owned() | b.owned() == ALL and not a.owned() & b.owned(),
+           "a and b share the partitions", [a, b])
+    b.stop()
+    _until(lambda: a.owned() == ALL, "a owns everything again", [a])
+    a.stop()
+    assert a.agent_lines() == b.agent_lines() == []  # the agent started without a word
+
+    log = TelemetryLog(kafka.bootstrap_servers, telemetry)  # validates every event against the v1 schema
+    try:
+        closed = lambda lg: {e["pid"] for e in lg.events if e["kind"] == "state_transition"
+                             and e["body"]["reason"] == "close"} == {a.process.pid, b.process.pid}
+        log.wait_for(closed, timeout=60, what="both members' close")
+        events = log.events
+    finally:
+        log.close()
+
+    agent_of = {e["pid"]: e["agent_id"] for e in events}
+    assert set(agent_of) == {a.process.pid, b.process.pid} and len(set(agent_of.values())) == 2
+    for member in (a, b):
+        agent_id = agent_of[member.process.pid]
+        reported = [(e["kind"].removeprefix("partitions_"), sorted(p["partition"] for p in e["body"]["partitions"]))
+                    for e in log.of(agent_id, "partitions_assigned", "partitions_revoked", "partitions_lost")]
+        assert reported == member.listener_calls(), member.stdout.stem
+        seqs = [e["seq"] for e in log.of(agent_id)]
+        assert seqs == list(range(len(seqs)))
+        config = log.of(agent_id, "member_config")[0]
+        assert config["group_protocol"] == protocol and config["group_id"] == f"javaagent-{unique}"
+        assert config["body"]["client_version"].startswith("kafka-clients 4.2")
+        assert not any(k.startswith("lens.") for k in config["body"]["config"])
+    # a's no-argument commitSync()s reached the telemetry with the offsets the client committed (the agent's
+    # commit witness is in the app's KafkaConsumer): at the end, every partition at its end offset.
+    committed: dict[int, int] = {}
+    for commit in log.of(agent_of[a.process.pid], "commit"):
+        assert commit["body"]["sync"] and commit["body"]["error"] is None
+        committed.update({o["partition"]: o["offset"] for o in commit["body"]["offsets"]})
+    assert committed == {p: PER_PARTITION for p in ALL}
+
+
+@pytest.mark.parametrize("options, env, key", [
+    (["-Dlens.processing=sometimes"], {"LENS_TELEMETRY_TOPIC": "never-written"}, "lens.processing"),
+    (["-Dlens.telemetry.topic=never-written", "-Dlens.progres.interval.ms=500"], {}, "lens.progres.interval.ms"),
+    ([], {}, "lens.telemetry.topic"),
+])
+def test_a_bad_agent_option_prints_one_line_and_the_application_runs_without_the_agent(kafka, app, options, env,
+                                                                                         key):
+    member = app("bad", "classic", [f"-javaagent:{JAVAAGENT}", *options], env)
+    _until(lambda: member.owned() == ALL and member.read() == PARTITIONS * PER_PARTITION,
+           "the app reads everything", [member])
+    member.stop()
+    lines = member.agent_lines()
+    assert len(lines) == 1 and key in lines[0] and lines[0].endswith("the application runs without it."), lines
+    assert "never-written" not in kafka.admin().list_topics(timeout=10).topics  # nothing was instrumented
