@@ -29,12 +29,12 @@ ALL = set(range(PARTITIONS))
 class Member:
     """One run of PlainConsumerApp: its JVM, what its listener printed, and the file that stops it."""
 
-    def __init__(self, tmp_path: Path, name: str, args: list[str], jvm: list[str], env: dict[str, str]) -> None:
+    def __init__(self, tmp_path: Path, name: str, classpath: str, args: list[str], jvm: list[str],
+                 env: dict[str, str]) -> None:
         self.stdout, self.stderr, self.stop_file = (tmp_path / f"{name}.{s}" for s in ("out", "err", "stop"))
-        app_classpath = ":".join(str(p) for p in sorted(LIB.glob("*.jar")) if not p.name.startswith("jackson-"))
         with self.stdout.open("w") as out, self.stderr.open("w") as err:
-            self.process = subprocess.Popen(["java", *jvm, "-cp", app_classpath, str(APP), *args, str(self.stop_file)],
-                                            stdout=out, stderr=err, env=env)
+            self.process = subprocess.Popen(["java", "-XX:TieredStopAtLevel=1", *jvm, "-cp", classpath, APP.stem, *args,
+                                             str(self.stop_file)], stdout=out, stderr=err, env=env)
 
     def lines(self) -> list[dict[str, Any]]:
         return [json.loads(line) for line in self.stdout.read_text().splitlines() if line.startswith("{")]
@@ -74,17 +74,27 @@ def _clean_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("LENS_")}
 
 
-@pytest.fixture
-def app(kafka, unique: str, tmp_path: Path) -> Callable[..., Member]:
-    """Start a member of this test's group on a seeded topic: app(name, protocol, jvm_options, env_extra)."""
+@pytest.fixture(scope="module")
+def app_classpath(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The app compiled once, and its classpath: kafka-clients and its own dependencies (no Jackson: the agent
+    brings its own, relocated)."""
     ensure_agent_jar()
     assert JAVAAGENT.is_file(), "mvn package builds the javaagent jar beside the library's"
+    classes = tmp_path_factory.mktemp("app")
+    kafka_jars = ":".join(str(p) for p in sorted(LIB.glob("*.jar")) if not p.name.startswith("jackson-"))
+    subprocess.run(["javac", "-cp", kafka_jars, "-d", str(classes), str(APP)], check=True, timeout=300)
+    return f"{classes}:{kafka_jars}"
+
+
+@pytest.fixture
+def app(kafka, unique: str, tmp_path: Path, app_classpath: str) -> Callable[..., Member]:
+    """Start a member of this test's group on a seeded topic: app(name, protocol, jvm_options, env_extra)."""
     topic = kafka.create_topic(f"javaagent-{unique}", partitions=PARTITIONS)
     kafka.seed_partitions(topic, PARTITIONS, PER_PARTITION)
 
     def start(name: str, protocol: str, jvm: list[str], env: dict[str, str] | None = None) -> Member:
         args = [kafka.bootstrap_servers, topic, f"javaagent-{unique}", protocol]
-        return Member(tmp_path, name, args, jvm, {**_clean_env(), **(env or {})})
+        return Member(tmp_path, name, app_classpath, args, jvm, {**_clean_env(), **(env or {})})
     return start
 
 
