@@ -144,7 +144,7 @@ def test_an_application_that_knows_nothing_of_the_agent_is_measured(kafka, uniqu
 
 
 @pytest.mark.parametrize("options, env, key", [
-    (["-Dlens.processing=sometimes"], {"LENS_TELEMETRY_TOPIC": "never-written"}, "lens.processing"),
+    (["-Dlens.processing=explicit"], {"LENS_TELEMETRY_TOPIC": "never-written"}, "lens.processing=explicit"),
     (["-Dlens.telemetry.topic=never-written", "-Dlens.progres.interval.ms=500"], {}, "lens.progres.interval.ms"),
     ([], {}, "lens.telemetry.topic"),
 ])

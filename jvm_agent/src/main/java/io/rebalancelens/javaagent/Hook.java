@@ -33,7 +33,12 @@ public final class Hook {
         }
         try {
             return Instrumenter.begin(config);
-        } catch (RuntimeException | LinkageError e) {
+        } catch (LinkageError e) {
+            say("kafka-clients is not on the application class path (" + e + "; a nested jar, as in Spring Boot's "
+                    + "executable jar?): run the application from a flat class path (java -cp, an unpacked jar) to "
+                    + "use the agent");
+            return null;
+        } catch (RuntimeException e) {
             say("not instrumenting a KafkaConsumer: " + e);
             return null;
         }
