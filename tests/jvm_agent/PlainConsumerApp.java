@@ -14,7 +14,7 @@ import org.apache.kafka.common.serialization.StringDeserializer;
 /**
  * tests/jvm_agent/test_javaagent.py's application: a plain KafkaConsumer that knows nothing of rebalance-lens
  * (run with java's single-file launcher, with or without -javaagent). It prints one JSON line per listener call
- * and per non-empty poll, commits after each, and closes when the stop file appears.
+ * and per non-empty poll (with the time), commits after each, and closes when the stop file appears.
  *
  * Arguments: bootstrap topic group group-protocol (classic|consumer) stop-file
  */
@@ -45,7 +45,8 @@ public final class PlainConsumerApp {
             while (!Files.exists(stop)) {
                 ConsumerRecords<String, String> records = consumer.poll(Duration.ofMillis(100));
                 if (!records.isEmpty()) {
-                    System.out.println("{\"callback\": \"records\", \"count\": " + records.count() + "}");
+                    System.out.println("{\"callback\": \"records\", \"count\": " + records.count()
+                            + ", \"at_ms\": " + System.currentTimeMillis() + "}");
                     consumer.commitSync();
                 }
             }
@@ -56,6 +57,7 @@ public final class PlainConsumerApp {
     private static void print(String callback, Collection<TopicPartition> partitions) {
         String numbers = partitions.stream().map(TopicPartition::partition).sorted().map(String::valueOf)
                 .collect(Collectors.joining(", "));
-        System.out.println("{\"callback\": \"" + callback + "\", \"partitions\": [" + numbers + "]}");
+        System.out.println("{\"callback\": \"" + callback + "\", \"partitions\": [" + numbers + "], \"at_ms\": "
+                + System.currentTimeMillis() + "}");
     }
 }

@@ -17,6 +17,9 @@ from typing import Any
 import pytest
 
 from lens_runtime.jvm_agent_build import LIB, MODULE, ensure_agent_jar
+from pipelines import catalog, lake
+from pipelines.config import PipelineConfig, embedded_broker_groups
+from pipelines.stages import run_pipeline
 from tests.support.telemetry_log import TelemetryLog
 
 JAVAAGENT = MODULE / "target" / "rebalance-lens-javaagent.jar"
@@ -98,9 +101,8 @@ def app(kafka, unique: str, tmp_path: Path, app_classpath: str) -> Callable[...,
     return start
 
 
-@pytest.mark.parametrize("protocol", ["classic", "consumer"])
-def test_an_application_that_knows_nothing_of_the_agent_is_measured(kafka, unique, app, protocol):
-    telemetry = f"javaagent-telemetry-{unique}"
+def _rebalance(app: Callable[..., Member], protocol: str, telemetry: str) -> tuple[Member, Member]:
+    """a alone reads everything, b joins, b leaves, a closes: a configured by a property, b by the environment."""
     agent = [f"-javaagent:{JAVAAGENT}", "-Dlens.progress.interval.ms=500"]
     a = app("a", protocol, [*agent, f"-Dlens.telemetry.topic={telemetry}"])
     _until(lambda: a.owned() == ALL and a.read() == PARTITIONS * PER_PARTITION, "a owns and read everything", [a])
@@ -111,17 +113,27 @@ def test_an_application_that_knows_nothing_of_the_agent_is_measured(kafka, uniqu
     _until(lambda: a.owned() == ALL, "a owns everything again", [a])
     a.stop()
     assert a.agent_lines() == b.agent_lines() == []  # the agent started without a word
+    return a, b
 
-    log = TelemetryLog(kafka.bootstrap_servers, telemetry)  # validates every event against the v1 schema
+
+def _telemetry(kafka, telemetry: str, members: tuple[Member, ...]) -> TelemetryLog:
+    """The telemetry topic read back (every event validated against the v1 schema) once every member closed."""
+    log = TelemetryLog(kafka.bootstrap_servers, telemetry)
     try:
-        closed = lambda lg: {e["pid"] for e in lg.events if e["kind"] == "state_transition"
-                             and e["body"]["reason"] == "close"} == {a.process.pid, b.process.pid}
-        log.wait_for(closed, timeout=60, what="both members' close")
-        events = log.events
+        pids = {m.process.pid for m in members}
+        log.wait_for(lambda lg: {e["pid"] for e in lg.events if e["kind"] == "state_transition"
+                                 and e["body"]["reason"] == "close"} == pids, timeout=60, what="every member's close")
     finally:
         log.close()
+    return log
 
-    agent_of = {e["pid"]: e["agent_id"] for e in events}
+
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_an_application_that_knows_nothing_of_the_agent_is_measured(kafka, unique, app, protocol):
+    telemetry = f"javaagent-telemetry-{unique}"
+    a, b = _rebalance(app, protocol, telemetry)
+    log = _telemetry(kafka, telemetry, (a, b))
+    agent_of = {e["pid"]: e["agent_id"] for e in log.events}
     assert set(agent_of) == {a.process.pid, b.process.pid} and len(set(agent_of.values())) == 2
     for member in (a, b):
         agent_id = agent_of[member.process.pid]
@@ -157,3 +169,28 @@ def test_a_bad_agent_option_prints_one_line_and_the_application_runs_without_the
     lines = member.agent_lines()
     assert len(lines) == 1 and key in lines[0] and lines[0].endswith("the application runs without it."), lines
     assert "never-written" not in kafka.admin().list_topics(timeout=10).topics  # nothing was instrumented
+
+
+@pytest.mark.slow
+def test_an_unmodified_java_applications_group_is_measured_end_to_end(kafka, spark, unique, app, tmp_path):
+    """The group's telemetry through the whole pipeline: gold's handoffs, partition by partition, are the owners the
+    app's own listeners printed, in order (``./lens test -m slow tests/jvm_agent/test_javaagent.py``)."""
+    telemetry = f"javaagent-e2e-{unique}"
+    members = _rebalance(app, "classic", telemetry)
+    agent_of = {e["pid"]: e["agent_id"] for e in _telemetry(kafka, telemetry, members).events}
+    config = PipelineConfig(bootstrap_servers=kafka.bootstrap_servers, topic=telemetry,
+                            lake_path=str(tmp_path / "lake"), **embedded_broker_groups())
+    run_pipeline(spark, config, progress=lambda _m: None)
+    handoffs = sorted((r.asDict() for r in lake.read(spark, config.lake_path, catalog.HANDOFFS).collect()),
+                      key=lambda h: (h["partition"], h["assigned_ms"]))
+
+    assigned = sorted((call["at_ms"], p, agent_of[m.process.pid]) for m in members for call in m.lines()
+                      if call["callback"] == "assigned" for p in call["partitions"])
+    owners_in_app = {p: [agent for _at, q, agent in assigned if q == p] for p in ALL}
+    owners_in_gold: dict[int, list[str]] = {}
+    for h in handoffs:
+        owners_in_gold.setdefault(h["partition"], [h["prev_agent_id"]]).append(h["next_agent_id"])
+    assert owners_in_gold == owners_in_app
+    assert all(h["group_id"] == f"javaagent-{unique}" and h["release_kind"] == "revoked" for h in handoffs)
+    # a committed every record it read before b joined and the topic got no more: nothing is read twice
+    assert all(h["duplicates"] == 0 for h in handoffs)
