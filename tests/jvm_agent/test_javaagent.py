@@ -172,6 +172,7 @@ def test_a_bad_agent_option_prints_one_line_and_the_application_runs_without_the
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # the stages up to gold on a loaded 2-core machine took over the default 600 s
 def test_an_unmodified_java_applications_group_is_measured_end_to_end(kafka, spark, unique, app, tmp_path):
     """The group's telemetry through the whole pipeline: gold's handoffs, partition by partition, are the owners the
     app's own listeners printed, in order (``./lens test -m slow tests/jvm_agent/test_javaagent.py``)."""
@@ -180,7 +181,7 @@ def test_an_unmodified_java_applications_group_is_measured_end_to_end(kafka, spa
     agent_of = {e["pid"]: e["agent_id"] for e in _telemetry(kafka, telemetry, members).events}
     config = PipelineConfig(bootstrap_servers=kafka.bootstrap_servers, topic=telemetry,
                             lake_path=str(tmp_path / "lake"), **embedded_broker_groups())
-    run_pipeline(spark, config, progress=lambda _m: None)
+    run_pipeline(spark, config, stages=("ingest", "validate", "silver", "gold"), progress=lambda _m: None)
     handoffs = sorted((r.asDict() for r in lake.read(spark, config.lake_path, catalog.HANDOFFS).collect()),
                       key=lambda h: (h["partition"], h["assigned_ms"]))
 
