@@ -174,8 +174,10 @@ def test_a_bad_agent_option_prints_one_line_and_the_application_runs_without_the
 @pytest.mark.slow
 @pytest.mark.timeout(1800)  # the stages up to gold on a loaded 2-core machine took over the default 600 s
 def test_an_unmodified_java_applications_group_is_measured_end_to_end(kafka, spark, unique, app, tmp_path):
-    """The group's telemetry through the whole pipeline: gold's handoffs, partition by partition, are the owners the
-    app's own listeners printed, in order (``./lens test -m slow tests/jvm_agent/test_javaagent.py``)."""
+    """The group's telemetry through the stages up to gold: gold's handoffs, partition by partition, are the owners
+    the app's own listeners printed, in order (``./lens test -m slow tests/jvm_agent/test_javaagent.py``). No record
+    is fetched after a handoff here (a read the topic to its end first), so gold has no duplicates or pause to
+    compare: those wait for Java members in the scenarios (issue 40)."""
     telemetry = f"javaagent-e2e-{unique}"
     members = _rebalance(app, "classic", telemetry)
     agent_of = {e["pid"]: e["agent_id"] for e in _telemetry(kafka, telemetry, members).events}
@@ -193,8 +195,8 @@ def test_an_unmodified_java_applications_group_is_measured_end_to_end(kafka, spa
         owners_in_gold.setdefault(h["partition"], [h["prev_agent_id"]]).append(h["next_agent_id"])
     assert owners_in_gold == owners_in_app
     assert all(h["group_id"] == f"javaagent-{unique}" and h["release_kind"] == "revoked" for h in handoffs)
-    # a's no-argument commitSync()s reached gold: each of a's revokes finds its partition committed to the end
-    a_id = agent_of[members[0].process.pid]
-    assert [h["committed_at_revoke"] for h in handoffs if h["prev_agent_id"] == a_id] == [PER_PARTITION] * PARTITIONS, [
-        {k: h[k] for k in ("partition", "prev_agent_id", "duplicates", "duplicates_upper", "last_processed_at_revoke",
-                           "committed_at_revoke", "first_fetch_offset")} for h in handoffs]
+    # a's no-argument commitSync()s reached gold: a's first ownership of each partition (where it read and committed
+    # everything) ends in a revoke that finds the partition committed to its end
+    first = {p: next(h for h in handoffs if h["partition"] == p) for p in ALL}
+    assert {p: (h["prev_agent_id"], h["committed_at_revoke"]) for p, h in first.items()} == {
+        p: (agent_of[members[0].process.pid], PER_PARTITION) for p in ALL}
