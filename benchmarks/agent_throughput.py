@@ -135,6 +135,18 @@ def percentile(values: list[int], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] / 1000
 
 
+def on_a_broker(main: Callable[[argparse.Namespace], None], args: argparse.Namespace) -> None:
+    """``main(args)`` against ``args.bootstrap``, else against the embedded broker, started for the run."""
+    if args.bootstrap:
+        main(args)
+        return
+    from lens_runtime.kafka_broker import EmbeddedKafka
+
+    with EmbeddedKafka() as broker:
+        args.bootstrap = broker.bootstrap_servers
+        main(args)
+
+
 def main(args: argparse.Namespace) -> None:
     topic, telemetry = f"bench-{uuid.uuid4().hex[:8]}", f"bench-telemetry-{uuid.uuid4().hex[:8]}"
     if args.telemetry_away:
@@ -184,12 +196,4 @@ if __name__ == "__main__":
     parser.add_argument("--telemetry-away", action="store_true",
                         help="the instrumented consumer's telemetry cluster is unreachable for the whole run")
     parser.add_argument("--no-latency", action="store_true", help="skip the per-poll latency runs")
-    arguments = parser.parse_args()
-    if arguments.bootstrap:
-        main(arguments)
-    else:
-        from lens_runtime.kafka_broker import EmbeddedKafka
-
-        with EmbeddedKafka() as broker:
-            arguments.bootstrap = broker.bootstrap_servers
-            main(arguments)
+    on_a_broker(main, parser.parse_args())

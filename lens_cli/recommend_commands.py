@@ -141,7 +141,7 @@ def _verify(args: argparse.Namespace) -> int:
     from lens_runtime.broker_choice import Fallback, broker_for
     from lens_runtime.paths import home
     from lens_scenarios.consumer_config import assignor_for
-    from lens_scenarios.rerun import PLAN_KINDS, pick, previous_step, rerun, step_rerun, target_of
+    from lens_scenarios.rerun import PLAN_KINDS, pick, previous_step, rerun, target_of
     from lens_scenarios.runner import RunOptions
     from lens_scenarios.spec import load
     from pipelines.config import PipelineConfig, embedded_broker_groups
@@ -172,11 +172,9 @@ def _verify(args: argparse.Namespace) -> int:
                 console.print(f"  passed over (a scenario run cannot apply it): {reason}", markup=False)
             console.print(f"[bold]3/4[/] {escape(scenario.name)} again with: {escape(rec['title'])}")
             on_run = lambda s, o: run_with_progress(s, o, console)  # noqa: E731
-            if rec["kind"] in PLAN_KINDS:  # from the step before it; a migration staged as it would roll out
-                source = previous_step(found, rec)
-                checked = step_rerun(scenario, options, baseline, rec, source and target_of(source), on_run=on_run)
-            else:
-                checked = rerun(scenario, options, baseline, rec, on_run=on_run)
+            # a plan step from the step before it; a move to KIP-848 staged as it would roll out
+            source = previous_step(found, rec) if rec["kind"] in PLAN_KINDS else None
+            checked = rerun(scenario, options, baseline, rec, source and target_of(source), on_run=on_run)
             verified = judge(rec, checked)
             console.print("[bold]4/4[/] the check kept in the lake, the SQL marts and the report")
             record(spark, config.lake_path, verified, config.lock_wait_s)

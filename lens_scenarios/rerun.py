@@ -80,22 +80,13 @@ def target_of(rec: dict[str, Any]) -> Target:
 
 
 def rerun(scenario: Scenario, options: RunOptions, baseline: RunResult, rec: dict[str, Any],
-          on_run=run_scenario) -> Rerun:
-    """Rerun ``scenario`` with ``rec`` applied; both runs' costs from their ground truth."""
-    changed, changed_options = apply(scenario, options, target_of(rec))
-    after_run = on_run(changed, changed_options)
-    return Rerun(scenario.name, truth_costs(baseline.truth), truth_costs(after_run.truth), after_run.run_dir,
-                 after_run.manifest["group_id"])
-
-
-def step_rerun(scenario: Scenario, options: RunOptions, baseline: RunResult, rec: dict[str, Any],
-               source: Target | None, on_run=run_scenario) -> Rerun:
-    """Check one step of a staged plan from the configuration before it (``source``; None: the
-    baseline's, whose run is ``baseline``): before is a run with ``source``; after is a run with the
-    step; a step that moves a classic group to the consumer protocol is run the way it is rolled
-    out: ``source``'s run with every member first moved over one at a time
-    (``config_change.migrating_first``; a plan's migration step changes nothing else), its mixed
-    phase apart from its churn after."""
+          source: Target | None = None, on_run=run_scenario) -> Rerun:
+    """Rerun ``scenario`` with ``rec`` applied, from the configuration before it (``source``: a plan
+    step's previous step; None: the baseline's, whose run is ``baseline``); both runs' costs from
+    their ground truth. A change that moves a classic group to the consumer protocol is run the way
+    it is rolled out: ``source``'s run with every member first moved over one at a time
+    (``config_change.migrating_first``; a migration changes nothing else), its mixed phase apart
+    from its churn after."""
     before_run, start = baseline, (scenario, options)
     if source is not None:
         start = apply(scenario, options, source)

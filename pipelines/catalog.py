@@ -172,7 +172,8 @@ OWNERSHIP = Table(
         "committed_max bigint, last_progress_ms bigint, last_progress_processed_offset bigint, "
         "last_progress_lag bigint, max_rate_per_s double, processed bigint, first_progress_log_end bigint, "
         "next_assigned_ms bigint, next_first_fetch_ms bigint, last_progress_position bigint, "
-        "max_progress_interval_ms double, first_progress_log_end_ms bigint, last_record_after_ms bigint"))
+        "max_progress_interval_ms double, first_progress_log_end_ms bigint, last_record_after_ms bigint, "
+        "uncommitted_sum bigint, uncommitted_samples bigint"))
 HANDOFFS = Table(
     "gold/handoffs",
     grain="one row per partition handoff (an ownership interval and the next one of its partition) and what it cost",
@@ -194,7 +195,9 @@ EPISODES = Table(
                      "generation_min bigint, generation_max bigint")
     + (("members", "array<string>"), ("members_joined", "array<string>"), ("members_left", "array<string>"))
     + _columns("partitions_moved bigint, partitions_lost bigint, events bigint, cause string")
-    + (("causes", "array<string>"),))
+    + (("causes", "array<string>"),)
+    # where its time went (pipelines.vocabulary.REBALANCE_PHASES): its slowest member's phases
+    + _columns("join_s double, callbacks_s double, reconcile_s double, slowest_agent_id string"))
 MEMBERS = Table(
     "gold/members",
     grain="one row per member process (agent) of a group: configuration, join, leave, subscriptions, stalls",

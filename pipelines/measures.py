@@ -56,6 +56,15 @@ MEASURES: tuple[Measure, ...] = (
             "Handoffs to or from them are split there (`unseen_owner`) and never priced across them; the figures "
             "count only what the agent saw, and no change is priced below 0.9 (the group gets the `coverage` "
             "warning instead)"),
+    Measure("join_s", "seconds",
+            "a rebalance episode's join and sync: its slowest member's time waiting for the group (classic: from "
+            "entering `joining`, after its revoke callback under eager, to its assign callback; KIP-848: until its "
+            "first assignment), as its agent saw it (`gold/episodes`; null: no member showed one)"),
+    Measure("callbacks_s", "seconds",
+            "the same member's time in the application's rebalance callbacks (revoke, assign, lost: `callback_ms`)"),
+    Measure("reconcile_s", "seconds",
+            "the same member's KIP-848 reconciliation outside its callbacks (`reconciling` until `acknowledging` "
+            "or `stable`); null under the classic protocol"),
 )
 
 

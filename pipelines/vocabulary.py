@@ -1,5 +1,5 @@
 """The lens's enumerations, each declared once: causes, release kinds, recommendation kinds,
-KIP-848 readiness findings, assignors, grains and confidence levels.
+KIP-848 readiness findings, assignors, grains, confidence levels and rebalance phases.
 
 Everything else is generated from these declarations or checked against them (``tests/vocabulary``):
 the dbt YAML's ``accepted_values`` lists (``python -m pipelines.vocabulary_yaml --write``), the
@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from consumer_agent.contract import GROUP_PROTOCOLS, REBALANCE_PROTOCOLS
+from consumer_agent.member_states import ConsumerProtocolState
 
 
 @dataclass(frozen=True)
@@ -182,6 +183,32 @@ GRAINS: tuple[str, ...] = ("hour", "day")
 # both at once while it migrates member by member (KIP-848's online migration, or its rollback).
 MIXED_PHASE = "mixed"
 GROUP_PHASES: tuple[str, ...] = (*GROUP_PROTOCOLS, MIXED_PHASE)
+
+@dataclass(frozen=True)
+class RebalancePhase:
+    """Where a member's rebalance time goes (gold/episodes' phase columns, the report's stacked bar).
+    ``states``: the member states (``consumer_agent.member_states``, either protocol) whose time is
+    this phase's; none: the phase is the application's callbacks, timed by their ``callback_ms``."""
+
+    name: str  # its gold/episodes column (a measure of pipelines.measures)
+    label: str  # the report's words for it
+    colour: str
+    states: frozenset[str]
+
+
+_CP = ConsumerProtocolState
+# Disjoint by construction (pipelines.gold.rebalance_phases): time in a callback is the callbacks',
+# even while the member is in a state of another phase (KIP-848 runs them while reconciling).
+REBALANCE_PHASES: tuple[RebalancePhase, ...] = (
+    # classic: JoinGroup + the leader's assignment + SyncGroup; KIP-848: heartbeats until an assignment
+    # (ClassicState.JOINING has the same name)
+    RebalancePhase("join_s", "join and sync", "#4c78a8", frozenset({_CP.JOINING.value})),
+    RebalancePhase("callbacks_s", "rebalance callbacks", "#f58518", frozenset()),
+    # KIP-848 only: the member applying its target assignment until it is acknowledged
+    RebalancePhase("reconcile_s", "reconciliation (KIP-848)", "#54a24b",
+                   frozenset({_CP.RECONCILING.value, _CP.ACKNOWLEDGING.value})),
+)
+REBALANCE_PHASE_NAMES: tuple[str, ...] = tuple(p.name for p in REBALANCE_PHASES)
 
 # Every enumeration a dbt YAML list can follow, by the name its ``# vocabulary:`` marker gives.
 ENUMERATIONS: dict[str, tuple[str, ...]] = {

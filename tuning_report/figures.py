@@ -10,7 +10,7 @@ from datetime import timedelta
 import plotly.graph_objects as go
 import polars as pl
 
-from pipelines.vocabulary import CAUSES
+from pipelines.vocabulary import CAUSES, REBALANCE_PHASE_NAMES, REBALANCE_PHASES
 
 # One colour and label per cause (declared with the causes), the same in every chart of the page.
 CAUSE_COLOURS = {c.name: c.colour for c in CAUSES}
@@ -139,6 +139,33 @@ def by_cause(costs: pl.DataFrame) -> go.Figure:
 
 
 PHASE_COLOURS = {"classic": "#9aa5b1", "mixed": "#f58518", "consumer": "#1f5f99"}
+
+
+def rebalance_time_by_cause(episodes: pl.DataFrame) -> pl.DataFrame:
+    """Per cause: its episodes whose agents showed any rebalance phase, and the seconds each phase
+    took in them (each episode's slowest member's, summed), the most first; no rows when none did
+    (or the mart predates the phases)."""
+    names = list(REBALANCE_PHASE_NAMES)
+    if not set(names) <= set(episodes.columns):
+        return pl.DataFrame()
+    shown = episodes.filter(pl.any_horizontal(pl.col(names).is_not_null()))
+    return (shown.group_by("cause").agg(pl.len().alias("episodes"), *(pl.col(n).sum() for n in names))
+            .with_columns(pl.sum_horizontal(names).alias("total_s"))
+            .sort(["total_s", "cause"], descending=[True, False]))
+
+
+def rebalance_time(by_cause: pl.DataFrame) -> go.Figure:
+    """Where rebalance time goes, per cause: one stacked bar of join and sync, callbacks and KIP-848
+    reconciliation (``rebalance_time_by_cause``), the member the group waited for in each episode."""
+    names = [cause_label(c) for c in by_cause["cause"]]
+    fig = go.Figure()
+    for phase in REBALANCE_PHASES:
+        fig.add_bar(x=names, y=by_cause[phase.name].to_list(), name=phase.label, marker_color=phase.colour,
+                    customdata=by_cause["episodes"].to_list(),
+                    hovertemplate="%{y:.2f} s over %{customdata} episodes<extra>" + phase.label + "</extra>")
+    fig.update_layout(**LAYOUT, barmode="stack", title="Where rebalance time goes (the slowest member per episode)",
+                      xaxis=dict(tickangle=-25, automargin=True), yaxis=dict(title="seconds", rangemode="tozero"))
+    return fig
 
 
 def protocol_phases(phases: pl.DataFrame) -> go.Figure:

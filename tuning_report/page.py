@@ -43,6 +43,9 @@ def group_section(fleet: Fleet, group: Group, index: int) -> dict:
         section["charts"]["timeline"] = _chart(figures.timeline(episodes), f"g{index}-timeline")
     if causes.height:
         section["charts"]["causes"] = _chart(figures.by_cause(causes), f"g{index}-causes")
+    timed = figures.rebalance_time_by_cause(episodes)
+    if timed.height:
+        section["charts"]["rebalance_time"] = _chart(figures.rebalance_time(timed), f"g{index}-rebalance-time")
     handoffs = fleet.of("episode_handoffs", group)
     costly = (episodes.filter(pl.col("cause") != "start")
               .sort(["duplicates", "pause_s"], descending=True).head(EPISODES_CHARTED))

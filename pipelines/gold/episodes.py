@@ -13,7 +13,8 @@ The gap stays the fallback that separates rebalances with the same cause.
 An episode's ``cause`` is the first of its handoffs' causes in ``PRECEDENCE`` order (of its
 triggers' when no partition moved: a join that got nothing, a static member's return);
 ``causes`` are all of both; the group's first episode is ``start`` when nothing says otherwise.
-A handoff belongs to the episode in which its next owner was assigned.
+A handoff belongs to the episode in which its next owner was assigned. Where its time went (join
+and sync, callbacks, reconciliation) is ``pipelines.gold.rebalance_phases``'.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ import bisect
 from typing import Any
 
 from pipelines.gold.causes import POLL_EXCEEDED_ERROR, RANK, Bodies, Trigger, first_cause, handoff_causes, is_leave
+from pipelines.gold.rebalance_phases import episode_phases
 
 CLUSTER_KINDS = {"partitions_assigned", "partitions_revoked", "partitions_lost", "state_transition",
                  "member_config", "rebalance_requested", "client_error"}
@@ -98,7 +100,7 @@ def _episode(bodies: Bodies, moved: list[dict[str, Any]], triggers: list[Trigger
         "members_left": sorted({e["agent_id"] for e, b in bodies if is_leave(e, b)}
                                | {h["prev_agent_id"] for h in moved if h["release_kind"] == "crash"}),
         "partitions_moved": len(moved), "partitions_lost": sum(h["release_kind"] != "revoked" for h in moved),
-        "events": len(events), "cause": (moved_by or causes)[0], "causes": causes,
+        "events": len(events), "cause": (moved_by or causes)[0], "causes": causes, **episode_phases(bodies),
     }
 
 

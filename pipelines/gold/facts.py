@@ -41,7 +41,8 @@ FACT_DDL = ("cluster_id string, group_id string, topic string, partition bigint,
             "generation bigint, position bigint, last_processed_offset bigint, committed_offset bigint, lag bigint, "
             "processed bigint, log_end bigint, max_rate double, interval_ms double, moved_ms bigint, callback_ms double, revoke_committed boolean, "
             "offset bigint, first_ms bigint, first_offset bigint, offset_error string, request_error string, "
-            "in_revoke boolean, window_ms double, timestamp_ms bigint, stalled boolean")
+            "in_revoke boolean, window_ms double, timestamp_ms bigint, stalled boolean, uncommitted bigint, "
+            "uncommitted_samples bigint")
 ENVELOPE = [*GROUP_KEY, "kind", "event_id", "event_time_ms", "agent_id", "seq", "member_id", "group_instance_id",
             "host", "client_id", "generation"]
 NEVER = -(2 ** 63)  # before every event: where a stall carried over from the last run starts
@@ -52,6 +53,15 @@ def _typed(rows: DataFrame, *keep: str) -> DataFrame:
     schema = StructType.fromDDL(FACT_DDL)  # parsed by the JVM, so not at import
     return rows.select(*[(F.col(f.name) if f.name in rows.columns else F.lit(None)).cast(f.dataType).alias(f.name)
                          for f in schema.fields], *keep)
+
+
+def uncommitted_records(last_processed: Column, committed: Column) -> Column:
+    """Records a member had processed but not committed at a progress tick: what a graceful
+    handoff at that moment would re-deliver (null where either offset is unknown). Sampled
+    every progress tick, they give the what-if's uncommitted window many more observations than
+    the few revokes a run has (``simulator.cost_model.fit``)."""
+    known = (last_processed >= 0) & (committed >= 0)
+    return F.when(known, F.greatest(last_processed + 1 - committed, F.lit(0)))
 
 
 def _is_stale() -> Column:
@@ -92,12 +102,15 @@ def facts(events: DataFrame, stall_rows: DataFrame) -> DataFrame:
                        "first_fetch.window_ms", "first_fetch.timestamp_ms"))
     position, lag, interval_ms = F.col("p.position"), F.col("p.lag"), F.col("interval_ms")
     known_end = lag.isNotNull() & position.isNotNull() & ~position.isin(OFFSET_UNKNOWN, 0)
+    uncommitted = uncommitted_records(F.col("p.last_processed_offset"), F.col("p.committed_offset"))
     progress = (events.where("kind = 'progress'")
                 .select(*env, F.explode("progress.partitions").alias("p"), "progress.interval_ms")
                 .select("*", "p.topic", "p.partition", "p.position", "p.last_processed_offset", "p.lag", "p.processed",
                         F.when(known_end, position + lag).alias("log_end"),
                         F.when(known_end, F.col("event_time_ms")).alias("first_ms"),
                         F.when(interval_ms > 0, F.col("p.processed") / (interval_ms / 1000.0)).alias("max_rate"),
+                        uncommitted.alias("uncommitted"),
+                        F.when(uncommitted.isNotNull(), F.lit(1)).alias("uncommitted_samples"),
                         F.when(F.col("p.processed") > 0, (F.col("event_time_ms") - interval_ms).cast("bigint"))
                         .alias("moved_ms")))
     stalled = F.broadcast(stall_rows.alias("s"))
@@ -144,9 +157,11 @@ def runs(rows: DataFrame) -> DataFrame:
                 .agg(F.max(F.struct("event_time_ms", "seq", "position", "last_processed_offset", "lag")).alias("last"),
                      F.sum("processed").alias("processed"), F.max("max_rate").alias("max_rate"),
                      F.max("interval_ms").alias("interval_ms"), F.max("moved_ms").alias("moved_ms"),
+                     F.sum("uncommitted").alias("uncommitted"), F.sum("uncommitted_samples").alias("uncommitted_samples"),
                      F.min(F.when(F.col("log_end").isNotNull(), F.struct("event_time_ms", "seq", "log_end")))
                      .alias("first"))
-                .select(*keys, "last.*", "processed", "max_rate", "interval_ms", "moved_ms", "first.log_end",
+                .select(*keys, "last.*", "processed", "max_rate", "interval_ms", "moved_ms", "uncommitted",
+                        "uncommitted_samples", "first.log_end",
                         F.col("first.event_time_ms").alias("first_ms"), F.lit(False).alias("stalled")))
     ok = (F.col("request_error").isNull() & F.col("offset_error").isNull() & F.col("offset").isNotNull()
           & (F.col("offset") != OFFSET_UNKNOWN))

@@ -22,6 +22,8 @@ two of its progress ticks: a crashed owner's silence is measured against it
 counted records processed (handed out, in the default processing mode): its last record came later. ``committed_max`` is the highest offset the owner committed for the partition while
 it held it and until the next owner's first fetch: with auto-commit librdkafka
 commits after the revoke callback, and that commit decides where the next owner starts.
+``uncommitted_sum`` over ``uncommitted_samples``: the records processed but not committed,
+on average over the owner's progress ticks (what the what-if's uncommitted window is read from).
 A member that stalled past ``max.poll.interval.ms`` (moved to the stale state) no longer
 owns its partitions: progress it reports before its lost callback is not its owner's last
 progress (the lost handoff's pause is bounded by the last progress before the stall); a
@@ -105,6 +107,9 @@ class PartitionFold:
                 row["max_progress_interval_ms"] = max(row.get("max_progress_interval_ms") or 0.0, f["interval_ms"])
             if f["moved_ms"] is not None:
                 row["last_record_after_ms"] = max(row.get("last_record_after_ms") or f["moved_ms"], f["moved_ms"])
+            if f["uncommitted_samples"]:  # .get: a state kept before the columns
+                row["uncommitted_sum"] = (row.get("uncommitted_sum") or 0) + f["uncommitted"]
+                row["uncommitted_samples"] = (row.get("uncommitted_samples") or 0) + f["uncommitted_samples"]
         elif (kind == "commit" and f["request_error"] is None and f["offset_error"] is None
               and _known(f["offset"]) is not None):
             # Counts until the next owner's first fetch. Facts come in order, so a later one has

@@ -17,7 +17,7 @@ the group is two parameters (``:cluster_id``, ``:group_id``), never text spliced
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
@@ -30,7 +30,7 @@ from pipelines.simulator.assignors import ASSIGNORS, assign
 from pipelines.simulator.cost_model import Priced, price
 from pipelines.simulator.group import Assignment, Member, TopicPartition
 from pipelines.simulator.handoff import owners
-from pipelines.simulator.migration import current_layout, mixed_phase_cost
+from pipelines.simulator.migration import last_layout, mixed_phase_cost
 from pipelines.simulator.replay import SimHandoff, SimRebalance, replay
 from pipelines.vocabulary import CONFIDENCE_LEVELS, PLAN_KINDS, RECOMMENDATION_KIND_NAMES
 
@@ -201,12 +201,9 @@ def assignor_rule(e: Evidence) -> Recommendation | None:
     best = max(options, key=lambda c: score(e.what_if.baseline, e.what_if.priced[c]))
     now, then = cur.setup.assignor, best.setup.assignor
     eager_now = ASSIGNORS[now].rebalance_protocol == "eager"
-    if then.startswith("consumer:"):
-        rollout = ("Needs brokers with the KIP-848 group coordinator (Kafka 4.0+) and librdkafka 2.15+ (KIP-848 is "
-                   "generally available from 2.12; 2.15 fixes its known bugs).",
-                   "Check the broker's group.consumer.migration.policy allows upgrading a classic group "
-                   "(bidirectional or upgrade); then restart the members one by one with the new settings.",
-                   "Watch gold/episodes during the roll: each restart is one rebalance, as today.")
+    migration = Step("assignor", cur, best, e.what_if.baseline, e.what_if.priced[best])
+    if migration.migrates and then.startswith("consumer:"):  # rolled out as a plan's migration step is
+        rollout = _step_rollout(e, migration)
     elif eager_now and ASSIGNORS[then].rebalance_protocol == "cooperative":
         rollout = ("librdkafka refuses a strategy list that mixes eager and cooperative assignors, so KIP-429's "
                    "two rolling bounces (add cooperative-sticky, then drop the old one) are not possible here.",
@@ -218,16 +215,17 @@ def assignor_rule(e: Evidence) -> Recommendation | None:
     else:
         rollout = ("Stop every member and start them with the new strategy: members with different strategies "
                    "share no protocol, and a rolling change leaves the new ones outside the group.",)
-    first, waits = _fixes_first(e) if then.startswith("consumer:") else ((), ())
-    rollout = (*first, *rollout)
+    mixed = _mixed_phase(e, migration) if migration.migrates and then.startswith("consumer:") else None
+    waits = _fixes_first(e)[1] if mixed is not None else ()
     base, p = e.what_if.baseline, e.what_if.priced[best]
     evidence = (f"{len(e.churn())} partition handoffs after the group formed cost {_fmt(e.what_if.measured.duplicates, e.what_if.measured.pause_s)} (gold/handoffs).",
                 f"Replayed under {then} the same membership changes make {p.rebalances} rebalances and "
                 f"{p.handoffs} handoffs instead of {base.handoffs} ({ASSIGNORS[then].rebalance_protocol} "
                 f"protocol: {'only moved partitions stop' if ASSIGNORS[then].rebalance_protocol == 'cooperative' else 'every partition stops at every rebalance'}).",
-                *waits)
-    return _priced_change(e, "assignor", f"Switch to {then.replace('consumer:', 'KIP-848 ').replace('classic:', '')}",
-                          best, rollout, evidence, Q_WHAT_IF)
+                *_phase_lines(mixed), *waits)
+    rec = _priced_change(e, "assignor", f"Switch to {then.replace('consumer:', 'KIP-848 ').replace('classic:', '')}",
+                         best, rollout, evidence, Q_WHAT_IF)
+    return rec if rec is None or mixed is None else replace(rec, mixed_phase=mixed)
 
 
 def static_rule(e: Evidence) -> Recommendation | None:
@@ -337,9 +335,7 @@ def enforce_rule(e: Evidence) -> Recommendation | None:
     when it cuts the skew by a fifth or more; a group that enforces rebalances that
     change no owner is told to stop, priced by the replay without them."""
     cur, fitted = e.what_if.current, e.what_if.fitted
-    live = [m for m in e.members if m["left_ms"] is None and not m["crashed"]]
-    now = {m["agent_id"]: {(i["topic"], int(i["partition"])) for i in e.intervals
-                           if i["agent_id"] == m["agent_id"] and i["release_kind"] is None} for m in live}
+    live, now = running(e)
     view = [Member(m["agent_id"], m["group_instance_id"], frozenset(m["subscriptions"][-1]["topics"])) for m in live]
     again = assign(cur.setup.assignor, view, partition_counts(e.intervals), now) if view else {}
     moved = {tp for tp, o in owners(again).items() if owners(now).get(tp) != o}
@@ -446,8 +442,20 @@ def step_title(step: Step) -> str:
     return f"switch to {'KIP-848 ' if protocol == 'consumer' else ''}{name}"
 
 
+def running(e: Evidence) -> tuple[list[dict[str, Any]], dict[str, set[tuple[str, int]]]]:
+    """The members a change starts from, in join order, and who holds what: the live members; in a
+    group that has stopped (every member left: a finished scenario run, a fleet shut down), the
+    ones that held its partitions last, as it last ran."""
+    live = [m for m in e.members if m["left_ms"] is None and not m["crashed"]]
+    layout = last_layout(e.intervals)
+    if not live:
+        live = [m for m in e.members if m["agent_id"] in layout]
+    live.sort(key=lambda m: m["joined_ms"])
+    return live, {m["agent_id"]: layout.get(m["agent_id"], set()) for m in live}
+
+
 def _step_rollout(e: Evidence, step: Step) -> tuple[str, ...]:
-    live = sorted((m for m in e.members if m["left_ms"] is None and not m["crashed"]), key=lambda m: m["joined_ms"])
+    live, _ = running(e)
     canary = live[0]["client_id"] if live else "one member"
     today = per_handoff_measured(e)
     lines = [f"Canary: apply it to one member ({canary}) and let it run through at least one rebalance.",
@@ -459,6 +467,9 @@ def _step_rollout(e: Evidence, step: Step) -> tuple[str, ...]:
                   "member revoke all its partitions (measured on Kafka 4.2: docs/measured.md).",
                   "Before the canary: the broker's group.consumer.migration.policy must allow the upgrade "
                   "(bidirectional, the default, or upgrade), and the readiness findings below must be fixed."]
+        if step.config.setup.assignor.startswith("consumer:"):
+            lines.insert(0, "Needs brokers with the KIP-848 group coordinator (Kafka 4.0+) and librdkafka 2.15+ "
+                            "(KIP-848 is generally available from 2.12; 2.15 fixes its known bugs).")
     first = _fixes_first(e)[0] if step.migrates and step.config.setup.assignor.startswith("consumer:") else ()
     return (*first, *lines, rollback_criteria(step, today))
 
@@ -472,12 +483,20 @@ def per_handoff_measured(e: Evidence) -> tuple[float, float]:
 def _mixed_phase(e: Evidence, step: Step) -> Priced:
     """A migration step's mixed phase: the live members, canary first, restarted on the consumer
     protocol one at a time from who holds what now, priced by the group's own cost model."""
-    live = sorted((m for m in e.members if m["left_ms"] is None and not m["crashed"]), key=lambda m: m["joined_ms"])
+    live, layout = running(e)
     view = [Member(m["agent_id"], m["agent_id"] if step.source.setup.static else None,
                    frozenset(m["subscriptions"][-1]["topics"])) for m in live]
-    return mixed_phase_cost(view, current_layout(e.intervals, [m["agent_id"] for m in live]),
+    return mixed_phase_cost(view, layout,
                             partition_counts(e.intervals), step.source.setup.assignor, step.config.setup.assignor,
                             longest_restart_ms(e.members) / 1000.0, e.what_if.fitted, step.source.commit_on_revoke)
+
+
+def _phase_lines(mixed: Priced | None) -> tuple[str, ...]:
+    """The evidence line of a migration's predicted mixed phase (none without one)."""
+    return () if mixed is None else (
+        f"The mixed phase: {mixed.handoffs} handoffs ({mixed.partitions_moved} moves) over {mixed.rebalances} "
+        f"epoch bumps, {_fmt(mixed.duplicates, mixed.pause_s)} (simulator.migration: eager classic members give "
+        "back everything at each bump; a static member's restart moves nothing).",)
 
 
 def plan_steps(e: Evidence) -> list[Recommendation]:
@@ -500,13 +519,9 @@ def plan_steps(e: Evidence) -> list[Recommendation]:
         total = (f"The whole plan takes the group from {_fmt(base.duplicates, base.pause_s)} to "
                  f"{_fmt(steps[-1].after.duplicates, steps[-1].after.pause_s)} (target {goal.label}).")
         mixed = _mixed_phase(e, step) if step.migrates and step.config.setup.assignor.startswith("consumer:") else None
-        phase = () if mixed is None else (
-            f"The mixed phase: {mixed.handoffs} handoffs ({mixed.partitions_moved} moves) over {mixed.rebalances} "
-            f"epoch bumps, {_fmt(mixed.duplicates, mixed.pause_s)} (simulator.migration: eager classic members give "
-            "back everything at each bump; a static member's restart moves nothing).",)
         title, change = f"Step {i} of {len(steps)}: {step_title(step)}", tuple(changes(step.source, step.config))
         waits = _fixes_first(e)[1] if mixed is not None else ()
-        evidence, rollout = (order, *phase, total, *waits), _step_rollout(e, step)
+        evidence, rollout = (order, *_phase_lines(mixed), total, *waits), _step_rollout(e, step)
         out.append(Recommendation("migration", title, step.config, change, rollout, evidence, Q_WHAT_IF, level, why,
                                   step.after, before=step.before, mixed_phase=mixed) if step.migrates else
                    Recommendation("plan_step", title, step.config, change, rollout, evidence, Q_WHAT_IF, level, why,

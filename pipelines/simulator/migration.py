@@ -72,8 +72,16 @@ def mixed_phase_cost(members: list[Member], owned: Assignment, counts: dict[str,
                   sum(p.pause_s for p in parts))
 
 
-def current_layout(intervals: list[dict], live: list[str]) -> Assignment:
-    """Who holds what now: the open ownership intervals of the live members."""
-    return {a: {(i["topic"], int(i["partition"])) for i in intervals if i["agent_id"] == a and i["release_kind"] is None}
-            for a in live}
+def last_layout(intervals: list[dict]) -> Assignment:
+    """Who holds what now, or last: each partition's latest ownership interval (open while its owner
+    runs; in a group that has stopped, e.g. a finished scenario run, the one the final stop closed)."""
+    latest: dict[tuple[str, int], dict] = {}
+    for i in intervals:
+        tp = (i["topic"], int(i["partition"]))
+        if tp not in latest or i["assigned_ms"] > latest[tp]["assigned_ms"]:
+            latest[tp] = i
+    layout: Assignment = {}
+    for tp, i in latest.items():
+        layout.setdefault(i["agent_id"], set()).add(tp)
+    return layout
 

@@ -43,10 +43,11 @@ def test_every_measure_column_of_the_lake_and_the_models_follows_the_grammar():
 
 
 def test_each_measure_is_a_column_of_gold_handoffs_with_its_upper_bound():
-    """A handoff's measures are gold/handoffs columns; a group's and period's (coverage) gold/metrics'."""
+    """A handoff's measures are gold/handoffs columns; a group's and period's (coverage) gold/metrics';
+    an episode's (its rebalance phases) gold/episodes'."""
     columns = catalog.HANDOFFS.column_names()
     for m in measures.MEASURES:
-        assert m.name in columns or m.name in catalog.METRICS.column_names(), m.name
+        assert m.name in {*columns, *catalog.METRICS.column_names(), *catalog.EPISODES.column_names()}, m.name
     assert {"duplicates_upper", "pause_upper_s"} <= set(columns)
     assert not [c for c in columns if c.endswith(("_lower", "_lower_s"))]  # the figure is the lower bound
 

@@ -189,6 +189,10 @@ def test_a_move_to_the_consumer_protocol_waits_for_the_blocking_fixes():
     found = recommend(Evidence(fleet.group, members, handoffs, episodes, intervals, w, 1.0))
     move = next(r for r in found if r.kind == "assignor")
     assert move.config.setup.assignor == "consumer:uniform"
+    # a move to KIP-848 on its own is staged as a plan's migration step is: its mixed phase priced, a canary
+    assert move.mixed_phase is not None and move.mixed_phase.rebalances > 0
+    assert any(line.startswith("Canary: apply it to one member (m") for line in move.rollout)
+    assert any(line.startswith("During the mixed phase, roll back") for line in move.rollout)
     assert move.rollout[0].startswith("First fix the blocking readiness findings (1 below")
     assert move.rollout[1].startswith("[blocking] refused_config_key: m2 (agent ") and "Remove session.timeout.ms" \
         in move.rollout[1]

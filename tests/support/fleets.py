@@ -4,7 +4,7 @@ from __future__ import annotations
 import random
 import uuid
 
-from lens_scenarios.synthetic import P0, P1, P2, P3, Fleet
+from lens_scenarios.synthetic import P0, P1, P2, P3, Fleet, Member
 
 
 def with_own_ids(fleet: Fleet, seed: int) -> Fleet:
@@ -231,4 +231,82 @@ def eager_rolling_restarts(rounds: int = 2) -> Fleet:
             members[i] = back
             settle(t + 1_500, members)
             t += 20_000
+    return fleet
+
+
+def _callback(m: Member, kind: str, parts: tuple, begin_ms: int, callback_ms: float, into: str, after: str,
+              generation: int | None = None) -> None:
+    """One rebalance callback as the agent reports it (``consumer_agent.lifecycle``'s paths): the move
+    ``into`` its callback state when the callback starts, the ``partitions_*`` event when it ends
+    (``callback_ms`` later), the move to ``after`` at once."""
+    reason = {"partitions_assigned": "assign callback", "partitions_revoked": "revoke callback"}[kind]
+    m.at(begin_ms).state(into, reason)
+    m.at(int(begin_ms + callback_ms))
+    if kind == "partitions_assigned":
+        m.assigned(*parts, callback_ms=callback_ms, generation=generation)
+    else:
+        m.revokes(*parts, callback_ms=callback_ms)
+    m.state_name = into  # the builder's own bookkeeping says stable after an assignment; the agent's is here
+    if after != into:
+        m.state(after, f"{reason} done")
+
+
+def phased_eager() -> Fleet:
+    """Eager range, the agent's states reported: m1 forms the group (joins at 0, its assign callback
+    runs 400..500 ms); m2 joins at 60 s; m1's revoke callback runs 60.2..61.7 s, then it waits in
+    joining with m2 until both assign callbacks start at 62 s (m1's takes 50 ms, m2's 20 ms).
+
+    By construction, the second episode: m1 joined 0.3 s, in callbacks 1.55 s; m2 joined 2.0 s (it
+    waited for m1's revoke), in callbacks 0.02 s: m2 is the slowest, 2.02 s of a 2.05 s episode."""
+    fleet = Fleet(group="phases-eager")
+    m1, m2 = fleet.member("m1"), fleet.member("m2")
+    m1.at(0).joins()
+    _callback(m1, "partitions_assigned", (P0, P1), 400, 100.0, "assigning", "stable")
+    m2.at(60_000).joins()
+    _callback(m1, "partitions_revoked", (P0, P1), 60_200, 1_500.0, "revoking", "joining")
+    _callback(m1, "partitions_assigned", (P0,), 62_000, 50.0, "assigning", "stable", generation=2)
+    _callback(m2, "partitions_assigned", (P1,), 62_000, 20.0, "assigning", "stable", generation=2)
+    return fleet
+
+
+def phased_cooperative() -> Fleet:
+    """Cooperative-sticky, the agent's states reported: m1 owns P0..P3; m2 joins at 60 s. First round:
+    m1's revoke callback of P2, P3 runs 60.3..60.5 s, m2's (empty) assign callback 60.3 s for 1 ms;
+    second round: both assign callbacks start at 61 s (m1's empty, 1 ms; m2's P2, P3, 30 ms). m2 waits
+    stable between the rounds: the agent sees no state there (librdkafka shows none to Python).
+
+    By construction, the second episode: m1 in callbacks 0.201 s and joined 0.5 s (revoke done to its
+    second assign): the slowest, 0.701 s; m2 joined 0.3 s, in callbacks 0.031 s."""
+    fleet = Fleet(group="phases-coop")
+    settings = {"rebalance_protocol": "cooperative", "assignor": "cooperative-sticky"}
+    m1, m2 = fleet.member("m1", **settings), fleet.member("m2", **settings)
+    m1.at(0).joins()
+    _callback(m1, "partitions_assigned", (P0, P1, P2, P3), 400, 100.0, "assigning", "stable")
+    m2.at(60_000).joins()
+    _callback(m1, "partitions_revoked", (P2, P3), 60_300, 200.0, "revoking", "joining")
+    _callback(m2, "partitions_assigned", (), 60_300, 1.0, "assigning", "stable", generation=2)
+    _callback(m1, "partitions_assigned", (), 61_000, 1.0, "assigning", "stable", generation=3)
+    _callback(m2, "partitions_assigned", (P2, P3), 61_000, 30.0, "assigning", "stable", generation=3)
+    return fleet
+
+
+def phased_consumer_protocol() -> Fleet:
+    """KIP-848 (group.protocol=consumer), the states as the Java client names them: m1 owns P0..P3;
+    m2 joins at 60 s. m1 reconciles from 60.4 s: its revoke callback of P2, P3 runs 100 ms, it is
+    stable at 60.51 s. m2 heartbeats in joining until its assignment, reconciles from 61 s (assign
+    callback 30 ms), acknowledges at 61.04 s and is stable at 61.05 s.
+
+    By construction, the second episode: m2 joined 1.0 s, in callbacks 0.03 s, reconciled 0.02 s
+    outside them: the slowest, 1.05 s; m1 in callbacks 0.1 s, reconciled 0.01 s."""
+    fleet = Fleet(group="phases-kip848")
+    settings = {"group_protocol": "consumer", "rebalance_protocol": "cooperative", "assignor": "uniform"}
+    m1, m2 = fleet.member("m1", **settings), fleet.member("m2", **settings)
+    m1.at(0).joins()
+    _callback(m1, "partitions_assigned", (P0, P1, P2, P3), 400, 100.0, "reconciling", "stable")
+    m2.at(60_000).joins()
+    _callback(m1, "partitions_revoked", (P2, P3), 60_400, 100.0, "reconciling", "reconciling")
+    m1.at(60_510).state("stable", "reconciled")
+    _callback(m2, "partitions_assigned", (P2, P3), 61_000, 30.0, "reconciling", "reconciling", generation=2)
+    m2.at(61_040).state("acknowledging", "reconciled")
+    m2.at(61_050).state("stable", "acknowledged")
     return fleet

@@ -93,6 +93,10 @@ def ownership_intervals(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]
                 row.update(last_progress_ms=t, last_progress_processed_offset=_known(ps["last_processed_offset"]),
                            last_progress_lag=ps["lag"], last_progress_position=_known(ps["position"]))
                 row["max_progress_interval_ms"] = max(row["max_progress_interval_ms"] or 0.0, body["interval_ms"])
+                if ps["last_processed_offset"] >= 0 and ps["committed_offset"] >= 0:
+                    row["uncommitted_sum"] = (row["uncommitted_sum"] or 0) + max(
+                        ps["last_processed_offset"] + 1 - ps["committed_offset"], 0)
+                    row["uncommitted_samples"] = (row["uncommitted_samples"] or 0) + 1
                 if ps["processed"] > 0:
                     moved = int(t - body["interval_ms"])
                     row["last_record_after_ms"] = max(row["last_record_after_ms"] or moved, moved)

@@ -16,5 +16,9 @@ select
     size(members_joined) as members_joined,
     size(members_left) as members_left,
     partitions_moved,
-    partitions_lost
+    partitions_lost,
+    join_s,
+    callbacks_s,
+    reconcile_s,
+    slowest_agent_id
 from source

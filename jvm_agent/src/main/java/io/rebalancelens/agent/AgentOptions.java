@@ -36,19 +36,6 @@ public record AgentOptions(String telemetryTopic, Map<String, Object> producerCo
         return client;
     }
 
-    /**
-     * {@link #parse}, and refuse what the Java agent does not do yet: every way of adopting it (the library, the
-     * javaagent) checks an option the same way.
-     */
-    public static AgentOptions checked(Map<String, ?> config) {
-        AgentOptions options = parse(config);
-        if (options.commitOnRevoke()) {
-            throw new IllegalArgumentException("lens.commit.on.revoke is not in the Java agent yet: remove it (or set "
-                    + "it to false) and commit in your own onPartitionsRevoked.");
-        }
-        return options;
-    }
-
     /** Parse and validate the {@code lens.*} keys of {@code config}. */
     public static AgentOptions parse(Map<String, ?> config) {
         Object topic = config.get("lens.telemetry.topic");

@@ -42,7 +42,8 @@ import org.apache.kafka.common.metrics.KafkaMetric;
  * it gave one, so assignments are seen without one. Telemetry never throws into the host and never waits on the
  * network in the host's thread: events go to a bounded buffer drained by a daemon thread ({@link TelemetryEmitter}).
  * Processing semantics: records returned by {@code poll} are processed when the application polls again; with
- * {@code lens.processing=explicit}, when it calls {@link #markProcessed} (from any thread).
+ * {@code lens.processing=explicit}, when it calls {@link #markProcessed} (from any thread). With
+ * {@code lens.commit.on.revoke=true} the revoke callback commits what was processed first ({@link RevokeCommitter}).
  */
 public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
     public static final String AGENT_VERSION = "0.1.0-java";
@@ -55,11 +56,12 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
     private final Processed processed;
     private final Membership member;
     private final Progress progress;
+    private final RevokeCommitter revokeCommitter;  // null unless lens.commit.on.revoke
     private final String groupProtocol;
     private boolean closed;
 
     public InstrumentedConsumer(Map<String, Object> config) {
-        this(AgentOptions.checked(config), AgentOptions.clientConfig(config));
+        this(AgentOptions.parse(config), AgentOptions.clientConfig(config));
     }
 
     private InstrumentedConsumer(AgentOptions options, Map<String, Object> client) {
@@ -109,6 +111,8 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
         this.processed = new Processed(options.explicitProcessing());
         this.member = new Membership(envelope, processed, groupProtocol, cooperative, options, client);
         this.progress = new Progress(delegate, member, processed, envelope, emitter, options.progressIntervalMs());
+        this.revokeCommitter = options.commitOnRevoke() ? new RevokeCommitter(member, processed,
+                offsets -> commitSync(offsets), options.commitOnRevokeTimeoutMs()) : null;
     }
 
     /** This consumer's agent id: every event it emits carries it, and its seq counts from 0. */
@@ -193,6 +197,7 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
         public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
             guard(member::enterRevoke);
             member.inRevoke = true;
+            Map<String, Object> hold = revokeCommitter != null && !partitions.isEmpty() ? holdRevoke(partitions) : null;
             long start = System.nanoTime();
             try {
                 if (app != null) {
@@ -201,7 +206,17 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
             } finally {
                 member.inRevoke = false;
                 double ms = (System.nanoTime() - start) / 1e6;
-                guard(() -> member.recordRelease("partitions_revoked", partitions, ms));
+                guard(() -> member.recordRelease("partitions_revoked", partitions, ms, hold));
+            }
+        }
+
+        /** Commit-on-revoke before the application's listener; a failure of the agent's own never reaches it. */
+        private Map<String, Object> holdRevoke(Collection<TopicPartition> partitions) {
+            try {
+                return revokeCommitter.commitBeforeHandover(partitions);
+            } catch (RuntimeException e) {
+                emitter.noteError("agent: commit-on-revoke: " + e);
+                return null;
             }
         }
 
@@ -215,7 +230,7 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
                 }
             } finally {
                 double ms = (System.nanoTime() - start) / 1e6;
-                guard(() -> member.recordRelease("partitions_lost", partitions, ms));
+                guard(() -> member.recordRelease("partitions_lost", partitions, ms, null));
             }
         }
     }

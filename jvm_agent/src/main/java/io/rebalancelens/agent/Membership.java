@@ -174,8 +174,12 @@ final class Membership {
         enter(lifecycle.stable(), "assign callback done");
     }
 
-    /** After the revoke ({@code kind} partitions_revoked) or lost callback: the partitions are gone. */
-    void recordRelease(String kind, Collection<TopicPartition> partitions, double callbackMs) {
+    /**
+     * After the revoke ({@code kind} partitions_revoked) or lost callback: the partitions are gone. {@code hold}:
+     * how commit-on-revoke went ({@link RevokeCommitter}), null when it did not run.
+     */
+    void recordRelease(String kind, Collection<TopicPartition> partitions, double callbackMs,
+                       Map<String, Object> hold) {
         List<Map<String, Object>> states = partitionStates(partitions);
         if (cooperative) {
             owned.removeAll(partitions);
@@ -189,7 +193,7 @@ final class Membership {
         }
         processed.forget(partitions);
         envelope.emit(kind, body("partitions", states, "incremental", cooperative, "callback_ms", callbackMs,
-                "assignment_size", owned.size(), "commit_on_revoke", null));
+                "assignment_size", owned.size(), "commit_on_revoke", hold));
         if (leaving) {
             enter(lifecycle.leaveAfterRevoke(), "revoke callback (leaving)");
         } else if ("partitions_lost".equals(kind)) {

@@ -54,7 +54,7 @@ final class Instrumenter {
         Pending built = (Pending) pending;
         Map<String, Object> config = new HashMap<>(built.clientConfig());
         config.putAll(Hook.options());
-        AgentOptions options = AgentOptions.checked(config);  // the producer inherits the consumer's cluster
+        AgentOptions options = AgentOptions.parse(config);  // the producer inherits the consumer's cluster
         ConsumerDelegate<?, ?> original = (ConsumerDelegate<?, ?>) delegate;
         Consumer<?, ?> instrumented = InstrumentedConsumer.around(original, built.slot(), built.clientConfig(), options);
         InvocationHandler route = (proxy, method, args) -> {

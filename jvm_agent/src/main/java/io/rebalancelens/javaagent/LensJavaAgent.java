@@ -40,7 +40,7 @@ public final class LensJavaAgent {
     public static void premain(String arguments, Instrumentation instrumentation) {
         try {
             Map<String, Object> options = LaunchOptions.read(System.getProperties(), System.getenv());
-            if (AgentOptions.checked(options).explicitProcessing()) {  // the library's checks, and this one
+            if (AgentOptions.parse(options).explicitProcessing()) {  // the library's checks, and this one
                 throw new IllegalArgumentException("lens.processing=explicit needs consumer.markProcessed(record), "
                         + "which an application's own KafkaConsumer cannot call: remove it, or build the consumer "
                         + "as an io.rebalancelens.agent.InstrumentedConsumer");
