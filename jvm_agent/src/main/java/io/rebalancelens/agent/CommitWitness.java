@@ -22,8 +22,14 @@ public final class CommitWitness implements ConsumerInterceptor<Object, Object> 
     private final Slot slot;
 
     /** Where one consumer's witness leaves the offsets of its last successful commit. */
-    static final class Slot {
+    public static final class Slot {
+        /** Set while InstrumentedConsumer builds its own client (which the javaagent then leaves alone). */
+        private final boolean library;
         private volatile Map<TopicPartition, OffsetAndMetadata> committed;
+
+        private Slot(boolean library) {
+            this.library = library;
+        }
 
         /** The offsets committed since the last call, or null; cleared. */
         Map<TopicPartition, OffsetAndMetadata> take() {
@@ -33,14 +39,39 @@ public final class CommitWitness implements ConsumerInterceptor<Object, Object> 
         }
     }
 
-    /** Built by the client (reflection, no arguments), inside {@link #around}. */
+    /** Built by the client (reflection, no arguments), inside {@link #around} or {@link #begin}. */
     public CommitWitness() {
         Slot agents = CONSTRUCTING.get();
-        this.slot = agents != null ? agents : new Slot();
+        this.slot = agents != null ? agents : new Slot(false);
     }
 
     /** Build the consumer ({@code construct}) with this interceptor before {@code config}'s own; its slot. */
     static Slot around(Map<String, Object> config, Runnable construct) {
+        Slot slot = begin(config, true);
+        try {
+            construct.run();
+        } finally {
+            CONSTRUCTING.remove();
+        }
+        return slot;
+    }
+
+    /**
+     * The javaagent's half of {@link #around}, for a KafkaConsumer the application is constructing on this thread:
+     * {@code config} gets the interceptor; null (and nothing changed) when the library itself is building it.
+     * {@link #end} after the constructor; a constructor that threw leaves a slot the next call replaces.
+     */
+    public static Slot begin(Map<String, Object> config) {
+        Slot current = CONSTRUCTING.get();
+        return current != null && current.library ? null : begin(config, false);
+    }
+
+    /** The consumer {@link #begin} prepared is built (or failed). */
+    public static void end() {
+        CONSTRUCTING.remove();
+    }
+
+    private static Slot begin(Map<String, Object> config, boolean library) {
         Object app = config.get("interceptor.classes");
         List<Object> classes = new ArrayList<>(List.of(CommitWitness.class));
         if (app instanceof String names && !names.isBlank()) {
@@ -51,13 +82,8 @@ public final class CommitWitness implements ConsumerInterceptor<Object, Object> 
             classes.add(type);
         }
         config.put("interceptor.classes", classes);
-        Slot slot = new Slot();
+        Slot slot = new Slot(library);
         CONSTRUCTING.set(slot);
-        try {
-            construct.run();
-        } finally {
-            CONSTRUCTING.remove();
-        }
         return slot;
     }
 

@@ -49,7 +49,7 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
     public static final String AGENT_VERSION = "0.1.0-java";
     private static final long CLOSE_FLUSH_TIMEOUT_MS = 5_000;
 
-    private final KafkaConsumer<K, V> delegate;
+    private final Consumer<K, V> delegate;
     private final CommitWitness.Slot committedSlot;
     private final TelemetryEmitter emitter;
     private final Envelope envelope;
@@ -61,12 +61,37 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
     private boolean closed;
 
     public InstrumentedConsumer(Map<String, Object> config) {
-        AgentOptions options = AgentOptions.parse(config);
-        Map<String, Object> client = AgentOptions.clientConfig(config);
+        this(AgentOptions.parse(config), AgentOptions.clientConfig(config));
+    }
+
+    private InstrumentedConsumer(AgentOptions options, Map<String, Object> client) {
+        this(witnessed(client), options, client);
+    }
+
+    /** The client built from {@code client} with the agent's {@link CommitWitness} first among its interceptors. */
+    private static <K, V> Witnessed<K, V> witnessed(Map<String, Object> client) {
         Map<String, Object> withWitness = new HashMap<>(client);
         List<KafkaConsumer<K, V>> built = new java.util.ArrayList<>(1);
-        this.committedSlot = CommitWitness.around(withWitness, () -> built.add(new KafkaConsumer<>(withWitness)));
-        this.delegate = built.get(0);
+        CommitWitness.Slot slot = CommitWitness.around(withWitness, () -> built.add(new KafkaConsumer<>(withWitness)));
+        return new Witnessed<>(built.get(0), slot);
+    }
+
+    /** A client and the slot its CommitWitness reports to. */
+    private record Witnessed<K, V>(Consumer<K, V> client, CommitWitness.Slot slot) {
+    }
+
+    /**
+     * Instrument a consumer built elsewhere (the javaagent's path: the application's own KafkaConsumer):
+     * {@code client} is its config, {@code witness} the slot of the CommitWitness it was built with.
+     */
+    public static <K, V> InstrumentedConsumer<K, V> around(Consumer<K, V> built, CommitWitness.Slot witness,
+                                                           Map<String, Object> client, AgentOptions options) {
+        return new InstrumentedConsumer<>(new Witnessed<>(built, witness), options, client);
+    }
+
+    private InstrumentedConsumer(Witnessed<K, V> built, AgentOptions options, Map<String, Object> client) {
+        this.committedSlot = built.slot();
+        this.delegate = built.client();
         this.groupProtocol = "consumer".equalsIgnoreCase(String.valueOf(client.get("group.protocol")))
                 ? "consumer" : "classic";
         String strategy = String.valueOf(client.getOrDefault("partition.assignment.strategy",
