@@ -20,7 +20,7 @@ from lens_scenarios.runner import RunOptions, run_scenario
 from lens_scenarios.spec import parse
 from lens_scenarios.truth_log import read_deliveries, read_events, read_meta
 from tests.support.gold_matching import gold_for_run, mismatches
-from tests.support.java_members import GOLD_CRASHED_IDLE_OWNER, PLAN
+from tests.support.java_members import PLAN
 from tests.support.telemetry_log import read_to_end
 
 CALLBACKS = {"partitions_assigned": "assign", "partitions_revoked": "revoke", "partitions_lost": "lost"}
@@ -83,8 +83,7 @@ def test_a_java_members_truth_log_is_what_its_agent_reported(kafka, tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.timeout(2100)  # the fixture's five runs (~5 min) and a pipeline run, on 2 cores others share
-@pytest.mark.parametrize("scenario", [pytest.param(name, marks=pytest.mark.xfail(reason=GOLD_CRASHED_IDLE_OWNER))
-                                      if name == "turbulent-minute" else name for name in PLAN])
+@pytest.mark.parametrize("scenario", list(PLAN))
 def test_gold_equals_truth_for_java_members(landed_java, scenario):
     """`./lens test -m slow tests/e2e/test_java_members.py`: every handoff truth shows is in gold with the same
     duplicates (bracketed after a crash), pause and cause, as tests/e2e/test_gold_vs_truth.py holds Python

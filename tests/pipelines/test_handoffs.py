@@ -213,3 +213,19 @@ def test_a_crashed_owners_successor_found_late_without_its_offset_bounds_the_dup
     assert crash["release_kind"] == "crash" and crash["first_fetch_offset"] is None
     assert (crash["duplicates"], crash["duplicates_upper"]) == (0, 101 + 1 - 50)
     assert (crash["pause_s"], crash["pause_upper_s"]) == (36.5, 40.0)  # stopped between its first fetch and 2.5 s
+
+
+def test_a_crashed_owner_that_never_read_the_partition_adds_no_wait_the_link_before_it_counted():
+    """m1 is revoked at 2 s with a record waiting; m2 is assigned at 2.5 s, ticks once idle and is killed;
+    m3, assigned at 8 s, reads at 8.2 s. The record waited 6.2 s, counted once across the two links (the
+    chain once counted m2's silence in both: a Java-member run found it, 2.55 s for a truth of 1.35 s)."""
+    fleet = Fleet()
+    m1, m2, m3 = fleet.member("m1"), fleet.member("m2"), fleet.member("m3")
+    m1.at(0).joins().assigned(P0).fetches(P0, 0).at(1_000).processes(P0, upto=49).commits(P0, 50)
+    m1.at(2_000).revokes(P0)
+    m2.at(2_500).joins().assigned(P0).at(3_500).processes(P0, upto=-1)
+    m3.at(8_000).joins().assigned(P0).at(8_200).fetches(P0, 50, produced_ms=1_500)
+    revoked, crash = sorted(handoffs_of(ownership_intervals(fleet.events)), key=lambda h: h["assigned_ms"])
+    assert crash["release_kind"] == "crash"
+    assert (revoked["pause_s"], revoked["pause_upper_s"]) == (6.0, 6.0)
+    assert crash["pause_s"] == 0.2 and crash["pause_upper_s"] == 5.7  # had it read, unseen, from 2.5 s

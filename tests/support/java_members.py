@@ -9,12 +9,6 @@ from lens_scenarios.spec import BUILTIN_DIR, Scenario, load, on_runtime, parse
 # scenario -> (assignor, the members on the JVM: all, or the mixed group's)
 PLAN = {"rolling-restart": ("range", "all"), "static-rolling-restart": ("cooperative-sticky", "all"),
         "crash": ("consumer", "all"), "scale-out-in": ("roundrobin", "mixed"), "turbulent-minute": ("range", "mixed")}
-# A gold bug, not the Java agent's (both runs so far, on Python members): a member crashes holding a quiet partition
-# it never read; gold chains prev -> idle crashed owner -> next, and both links count the wait from the record's
-# production (the idle link up to the next assignment, the crash link from max(silent_until, produced)), so the
-# chain's pause is up to twice truth's (audit/1 m3.1 -> m2.1 (killed) -> m3.1: gold 1.199 + 1.352 s, truth 1.353 s).
-GOLD_CRASHED_IDLE_OWNER = ("turbulent-minute: gold counts a crashed idle owner's wait twice "
-                           "(pipelines/gold/handoffs.py, the crash branch of handoff())")
 
 
 def _mixed(name: str) -> Scenario:
