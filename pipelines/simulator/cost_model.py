@@ -31,7 +31,8 @@ Fitted from the group's own gold rows, never from constants tuned to our scenari
   candidate's timeout; its duplicates (what the killed member processed past its last
   commit) do not depend on any setting here, so the measured bounds are kept;
 - a stall's lost partitions: their measured duplicates and pause per handoff, the pause's
-  upper bound (from the owner's last progress: a stalled owner read nothing after it).
+  upper bound (from the owner's last progress: a stalled owner read nothing after it); under
+  KIP-848 (``held``) the same duplicates, and the whole stall plus one reconciliation's pause.
 """
 from __future__ import annotations
 
@@ -90,7 +91,7 @@ class Fitted:
     def duplicates(self, h: SimHandoff, commit_on_revoke: bool) -> float:
         if h.kind == "crash":
             return self.crash_duplicates
-        if h.kind == "lost":
+        if h.kind in ("lost", "held"):
             return self.lost_duplicates
         return 0.0 if commit_on_revoke else self.rate.get(h.partition, 0.0) * self.uncommitted_window_s
 
@@ -99,6 +100,8 @@ class Fitted:
             return session_timeout_ms / 1000.0 + self.crash_overhead_s
         if h.kind == "lost":
             return self.lost_pause_s
+        if h.kind == "held":  # a KIP-848 stall: the member's own partitions wait it out, then a reconciliation
+            return h.down_s + self.move_pause_s["consumer"]
         commit = self.commit_in_revoke_s if commit_on_revoke else 0.0
         if h.kind == "bounce":
             return h.down_s + self.return_overhead_s + commit

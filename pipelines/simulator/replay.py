@@ -18,7 +18,11 @@ assignor model and lists the partition handoffs the rebalance makes:
   so the group rebalances only when its session expires, and partitions assigned to
   members that have gone but not yet expired are not read by anyone (no handoff);
   a crash is found after ``session.timeout.ms``;
-- a stall shorter than ``max.poll.interval.ms`` is no rebalance;
+- a stall shorter than ``max.poll.interval.ms`` is no rebalance; a longer one under the classic
+  protocol is noticed ``max.poll.interval.ms`` after the last poll (the member leaves, its
+  partitions move, it rejoins when it polls again); under KIP-848 its partitions wait out the
+  whole stall and come back to it (``held``: librdkafka 2.16 on Kafka 4.2 logged "leaving group"
+  at the timeout, yet nobody else read them; docs/measured.md);
 - an enforced rebalance is what the agent's ``enforce_rebalance`` does (``_enforce``).
 
 What a handoff costs is the cost model's business (``pipelines.simulator.cost_model``).
@@ -36,7 +40,7 @@ from pipelines.simulator.group import Assignment, Member, TopicPartition
 from pipelines.simulator.handoff import classic_cooperative_rounds, owners
 from pipelines.vocabulary import RESTART_CAUSES
 
-HandoffKind = Literal["graceful", "lost", "crash", "bounce"]
+HandoffKind = Literal["graceful", "lost", "crash", "bounce", "held"]
 FIRST_READ_MS = 1_000  # a member given a partition reads it within this (the measured handoffs: 0.1-0.9 s)
 ROUND_MS = 500  # changes this close make one rebalance (one join round; KIP-848: leaves only)
 LEAVING: dict[str, HandoffKind] = {"leave": "graceful", "expire": "graceful", "crash": "crash", "stall": "lost"}
@@ -76,7 +80,7 @@ class SimRebalance:
 @dataclass(frozen=True)
 class Change:
     at_ms: int
-    kind: str  # join, leave, depart, expire, crash, stall, back, subscribe, enforce, bounce
+    kind: str  # join, leave, depart, expire, crash, stall, back, hold, subscribe, enforce, bounce
     member: str  # the logical member: a chain of restarts under static membership is one
     cause: str
     topics: frozenset[str] = frozenset()
@@ -138,7 +142,11 @@ def changes_of(members: list[dict[str, Any]], setup: Setup) -> tuple[list[tuple[
         changes.extend(Change(at, "enforce", me, "enforced") for at in m["enforced_ms"])
         for stall in m["stalls"]:  # the group notices a stall max.poll.interval.ms after the last poll
             back = stall["back_ms"] if stall["back_ms"] is not None else m["last_seen_ms"]
-            if back - stall["began_ms"] >= setup.max_poll_interval_ms:
+            if back - stall["began_ms"] < setup.max_poll_interval_ms:
+                continue
+            if setup.assignor.startswith("consumer:"):
+                changes.append(Change(back, "hold", me, "poll_interval_exceeded", down_s=(back - stall["began_ms"]) / 1000.0))
+            else:
                 changes.append(Change(stall["began_ms"] + setup.max_poll_interval_ms, "stall", me,
                                       "poll_interval_exceeded", down_s=(back - stall["began_ms"]) / 1000.0))
                 changes.append(Change(back, "back", me, "poll_interval_exceeded", subs[-1][1]))
@@ -226,10 +234,11 @@ def replay(members: list[dict[str, Any]], partitions: dict[str, int], setup: Set
         gone: dict[str, HandoffKind] = {}
         rejoin = False
         for c in batch:
-            if c.kind == "bounce":
+            if c.kind in ("bounce", "hold"):  # the member's own partitions wait for it, nobody else's move
                 mine = sorted(g.owned.get(c.member, ()))
-                g.rebalances.append(SimRebalance(c.at_ms, "restart", tuple(
-                    SimHandoff(tp, "bounce", False, c.down_s, c.member) for tp in mine), group_rebalance=False))
+                kind: HandoffKind = "bounce" if c.kind == "bounce" else "held"
+                g.rebalances.append(SimRebalance(c.at_ms, c.cause, tuple(
+                    SimHandoff(tp, kind, False, c.down_s, c.member) for tp in mine), group_rebalance=False))
             elif c.kind == "depart":
                 g.departed.add(c.member)
             elif c.kind in ("join", "back"):
@@ -244,7 +253,7 @@ def replay(members: list[dict[str, Any]], partitions: dict[str, int], setup: Set
                 g.departed.discard(c.member)
                 gone[c.member] = LEAVING[c.kind]
         if rejoin or gone:
-            first = next(c for c in batch if c.kind not in ("bounce", "depart"))
+            first = next(c for c in batch if c.kind not in ("bounce", "hold", "depart"))
             _rebalance(g, first.at_ms, first.cause, gone, max((c.down_s for c in batch if c.member in gone), default=0.0))
             for member in gone:
                 g.owned.pop(member, None)

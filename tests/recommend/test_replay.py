@@ -58,6 +58,16 @@ def test_a_stall_below_max_poll_interval_is_no_rebalance():
     assert list(replay(stalled, PARTITIONS, patient)) == []
 
 
+def test_a_kip848_stall_holds_the_members_own_partitions_for_the_whole_stall():
+    """Under KIP-848 the stalled member's partitions waited out its stall and came back to it (librdkafka 2.16,
+    Kafka 4.2: 10.0-10.5 s for a 10 s stall, where classic moved them after max.poll.interval.ms): one wait of
+    its own partitions when it polls again, nothing else moves."""
+    stalled = [_member("m1", 0, stalls=[{"began_ms": 5_000, "at_ms": 15_000, "back_ms": 15_100}]), _member("m2", 0)]
+    (held,) = replay(stalled, PARTITIONS, Setup("consumer:uniform", False, 6_000, 7_000))
+    assert (held.at_ms, held.trigger, held.group_rebalance) == (15_100, "poll_interval_exceeded", False)
+    assert [(h.kind, h.moved, h.down_s) for h in held.handoffs] == [("held", False, 10.1)] * 3
+
+
 def test_static_members_that_leave_for_good_rebalance_only_when_their_session_expires():
     leaving = [_member("m1", 0), _member("m2", 0, left=10_000, leave_cause="scale_in")]
     (expired,) = replay(leaving, PARTITIONS, _setup("classic:range", static=True))
