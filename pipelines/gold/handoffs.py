@@ -62,13 +62,14 @@ reports at most 100 partitions (the first, sorted); one that leaves those 100 as
 gains partitions ticks no more while still read, and its bounds would be too tight.
 
 The pause of a crash is within [first_fetch - silent_until, first_fetch - the earliest its
-last record can have been handed out]; of an owner not seen reading the partition, the lower
-bound from the next assignment only (the handoff before it counted the wait up to there, as
-for an owner revoked before reading; a first fetch that died with it is what the upper allows): after the tick before its last tick that counted
+last record can have been handed out]: after the tick before its last tick that counted
 records (a cold partition's last record can be older than the last tick, by ticks), or after
 its first fetch or assignment. The records a tick counts are those handed out in the default
 processing mode; in ``explicit`` mode they are those processed, handed out possibly earlier
-(not covered: its pause's upper bound can be too low).
+(not covered: its pause's upper bound can be too low). Of an owner not seen reading the
+partition, the lower bound starts at the next assignment: the handoff before it counted the
+wait up to there, as for an owner revoked before reading (a first fetch that died with the
+process is what the upper bound still allows).
 
 A ``lost`` owner knew its offsets at the lost callback (exact duplicates), but not when
 the coordinator took the partition: the pause within [first_fetch - min(lost, next
@@ -231,9 +232,9 @@ def handoff(prev: dict[str, Any], nxt: dict[str, Any], reader: dict[str, Any] | 
         # partition's last record may be ticks older than its last tick), or after its first
         after = prev.get("last_record_after_ms") or prev["assigned_ms"]  # .get: kept before the column
         alive = max(after, (prev["first_fetch_ms"] or 0) - int(prev["first_fetch_window_ms"] or 0))
-        if prev["first_fetch_ms"] is None:  # not seen reading: the link before it counted the wait up to the
-            until = nxt["assigned_ms"]  # next assignment (``_pause_end_ms``); a lost first fetch widens the upper
-        low, high = _waited(reader, end, until, alive)
+        # not seen reading: the link before it counted the wait up to the next assignment (``_pause_end_ms``)
+        earliest = nxt["assigned_ms"] if prev["first_fetch_ms"] is None else until
+        low, high = _waited(reader, end, earliest, alive)
         row.update(pause_s=point_figure(None, low), pause_upper_s=high, duplicates=point_figure(None, lower),
                    duplicates_upper=upper,
                    uncommitted_at_revoke=_dups(prev["last_progress_processed_offset"], committed))

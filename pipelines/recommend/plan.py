@@ -50,6 +50,11 @@ class Step:
         """A change of group.protocol: members move one at a time through a mixed phase."""
         return self.source.setup.assignor.split(":")[0] != self.config.setup.assignor.split(":")[0]
 
+    @property
+    def upgrades(self) -> bool:
+        """A move from the classic protocol to KIP-848's: the one with a priced mixed phase and readiness checks."""
+        return self.migrates and self.config.setup.assignor.startswith("consumer:")
+
 
 def score(base: Priced, p: Priced) -> float:
     """Relative savings, summed: how steps and changes are ranked."""

@@ -202,7 +202,7 @@ def assignor_rule(e: Evidence) -> Recommendation | None:
     now, then = cur.setup.assignor, best.setup.assignor
     eager_now = ASSIGNORS[now].rebalance_protocol == "eager"
     migration = Step("assignor", cur, best, e.what_if.baseline, e.what_if.priced[best])
-    if migration.migrates and then.startswith("consumer:"):  # rolled out as a plan's migration step is
+    if migration.upgrades:  # rolled out as a plan's migration step is
         rollout = _step_rollout(e, migration)
     elif eager_now and ASSIGNORS[then].rebalance_protocol == "cooperative":
         rollout = ("librdkafka refuses a strategy list that mixes eager and cooperative assignors, so KIP-429's "
@@ -215,7 +215,7 @@ def assignor_rule(e: Evidence) -> Recommendation | None:
     else:
         rollout = ("Stop every member and start them with the new strategy: members with different strategies "
                    "share no protocol, and a rolling change leaves the new ones outside the group.",)
-    mixed = _mixed_phase(e, migration) if migration.migrates and then.startswith("consumer:") else None
+    mixed = _mixed_phase(e, migration) if migration.upgrades else None
     waits = _fixes_first(e)[1] if mixed is not None else ()
     base, p = e.what_if.baseline, e.what_if.priced[best]
     evidence = (f"{len(e.churn())} partition handoffs after the group formed cost {_fmt(e.what_if.measured.duplicates, e.what_if.measured.pause_s)} (gold/handoffs).",
@@ -458,8 +458,10 @@ def _step_rollout(e: Evidence, step: Step) -> tuple[str, ...]:
     live, _ = running(e)
     canary = live[0]["client_id"] if live else "one member"
     today = per_handoff_measured(e)
-    lines = [f"Canary: apply it to one member ({canary}) and let it run through at least one rebalance.",
-             "Then the other members, one at a time."]
+    lines = ["Needs brokers with the KIP-848 group coordinator (Kafka 4.0+) and librdkafka 2.15+ (KIP-848 is "
+             "generally available from 2.12; 2.15 fixes its known bugs)."] if step.upgrades else []
+    lines += [f"Canary: apply it to one member ({canary}) and let it run through at least one rebalance.",
+              "Then the other members, one at a time."]
     if step.migrates:
         lines += [f"The mixed phase (classic and consumer-protocol members in one group) lasts about "
                   f"{mixed_phase_s(e.members, len(live)):.0f} s: {len(live)} restarts, each as long as the longest "
@@ -467,10 +469,7 @@ def _step_rollout(e: Evidence, step: Step) -> tuple[str, ...]:
                   "member revoke all its partitions (measured on Kafka 4.2: docs/measured.md).",
                   "Before the canary: the broker's group.consumer.migration.policy must allow the upgrade "
                   "(bidirectional, the default, or upgrade), and the readiness findings below must be fixed."]
-        if step.config.setup.assignor.startswith("consumer:"):
-            lines.insert(0, "Needs brokers with the KIP-848 group coordinator (Kafka 4.0+) and librdkafka 2.15+ "
-                            "(KIP-848 is generally available from 2.12; 2.15 fixes its known bugs).")
-    first = _fixes_first(e)[0] if step.migrates and step.config.setup.assignor.startswith("consumer:") else ()
+    first = _fixes_first(e)[0] if step.upgrades else ()
     return (*first, *lines, rollback_criteria(step, today))
 
 
@@ -518,7 +517,7 @@ def plan_steps(e: Evidence) -> list[Recommendation]:
                  f"saving per effort: the easy change that saves the most first).{alone}")
         total = (f"The whole plan takes the group from {_fmt(base.duplicates, base.pause_s)} to "
                  f"{_fmt(steps[-1].after.duplicates, steps[-1].after.pause_s)} (target {goal.label}).")
-        mixed = _mixed_phase(e, step) if step.migrates and step.config.setup.assignor.startswith("consumer:") else None
+        mixed = _mixed_phase(e, step) if step.upgrades else None
         title, change = f"Step {i} of {len(steps)}: {step_title(step)}", tuple(changes(step.source, step.config))
         waits = _fixes_first(e)[1] if mixed is not None else ()
         evidence, rollout = (order, *_phase_lines(mixed), total, *waits), _step_rollout(e, step)

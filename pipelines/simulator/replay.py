@@ -44,6 +44,8 @@ HandoffKind = Literal["graceful", "lost", "crash", "bounce", "held"]
 FIRST_READ_MS = 1_000  # a member given a partition reads it within this (the measured handoffs: 0.1-0.9 s)
 ROUND_MS = 500  # changes this close make one rebalance (one join round; KIP-848: leaves only)
 LEAVING: dict[str, HandoffKind] = {"leave": "graceful", "expire": "graceful", "crash": "crash", "stall": "lost"}
+# Changes whose member's own partitions wait for it, no rebalance: a static restart, a KIP-848 stall.
+WAITING: dict[str, HandoffKind] = {"bounce": "bounce", "hold": "held"}
 
 
 @dataclass(frozen=True)
@@ -142,13 +144,14 @@ def changes_of(members: list[dict[str, Any]], setup: Setup) -> tuple[list[tuple[
         changes.extend(Change(at, "enforce", me, "enforced") for at in m["enforced_ms"])
         for stall in m["stalls"]:  # the group notices a stall max.poll.interval.ms after the last poll
             back = stall["back_ms"] if stall["back_ms"] is not None else m["last_seen_ms"]
-            if back - stall["began_ms"] < setup.max_poll_interval_ms:
+            stalled_s = (back - stall["began_ms"]) / 1000.0
+            if stalled_s * 1000 < setup.max_poll_interval_ms:
                 continue
             if setup.assignor.startswith("consumer:"):
-                changes.append(Change(back, "hold", me, "poll_interval_exceeded", down_s=(back - stall["began_ms"]) / 1000.0))
+                changes.append(Change(back, "hold", me, "poll_interval_exceeded", down_s=stalled_s))
             else:
                 changes.append(Change(stall["began_ms"] + setup.max_poll_interval_ms, "stall", me,
-                                      "poll_interval_exceeded", down_s=(back - stall["began_ms"]) / 1000.0))
+                                      "poll_interval_exceeded", down_s=stalled_s))
                 changes.append(Change(back, "back", me, "poll_interval_exceeded", subs[-1][1]))
         gone_for_good = agent not in bounced.values()
         if m["left_ms"] is not None and gone_for_good and setup.static:
@@ -234,11 +237,10 @@ def replay(members: list[dict[str, Any]], partitions: dict[str, int], setup: Set
         gone: dict[str, HandoffKind] = {}
         rejoin = False
         for c in batch:
-            if c.kind in ("bounce", "hold"):  # the member's own partitions wait for it, nobody else's move
+            if c.kind in WAITING:  # the member's own partitions wait for it, nobody else's move
                 mine = sorted(g.owned.get(c.member, ()))
-                kind: HandoffKind = "bounce" if c.kind == "bounce" else "held"
                 g.rebalances.append(SimRebalance(c.at_ms, c.cause, tuple(
-                    SimHandoff(tp, kind, False, c.down_s, c.member) for tp in mine), group_rebalance=False))
+                    SimHandoff(tp, WAITING[c.kind], False, c.down_s, c.member) for tp in mine), group_rebalance=False))
             elif c.kind == "depart":
                 g.departed.add(c.member)
             elif c.kind in ("join", "back"):
@@ -253,7 +255,7 @@ def replay(members: list[dict[str, Any]], partitions: dict[str, int], setup: Set
                 g.departed.discard(c.member)
                 gone[c.member] = LEAVING[c.kind]
         if rejoin or gone:
-            first = next(c for c in batch if c.kind not in ("bounce", "hold", "depart"))
+            first = next(c for c in batch if c.kind not in (*WAITING, "depart"))
             _rebalance(g, first.at_ms, first.cause, gone, max((c.down_s for c in batch if c.member in gone), default=0.0))
             for member in gone:
                 g.owned.pop(member, None)
