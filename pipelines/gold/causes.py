@@ -152,7 +152,8 @@ def triggers_of(bodies: Bodies) -> list[Trigger]:
         if e["kind"] == "partitions_assigned" and e["generation"] >= 0:
             first_generation.setdefault(e["agent_id"], e["generation"])
             generation_began.setdefault(e["generation"], e["event_time_ms"])
-    out = _returns(bodies)
+    departures = _stall_departures(bodies)
+    out = _returns(bodies, departures)
     for e, b in bodies:
         kind, t = e["kind"], e["event_time_ms"]
         rejoin = e["generation"] + 1 if e["generation"] >= 0 else None
@@ -170,28 +171,53 @@ def triggers_of(bodies: Bodies) -> list[Trigger]:
             cause = "enforced"
         elif is_stall(e, b):
             cause = "poll_interval_exceeded"
+            left = departures[id(e)]  # a late report's own time and generation may be its return's
+            t, rejoin = left["event_time_ms"], left["generation"] + 1 if left["generation"] >= 0 else None
         else:
             continue
         out.append(Trigger(t, e["agent_id"], cause, rejoin))
     return sorted(out, key=lambda t: t.time_ms)
 
 
-def _returns(bodies: Bodies) -> list[Trigger]:
-    """A stalled member's return: its first move to a joining state after the stall (or its first
-    assignment), at the generation of that assignment (classic), caused by the stall."""
-    stalled: dict[str, int] = {}  # agent -> when it stalled
+def _stall_departures(bodies: Bodies) -> dict[int, dict[str, Any]]:
+    """``id`` of each stall report -> the event at which its member left the group for the stall:
+    the report itself, or the lost callback served up to ``STALL_REPORT_SLACK_MS`` before it.
+    librdkafka can serve the lost callback, the rejoin and even the new assignment inside the poll
+    that then returns the ``_MAX_POLL_EXCEEDED`` error (slow-processing under range on a loaded
+    machine: the error 80 ms after the new assignment), so the report's own generation may already
+    be the return's."""
+    lost: dict[str, dict[str, Any]] = {}  # agent -> its latest lost callback
+    out = {}
+    for e, b in bodies:
+        if e["kind"] == "partitions_lost":
+            lost[e["agent_id"]] = e
+        elif is_stall(e, b):
+            before = lost.get(e["agent_id"])
+            near = before is not None and e["event_time_ms"] - before["event_time_ms"] <= STALL_REPORT_SLACK_MS
+            out[id(e)] = before if near else e
+    return out
+
+
+def _returns(bodies: Bodies, departures: dict[int, dict[str, Any]]) -> list[Trigger]:
+    """A stalled member's return: its first move to a joining state after it left for the stall (or
+    its first assignment), at the generation of that assignment (classic), caused by the stall."""
+    left: dict[str, list[int]] = defaultdict(list)  # agent -> when it left for each stall not yet returned from
+    for d in departures.values():
+        left[d["agent_id"]].append(d["event_time_ms"])
+    for times in left.values():
+        times.sort()
     back: dict[str, int] = {}  # agent -> when it rejoined
     out = []
     for e, b in bodies:
-        agent = e["agent_id"]
-        if is_stall(e, b):
-            stalled.setdefault(agent, e["event_time_ms"])
-        elif agent in stalled and e["kind"] == "state_transition" and b["to_state"] == JOINING_STATE:
-            back.setdefault(agent, e["event_time_ms"])
-        elif agent in stalled and e["kind"] == "partitions_assigned":
-            del stalled[agent]
+        agent, t = e["agent_id"], e["event_time_ms"]
+        if not left[agent] or t < left[agent][0]:
+            continue
+        if e["kind"] == "state_transition" and b["to_state"] == JOINING_STATE:
+            back.setdefault(agent, t)
+        elif e["kind"] == "partitions_assigned":
+            del left[agent][:bisect.bisect_right(left[agent], t)]  # every stall it left for before returns here
             generation = e["generation"] if e["generation"] >= 0 else None
-            out.append(Trigger(back.pop(agent, e["event_time_ms"]), agent, "poll_interval_exceeded", generation))
+            out.append(Trigger(back.pop(agent, t), agent, "poll_interval_exceeded", generation))
     return out
 
 

@@ -487,7 +487,8 @@ def _mixed_phase(e: Evidence, step: Step) -> Priced:
                    frozenset(m["subscriptions"][-1]["topics"])) for m in live]
     return mixed_phase_cost(view, layout,
                             partition_counts(e.intervals), step.source.setup.assignor, step.config.setup.assignor,
-                            longest_restart_ms(e.members) / 1000.0, e.what_if.fitted, step.source.commit_on_revoke)
+                            longest_restart_ms(e.members) / 1000.0, e.what_if.fitted.at_any_moment(),
+                            step.source.commit_on_revoke)
 
 
 def _phase_lines(mixed: Priced | None) -> tuple[str, ...]:
