@@ -37,53 +37,39 @@ from tuning_report.wording import bounded
 GOLD_STAGES = ("ingest", "validate", "silver", "gold")
 
 
-def test_an_older_events_table_gets_the_new_column(spark, kafka, tmp_path):
+def test_an_older_events_table_gets_the_new_column_and_a_body_field_added_within_v1(spark, kafka, tmp_path):
+    """The events table as the previous version wrote it: without ``later_version_json`` (events of a
+    later schema version keep their unknown fields there) and with a ``partitions_change`` struct
+    that predates ``callback_calls`` (optional within v1). Both arrive with the next events (Delta's
+    schema merge, the second nested), and gold's members read the body field. One lake for both:
+    each pipeline run here costs about a minute."""
     config = fresh_config(kafka, tmp_path)
     fleet = with_own_ids(scale_out_then_crash(group="upgrade"), seed=27)
     kafka.feed(config.topic, fleet.keyed()[:10])
     run_pipeline(spark, config, ("ingest", "validate"), progress=lambda _m: None)
     events = lake.read(spark, config.lake_path, catalog.EVENTS)
-    # the table as the previous version wrote it: every column but the new one
-    older = events.drop(LATER_VERSION_COLUMN)
+    older = events.drop(LATER_VERSION_COLUMN).withColumn(
+        "partitions_change", F.col("partitions_change").dropFields("callback_calls"))
     older.write.format("delta").mode("overwrite").option("overwriteSchema", "true") \
-        .partitionBy(*catalog.EVENTS.partition_by).save(
-        catalog.EVENTS.location(config.lake_path))
+        .partitionBy(*catalog.EVENTS.partition_by).save(catalog.EVENTS.location(config.lake_path))
     assert LATER_VERSION_COLUMN not in lake.read(spark, config.lake_path, catalog.EVENTS).columns
 
+    upgraded = fleet.events[11:]  # sent by an upgraded agent: m2's callbacks call assign()
+    for e in upgraded:
+        if e["client_id"] == "m2" and e["kind"].startswith("partitions_"):
+            e["body"]["callback_calls"] = ["assign"]
     later = {**fleet.events[10], "schema_version": 3, "zz_added_in_v3": {"x": [1, 2]}}
     kafka.feed(config.topic, fleet.keyed()[11:] + [(later["agent_id"], json.dumps(later), later["event_time_ms"])])
-    run_pipeline(spark, config, ("ingest", "validate", "silver", "gold"), progress=lambda _m: None)
+    run_pipeline(spark, config, GOLD_STAGES, progress=lambda _m: None)
     events = lake.read(spark, config.lake_path, catalog.EVENTS)
     assert events.count() == len(fleet.events)
     kept = events.where(F.col(LATER_VERSION_COLUMN).isNotNull()).select("event_id", LATER_VERSION_COLUMN).collect()
     assert [(r.event_id, json.loads(r[LATER_VERSION_COLUMN])["zz_added_in_v3"]) for r in kept] == \
         [(later["event_id"], {"x": [1, 2]})]
-
-
-def test_an_older_events_table_gets_a_body_field_added_within_v1(spark, kafka, tmp_path):
-    """partitions_change.callback_calls (optional within v1): a lake whose events' struct predates it
-    gains it when events that carry it arrive (Delta's schema merge, nested), and gold's members read it."""
-    config = fresh_config(kafka, tmp_path)
-    fleet = with_own_ids(scale_out_then_crash(group="upgrade-body"), seed=28)
-    kafka.feed(config.topic, fleet.keyed()[:10])
-    run_pipeline(spark, config, ("ingest", "validate"), progress=lambda _m: None)
-    events = lake.read(spark, config.lake_path, catalog.EVENTS)
-    older = events.withColumn("partitions_change", F.col("partitions_change").dropFields("callback_calls"))
-    older.write.format("delta").mode("overwrite").option("overwriteSchema", "true") \
-        .partitionBy(*catalog.EVENTS.partition_by).save(catalog.EVENTS.location(config.lake_path))
-
-    later = fleet.events[10:]  # sent by an upgraded agent: m2's callbacks call assign()
-    for e in later:
-        if e["client_id"] == "m2" and e["kind"].startswith("partitions_"):
-            e["body"]["callback_calls"] = ["assign"]
-    kafka.feed(config.topic, fleet.keyed()[10:])
-    run_pipeline(spark, config, GOLD_STAGES, progress=lambda _m: None)
-    events = lake.read(spark, config.lake_path, catalog.EVENTS)
-    assert events.count() == len(fleet.events)
     calls = {r.event_id: r.calls for r in events.select("event_id", F.col("partitions_change.callback_calls")
                                                         .alias("calls")).collect()}
     assert {i for i, c in calls.items() if c == ["assign"]} == \
-        {e["event_id"] for e in later if e["body"].get("callback_calls")} != set()
+        {e["event_id"] for e in upgraded if e["body"].get("callback_calls")} != set()
     members = {r.client_id: r.callback_calls for r in lake.read(spark, config.lake_path, catalog.MEMBERS).collect()}
     assert members == {"m1": [], "m2": ["assign"]}
 
