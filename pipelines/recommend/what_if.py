@@ -71,8 +71,8 @@ def price_all(configs: list[Config], members: list[dict[str, Any]], partitions: 
     for family in families.values():
         assignments = Assignments(SHARED_PARTITIONS if len(family) > 1 else 0)
         for setup, sharing in family.items():
-            priced.update(zip(sharing, price_each(replay(members, partitions, setup, assignments), fitted,
-                                                  kind_of(setup), [c.commit_on_revoke for c in sharing],
+            rounds = replay(members, partitions, setup, assignments, fitted.round_ms)
+            priced.update(zip(sharing, price_each(rounds, fitted, kind_of(setup), [c.commit_on_revoke for c in sharing],
                                                   setup.session_timeout_ms)))
     return {c: priced[c] for c in configs}
 

@@ -39,6 +39,8 @@ Fitted from the group's own gold rows, never from constants tuned to our scenari
 - a crash: the measured pause less the session timeout it waited for, plus the
   candidate's timeout; its duplicates (what the killed member processed past its last
   commit) do not depend on any setting here, so the measured bounds are kept;
+- a classic join round: how long it stays open to a member joining, from the group's restarts
+  (``replay.observed_round_ms``);
 - a stall's lost partitions: their measured duplicates and pause per handoff, the pause's
   upper bound (from the owner's last progress: a stalled owner read nothing after it); under
   KIP-848 (``held``) the same duplicates, and the whole stall plus one reconciliation's pause.
@@ -52,7 +54,7 @@ from typing import Any
 
 from pipelines.measures import exact, measured_duplicates, measured_pause_s, upper_name
 from pipelines.simulator.group import TopicPartition
-from pipelines.simulator.replay import SimHandoff, SimRebalance, restart_pairs
+from pipelines.simulator.replay import ROUND_MS, SimHandoff, SimRebalance, observed_round_ms, restart_pairs
 
 # A synchronous commit inside the revoke callback: one broker round trip; on the embedded
 # broker a committed revoke callback took this much longer than one that did not commit.
@@ -97,6 +99,7 @@ class Fitted:
     crash_overhead_s: float  # a crashed partition's pause beyond the session timeout
     lost_duplicates: float
     lost_pause_s: float
+    round_ms: int  # a classic join round, as the group's restarts showed it (the replay's ``round_ms``)
 
     def at_any_moment(self) -> Fitted:
         """The model for handoffs at moments of their own: the sampled uncommitted window."""
@@ -204,7 +207,8 @@ def fit(handoffs: list[dict[str, Any]], intervals: list[dict[str, Any]], members
         crash_duplicates=_mean(measured_duplicates(h) for h in crashes) or 0.0,
         crash_overhead_s=crash_overhead if crash_overhead is not None else pause,
         lost_duplicates=_mean(_exact(h, "duplicates") for h in lost) or 0.0,
-        lost_pause_s=_mean(measured_pause_s(h) for h in lost) or pause)
+        lost_pause_s=_mean(measured_pause_s(h) for h in lost) or pause,
+        round_ms=observed_round_ms(members, handoffs) if kind != "consumer" else ROUND_MS)
 
 
 @dataclass(frozen=True)

@@ -117,3 +117,24 @@ def test_shared_assignments_keep_no_more_partitions_than_told(monkeypatch):
     shared = Assignments(keep=6)
     assert [list(replay(RESTART_THEN_CRASH, PARTITIONS, s, shared)) for s in (quick, slow)] == alone
     assert len(runs) - alone_runs == alone_runs - 1
+
+
+def test_a_classic_join_round_is_as_long_as_the_groups_restarts_showed():
+    """Three restarts 0.70, 0.75 and 0.69 s from leave to rejoin; the first and last made one rebalance
+    (the leaver's partitions and the joiner's first at one generation), the second two: a round window
+    of 0.70 s replays them so, where the fixed 0.5 s split all three."""
+    members = [_member("a", 0, left=10_000, leave_cause="restart"), _member("a2", 10_700, join_cause="restart"),
+               _member("b", 0, left=20_000, leave_cause="restart"), _member("b2", 20_750, join_cause="restart"),
+               _member("c", 0, left=30_000, leave_cause="restart"), _member("c2", 30_690, join_cause="restart")]
+
+    def moved(prev: str | None, to: str, generation: int) -> dict:
+        return {"prev_agent_id": prev, "next_agent_id": to, "generation": generation}
+
+    handoffs = [moved(None, x, 1) for x in "abc"] + [
+        moved("a", "a2", 3), moved("b", "a2", 4), moved("b", "c", 4), moved("c", "b2", 5), moved("c", "c2", 6)]
+    round_ms = replay_module.observed_round_ms(members, handoffs)
+    assert round_ms == 700
+    rounds = list(replay(members, PARTITIONS, _setup("classic:range"), round_ms=round_ms))
+    assert [r.at_ms for r in rounds] == [10_000, 20_000, 20_750, 30_000]
+    assert len(list(replay(members, PARTITIONS, _setup("classic:range")))) == 6
+    assert replay_module.observed_round_ms(RESTART, []) == replay_module.ROUND_MS  # nothing seen: the default

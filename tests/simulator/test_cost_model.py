@@ -17,7 +17,8 @@ def _interval(uncommitted_sum: int, samples: int) -> dict:
 
 
 def _revoke(duplicates: int) -> dict:
-    return {"topic": "t", "partition": 0, "release_kind": "revoked", "cause": "restart", "commit_in_revoke": False,
+    return {"topic": "t", "partition": 0, "generation": 2, "release_kind": "revoked", "cause": "restart",
+            "commit_in_revoke": False,
             "duplicates": duplicates, "duplicates_upper": duplicates, "pause_s": 0.5, "pause_upper_s": 0.5,
             "same_owner": False, "prev_agent_id": "a", "next_agent_id": "b", "revoke_callback_ms": 1.0}
 
