@@ -21,7 +21,8 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * Writes the agent ids, each application listener's calls, and per call its window (wall-clock ms) and every
  * member's generation (classic) or member epoch (consumer) before and after, as the client has them.
  *
- * Arguments: bootstrap topic group telemetry-topic protocol (range|cooperative-sticky|consumer) caller out.json
+ * Arguments: bootstrap topic group telemetry-topic protocol (range|cooperative-sticky|consumer) caller (a|b|c)
+ * partitions out.json
  */
 public final class EnforceDriver {
     private static final List<String> ROLES = List.of("a", "b", "c");
@@ -36,7 +37,7 @@ public final class EnforceDriver {
     public static void main(String[] args) throws Exception {
         String bootstrap = args[0], topic = args[1], group = args[2], telemetry = args[3], protocol = args[4];
         String caller = args[5];
-        int partitions = Integer.parseInt(args[7]);
+        int partitions = Integer.parseInt(args[6]);
         for (String role : ROLES) {
             InstrumentedConsumer<byte[], byte[]> member = new InstrumentedConsumer<>(config(bootstrap, group, telemetry,
                     protocol, role));
@@ -67,7 +68,7 @@ public final class EnforceDriver {
         for (InstrumentedConsumer<byte[], byte[]> member : MEMBERS.values()) {
             member.close();
         }
-        new ObjectMapper().writeValue(new File(args[6]), result);
+        new ObjectMapper().writeValue(new File(args[7]), result);
     }
 
     private static Map<String, Object> config(String bootstrap, String group, String telemetry, String protocol,

@@ -4,10 +4,12 @@ package io.rebalancelens.agent;
  * What {@code KafkaConsumer.enforceRebalance(reason)} does under each protocol: the {@code rebalance_requested}
  * event's mechanism text, so that a reader of the telemetry need not know the client (as
  * consumer_agent/enforce_rebalance.py's texts do for the Python agent). Measured with kafka-clients 4.2 on a
- * 4.2 broker, three members and a non-leader calling twice (tests/jvm_agent/test_enforce_rebalance.py): under
- * classic, {@code ClassicKafkaConsumer} asks its coordinator to rejoin on the next poll, and every call moves
- * every member of the group to a new generation; {@code AsyncKafkaConsumer} (group.protocol=consumer) only
- * logs "Operation not supported in new consumer group protocol" and returns.
+ * 4.2 broker, three members, a follower or the leader calling twice (tests/jvm_agent/test_enforce_rebalance.py):
+ * under classic, {@code ClassicKafkaConsumer} has its coordinator rejoin on the next poll, and every call moves
+ * every member to a new generation, whoever calls (the rejoin's subscription carries the member's current
+ * generation, {@code ConsumerCoordinator.metadata}, so it differs from its last JoinGroup's); {@code
+ * AsyncKafkaConsumer} (group.protocol=consumer) only logs "Operation not supported in new consumer group
+ * protocol" and returns.
  */
 enum EnforceOutcome {
     EAGER("KafkaConsumer.enforceRebalance (classic eager: every call moves every member to a new generation; "
