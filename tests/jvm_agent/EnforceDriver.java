@@ -3,19 +3,14 @@ import io.rebalancelens.agent.InstrumentedConsumer;
 import java.io.File;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Collection;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
-import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
-import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
 /**
- * tests/jvm_agent/test_enforce_rebalance.py's application (java's single-file launcher): members a, b and c of one
+ * tests/jvm_agent/test_enforce_rebalance.py's application (tests/jvm_agent/drivers.py runs it): members a, b and c of one
  * group join in that order (a leads a classic group: its first member stays leader while it rejoins), read one
  * topic, and once the group is stable the caller calls enforceRebalance twice, the group polled and stable between.
  * Writes the agent ids, each application listener's calls, and per call its window (wall-clock ms) and every
@@ -30,8 +25,7 @@ public final class EnforceDriver {
     private static final long STEP_TIMEOUT_MS = 60_000;
     /** Long enough for a classic round (300 ms heartbeats) and for several KIP-848 heartbeats (the broker's 1 s). */
     private static final long WINDOW_MS = 3_000;
-    private static final List<Map<String, Object>> CALLS = new ArrayList<>();
-    private static final Map<String, Set<Integer>> OWNED = new HashMap<>();
+    private static final CallLog LOG = new CallLog();
     private static final Map<String, InstrumentedConsumer<byte[], byte[]>> MEMBERS = new LinkedHashMap<>();
 
     public static void main(String[] args) throws Exception {
@@ -42,7 +36,7 @@ public final class EnforceDriver {
             InstrumentedConsumer<byte[], byte[]> member = new InstrumentedConsumer<>(config(bootstrap, group, telemetry,
                     protocol, role));
             MEMBERS.put(role, member);
-            member.subscribe(List.of(topic), listener(role));
+            member.subscribe(List.of(topic), LOG.listener(role));
             pollUntil(() -> shared(partitions));
         }
         long stableUntil = System.currentTimeMillis() + 1_000;
@@ -53,7 +47,7 @@ public final class EnforceDriver {
             Map<String, Integer> before = generations();
             long start = System.currentTimeMillis();
             MEMBERS.get(caller).enforceRebalance(reason);
-            CALLS.add(Map.of("role", caller, "callback", "enforce", "partitions", List.of(), "reason", reason));
+            LOG.mark(Map.of("role", caller, "callback", "enforce", "partitions", List.of(), "reason", reason));
             long end = start + WINDOW_MS;
             pollUntil(() -> System.currentTimeMillis() > end && shared(partitions));
             windows.add(Map.of("reason", reason, "start_ms", start, "end_ms", System.currentTimeMillis(),
@@ -63,7 +57,7 @@ public final class EnforceDriver {
         MEMBERS.forEach((role, member) -> agents.put(role, member.agentId()));
         Map<String, Object> result = new LinkedHashMap<>();
         result.put("agents", agents);
-        result.put("calls", CALLS);
+        result.put("calls", LOG.calls());
         result.put("windows", windows);
         for (InstrumentedConsumer<byte[], byte[]> member : MEMBERS.values()) {
             member.close();
@@ -93,7 +87,7 @@ public final class EnforceDriver {
     private static boolean shared(int partitions) {
         int total = 0;
         for (String role : MEMBERS.keySet()) {
-            int owned = OWNED.getOrDefault(role, Set.of()).size();
+            int owned = LOG.owned(role);
             if (owned == 0) {
                 return false;
             }
@@ -113,45 +107,9 @@ public final class EnforceDriver {
         long deadline = System.currentTimeMillis() + STEP_TIMEOUT_MS;
         do {
             if (System.currentTimeMillis() > deadline) {
-                throw new IllegalStateException("timed out; owned: " + OWNED);
+                throw new IllegalStateException("timed out; listener calls: " + LOG.calls());
             }
             MEMBERS.values().forEach(member -> member.poll(POLL));
         } while (!done.getAsBoolean());
-    }
-
-    /** The application's own listener: records each call with its partitions and the time. */
-    private static ConsumerRebalanceListener listener(String role) {
-        return new ConsumerRebalanceListener() {
-            @Override
-            public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
-                record(role, "assigned", partitions);
-            }
-
-            @Override
-            public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
-                record(role, "revoked", partitions);
-            }
-
-            @Override
-            public void onPartitionsLost(Collection<TopicPartition> partitions) {
-                record(role, "lost", partitions);
-            }
-        };
-    }
-
-    private static void record(String role, String callback, Collection<TopicPartition> partitions) {
-        Set<Integer> owned = OWNED.computeIfAbsent(role, r -> new HashSet<>());
-        List<Integer> numbers = new ArrayList<>();
-        for (TopicPartition tp : partitions) {
-            numbers.add(tp.partition());
-            if ("assigned".equals(callback)) {
-                owned.add(tp.partition());
-            } else {
-                owned.remove(tp.partition());
-            }
-        }
-        numbers.sort(Integer::compare);
-        CALLS.add(Map.of("role", role, "callback", callback, "partitions", numbers, "time_ms",
-                System.currentTimeMillis()));
     }
 }

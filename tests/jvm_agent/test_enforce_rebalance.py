@@ -1,9 +1,9 @@
 """What KafkaConsumer.enforceRebalance(reason) does per protocol, measured through the Java agent's telemetry.
 
-EnforceDriver.java (beside this file) runs members a, b, c of one group on a 6-partition topic; once the group
-is stable the caller calls enforceRebalance twice, the group polled and stable between. Per call and member the
-telemetry says whether the member moved to a new generation (classic) or member epoch (consumer), and which
-partitions it revoked; the application's own listener must have seen the same calls. Measured (kafka-clients 4.2,
+EnforceDriver.java (beside this file, run by drivers.py) runs members a, b, c of one group on a 6-partition topic;
+once the group is stable the caller calls enforceRebalance twice, the group polled and stable between. Per call
+and member the telemetry says whether the member moved to a new generation (classic) or member epoch (consumer),
+and which partitions it revoked; the application's own listener must have seen the same calls. Measured (kafka-clients 4.2,
 Kafka 4.2), the same whether a follower or the classic leader calls, and for the first and the second call:
 - classic eager (range): every member moves to a new generation, revoking all its partitions and getting them back;
 - classic cooperative-sticky: every member moves to a new generation; nothing revoked (an empty assign callback);
@@ -12,30 +12,25 @@ Kafka 4.2), the same whether a follower or the classic leader calls, and for the
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from lens_runtime.jvm_agent_build import agent_classpath, ensure_agent_jar
+from tests.jvm_agent.drivers import run_driver
 from tests.support.telemetry_log import TelemetryLog, partitions_of
 
-DRIVER = Path(__file__).with_name("EnforceDriver.java")
 PARTITIONS = 6
 ROLES = ("a", "b", "c")
 
 
 def _drive(kafka, tmp_path: Path, unique: str, protocol: str, caller: str) -> tuple[dict[str, Any], list[dict]]:
     """Run the driver; its result and the telemetry of the run (every event validated against the schema)."""
-    ensure_agent_jar()
     topic = kafka.create_topic(f"jvm-enf-{unique}", partitions=PARTITIONS)
     telemetry = f"jvm-enf-telemetry-{unique}"
     out = tmp_path / "enforce.json"
-    run = subprocess.run(["java", "-cp", agent_classpath(), str(DRIVER), kafka.bootstrap_servers, topic,
-                          f"jvm-enf-{unique}", telemetry, protocol, caller, str(PARTITIONS), str(out)],
-                         capture_output=True, text=True, timeout=240)
-    assert run.returncode == 0, run.stderr[-3000:]
+    run_driver("EnforceDriver", [kafka.bootstrap_servers, topic, f"jvm-enf-{unique}", telemetry, protocol, caller,
+                                 str(PARTITIONS), str(out)], tmp_path)
     result = json.loads(out.read_text())
     log = TelemetryLog(kafka.bootstrap_servers, telemetry)
     try:
