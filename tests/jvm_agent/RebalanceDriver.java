@@ -2,8 +2,6 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import io.rebalancelens.agent.InstrumentedConsumer;
 import java.io.File;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.Collection;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -12,7 +10,6 @@ import java.util.Set;
 import java.util.HashSet;
 import java.util.function.BooleanSupplier;
 import org.apache.kafka.clients.consumer.Consumer;
-import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetOutOfRangeException;
@@ -20,7 +17,7 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
 /**
- * tests/jvm_agent/test_contract.py's consumer application (run with java's single-file launcher): members a and
+ * tests/jvm_agent/test_contract.py's consumer application (tests/jvm_agent/drivers.py runs it): members a and
  * b of one group through a rebalance (b joins, b leaves), with commits, an enforced rebalance and a client error,
  * on InstrumentedConsumer or, with "plain", on KafkaConsumer. Member c (agent only) has a one-event buffer, to
  * drop telemetry and report it. Writes what the application's listeners saw, and the agent ids, as JSON.
@@ -31,8 +28,7 @@ public final class RebalanceDriver {
     static final long MARKED_BELOW = 10;
     private static final Duration POLL = Duration.ofMillis(100);
     private static final long STEP_TIMEOUT_MS = 60_000;
-    private static final List<Map<String, Object>> CALLS = new ArrayList<>();
-    private static final Map<String, Set<Integer>> OWNED = new HashMap<>();
+    private static final CallLog LOG = new CallLog();
 
     public static void main(String[] args) throws Exception {
         String bootstrap = args[0], topic = args[1], group = args[2], telemetry = args[3], protocol = args[4];
@@ -41,12 +37,12 @@ public final class RebalanceDriver {
         Map<String, String> agents = new LinkedHashMap<>();
 
         Consumer<byte[], byte[]> a = consumer(bootstrap, group, telemetry, protocol, plain, "a", Map.of());
-        a.subscribe(List.of(topic), listener("a"));
+        a.subscribe(List.of(topic), LOG.listener("a"));
         // a reads every partition before committing, so that b, which has no reset policy, starts from a's commits.
         Set<Integer> read = new HashSet<>();
         until("a owns and has read every partition", () -> {
             read.addAll(poll(a));
-            return owned("a") == 4 && read.size() == 4;
+            return LOG.owned("a") == 4 && read.size() == 4;
         });
         a.commitSync();
         a.commitAsync();
@@ -54,11 +50,11 @@ public final class RebalanceDriver {
         // b processes on "other threads": it marks only the records below offset MARKED_BELOW as processed.
         Consumer<byte[], byte[]> b = consumer(bootstrap, group, telemetry, protocol, plain, "b",
                 Map.of("auto.offset.reset", "none", "lens.processing", "explicit"));
-        b.subscribe(List.of(topic), listener("b"));
+        b.subscribe(List.of(topic), LOG.listener("b"));
         until("a and b share the partitions", () -> {
             poll(a);
             poll(b);
-            return owned("a") > 0 && owned("b") > 0 && owned("a") + owned("b") == 4;
+            return LOG.owned("a") > 0 && LOG.owned("b") > 0 && LOG.owned("a") + LOG.owned("b") == 4;
         });
         a.commitSync();
         b.commitSync();
@@ -85,15 +81,15 @@ public final class RebalanceDriver {
         until("the group settles", () -> {
             poll(a);
             poll(b);
-            return System.currentTimeMillis() > end && owned("a") > 0 && owned("b") > 0
-                    && owned("a") + owned("b") == 4;
+            return System.currentTimeMillis() > end && LOG.owned("a") > 0 && LOG.owned("b") > 0
+                    && LOG.owned("a") + LOG.owned("b") == 4;
         });
 
         agents.put("b", agentId(b));
         b.close();
         until("a owns every partition again", () -> {
             poll(a);
-            return owned("a") == 4;
+            return LOG.owned("a") == 4;
         });
         a.commitSync();
         agents.put("a", agentId(a));
@@ -110,7 +106,7 @@ public final class RebalanceDriver {
             agents.put("c", agentId(c));
             c.close();
         }
-        result.put("calls", CALLS);
+        result.put("calls", LOG.calls());
         result.put("agents", agents);
         new ObjectMapper().writeValue(new File(args[6]), result);
     }
@@ -155,46 +151,6 @@ public final class RebalanceDriver {
                 throw new IllegalStateException("timed out: " + what);
             }
         }
-        CALLS.add(Map.of("role", "", "callback", "step", "partitions", List.of(), "step", what));
-    }
-
-    /** The application's own listener: records each call with its partitions. */
-    private static ConsumerRebalanceListener listener(String role) {
-        return new ConsumerRebalanceListener() {
-            @Override
-            public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
-                record(role, "assigned", partitions);
-            }
-
-            @Override
-            public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
-                record(role, "revoked", partitions);
-            }
-
-            @Override
-            public void onPartitionsLost(Collection<TopicPartition> partitions) {
-                record(role, "lost", partitions);
-            }
-        };
-    }
-
-    /** How many partitions the member's listener says it owns (what the application knows of its assignment). */
-    private static int owned(String role) {
-        return OWNED.getOrDefault(role, Set.of()).size();
-    }
-
-    private static void record(String role, String callback, Collection<TopicPartition> partitions) {
-        Set<Integer> owned = OWNED.computeIfAbsent(role, r -> new HashSet<>());
-        partitions.forEach(tp -> {
-            if ("assigned".equals(callback)) {
-                owned.add(tp.partition());
-            } else {
-                owned.remove(tp.partition());
-            }
-        });
-        List<Integer> numbers = new ArrayList<>();
-        partitions.forEach(tp -> numbers.add(tp.partition()));
-        numbers.sort(Integer::compare);
-        CALLS.add(Map.of("role", role, "callback", callback, "partitions", numbers));
+        LOG.mark(Map.of("role", "", "callback", "step", "partitions", List.of(), "step", what));
     }
 }

@@ -1,7 +1,7 @@
 """The Java agent (jvm_agent/) speaks the same contract: a Java application's group through a rebalance, read
 back from the telemetry topic and validated, event by event, against consumer_agent/telemetry-v1.schema.json.
 
-RebalanceDriver.java (beside this file, run by java's single-file launcher) plays members a and b of one
+RebalanceDriver.java (beside this file, run by drivers.py) plays members a and b of one
 group: a alone, b joins, b's poll fails (a client error), a enforces a rebalance (classic only), b leaves;
 then member c, whose one-event buffer drops telemetry and reports it in agent_health. The same choreography
 on plain KafkaConsumers says what the application's listener gets without the agent.
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -18,11 +17,11 @@ from typing import Any
 import pytest
 
 from consumer_agent.member_states import is_allowed
-from lens_runtime.jvm_agent_build import MODULE, agent_classpath, ensure_agent_jar
+from lens_runtime.jvm_agent_build import MODULE
 from lens_runtime.jvm_deps import pinned_versions
+from tests.jvm_agent.drivers import run_driver
 from tests.support.telemetry_log import TelemetryLog
 
-DRIVER = Path(__file__).with_name("RebalanceDriver.java")
 PARTITIONS = 4
 MARKED_BELOW = 10  # RebalanceDriver.MARKED_BELOW
 # Every kind the Java agent emits in this run; client_stats is librdkafka's statistics, which Java has not.
@@ -37,11 +36,8 @@ def test_the_agent_pins_the_brokers_kafka_clients():
 
 
 def _drive(kafka, tmp_path: Path, protocol: str, mode: str, topic: str, group: str, telemetry: str) -> dict[str, Any]:
-    ensure_agent_jar()
     out = tmp_path / f"{mode}.json"
-    run = subprocess.run(["java", "-cp", agent_classpath(), str(DRIVER), kafka.bootstrap_servers, topic, group,
-                          telemetry, protocol, mode, str(out)], capture_output=True, text=True, timeout=300)
-    assert run.returncode == 0, run.stderr[-3000:]
+    run_driver("RebalanceDriver", [kafka.bootstrap_servers, topic, group, telemetry, protocol, mode, str(out)], tmp_path)
     return json.loads(out.read_text())
 
 

@@ -57,7 +57,7 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
     private final Membership member;
     private final Progress progress;
     private final RevokeCommitter revokeCommitter;  // null unless lens.commit.on.revoke
-    private final String groupProtocol;
+    private final EnforceOutcome enforceOutcome;
     private boolean closed;
 
     public InstrumentedConsumer(Map<String, Object> config) {
@@ -92,7 +92,7 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
     private InstrumentedConsumer(Witnessed<K, V> built, AgentOptions options, Map<String, Object> client) {
         this.committedSlot = built.slot();
         this.delegate = built.client();
-        this.groupProtocol = "consumer".equalsIgnoreCase(String.valueOf(client.get("group.protocol")))
+        String groupProtocol = "consumer".equalsIgnoreCase(String.valueOf(client.get("group.protocol")))
                 ? "consumer" : "classic";
         String strategy = String.valueOf(client.getOrDefault("partition.assignment.strategy",
                 "org.apache.kafka.clients.consumer.RangeAssignor,org.apache.kafka.clients.consumer.CooperativeStickyAssignor"));
@@ -111,6 +111,7 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
         this.processed = new Processed(options.explicitProcessing());
         this.member = new Membership(envelope, processed, groupProtocol, cooperative, options, client);
         this.progress = new Progress(delegate, member, processed, envelope, emitter, options.progressIntervalMs());
+        this.enforceOutcome = EnforceOutcome.of(classic, cooperative);
         this.revokeCommitter = options.commitOnRevoke() ? new RevokeCommitter(member, processed,
                 offsets -> commitSync(offsets), options.commitOnRevokeTimeoutMs()) : null;
     }
@@ -344,13 +345,16 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
             guard(() -> requested(reason, false));
             throw e;
         }
-        guard(() -> requested(reason, stable));
+        guard(() -> requested(reason, stable && enforceOutcome.rebalances));
     }
 
-    /** rebalance_requested: {@code accepted} false when a rebalance was already under way or the client refused. */
+    /**
+     * rebalance_requested: {@code accepted} false when a rebalance was already under way, the client refused, or
+     * the protocol has the client do nothing (KIP-848); the mechanism says what a call does under this protocol.
+     */
     private void requested(String reason, boolean accepted) {
         envelope.emit("rebalance_requested", Envelope.body("reason", reason == null ? "" : reason,
-                "mechanism", "KafkaConsumer.enforceRebalance (" + groupProtocol + ")", "accepted", accepted));
+                "mechanism", enforceOutcome.mechanism, "accepted", accepted));
     }
 
     // ------------------------------------------------------------------ seeks move the position the agent reports
