@@ -134,8 +134,10 @@ def observed_round_ms(members: list[dict[str, Any]], handoffs: list[dict[str, An
         first[h["next_agent_id"]] = min(g, first.get(h["next_agent_id"], g))
     joined = {m["agent_id"]: m["joined_ms"] for m in members}
     left = {m["agent_id"]: m["left_ms"] for m in members}
+    static = {m["agent_id"] for m in members if m.get("group_instance_id")}  # back in its old generation: no round
     seen = [(joined[j] - left[leaver], released[leaver] == first[j])
-            for leaver, j in restart_pairs(members).items() if leaver in released and j in first]
+            for leaver, j in restart_pairs(members).items()
+            if leaver in released and j in first and leaver not in static]
     windows = {ROUND_MS} | {max(0, gap - d) for gap, _ in seen for d in (0, 1)}
     return min(windows, key=lambda w: (sum((gap <= w) != merged for gap, merged in seen), abs(w - ROUND_MS)))
 

@@ -138,3 +138,13 @@ def test_a_classic_join_round_is_as_long_as_the_groups_restarts_showed():
     assert [r.at_ms for r in rounds] == [10_000, 20_000, 20_750, 30_000]
     assert len(list(replay(members, PARTITIONS, _setup("classic:range")))) == 6
     assert replay_module.observed_round_ms(RESTART, []) == replay_module.ROUND_MS  # nothing seen: the default
+
+
+def test_a_static_members_return_says_nothing_of_the_join_round():
+    """A static member back within its session keeps its generation (no rebalance at all): taken for
+    a merged round it made a 1.3 s window that priced dynamic candidates one rebalance per restart."""
+    members = [_member("a", 0, left=10_000, leave_cause="restart", group_instance_id="web-1"),
+               _member("a2", 11_300, join_cause="restart", group_instance_id="web-1")]
+    handoffs = [{"prev_agent_id": None, "next_agent_id": "a", "generation": 1},
+                {"prev_agent_id": "a", "next_agent_id": "a2", "generation": 1}]
+    assert replay_module.observed_round_ms(members, handoffs) == replay_module.ROUND_MS
