@@ -167,7 +167,7 @@ def _verify(args: argparse.Namespace) -> int:
             run_stages(spark, config, DATA_STAGES, console)
             found = recommendations_of(spark, config.lake_path, baseline.manifest["group_id"])
             print_table(found, console)
-            rec, skipped = pick(found, scenario, options, VERIFIABLE, args.kind)
+            rec, skipped = pick(found, scenario, options, VERIFIABLE, args.kind, args.step)
             for reason in skipped:
                 console.print(f"  passed over (a scenario run cannot apply it): {reason}", markup=False)
             console.print(f"[bold]3/4[/] {escape(scenario.name)} again with: {escape(rec['title'])}")
@@ -197,6 +197,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     rec.add_argument("--kind", choices=VERIFIABLE_KINDS, default=None,
                      help="with --verify: verify the best change of this kind ("
                      + "; ".join(f"{k.name}: {k.about}" for k in RECOMMENDATION_KINDS if k.rerun_checks) + ")")
+    rec.add_argument("--step", type=int, default=None, metavar="N",
+                     help="with --verify: verify step N of the staged plan (from the step before it)")
     rec.add_argument("--assignor", choices=ASSIGNORS, default=None, help="with --verify: the run's assignor")
     rec.add_argument("--protocol", choices=GROUP_PROTOCOLS, default=None, help="with --verify: group protocol")
     rec.add_argument("--commit", choices=COMMIT_STYLES, default="batch", help="with --verify: commit style")

@@ -50,9 +50,17 @@ def truth_costs(truth: GroundTruth, migration: bool | None = None) -> tuple[floa
 
 
 def pick(recommendations: list[dict[str, Any]], scenario: Scenario, options: RunOptions,
-         kinds: Collection[str], kind: str | None = None) -> tuple[dict[str, Any], list[str]]:
+         kinds: Collection[str], kind: str | None = None, step: int | None = None) -> tuple[dict[str, Any], list[str]]:
     """The best-ranked change of ``kinds`` (the ones a rerun can check) a scenario run can apply
-    (of ``kind`` if given), and why the better-ranked ones were passed over."""
+    (of ``kind`` if given; ``step``: the plan's step of that number, whatever its kind), and why the
+    better-ranked ones were passed over."""
+    if step is not None:
+        steps = [r for r in recommendations if r["kind"] in PLAN_KINDS]
+        if not 1 <= step <= len(steps):
+            raise LensError(f"--step {step}: the plan has {len(steps)} step(s); pass --step 1 to {len(steps)}"
+                            if steps else f"--step {step}: this run's recommendations have no staged plan; "
+                            "drop --step")
+        recommendations, kinds, kind = [steps[step - 1]], PLAN_KINDS, None
     skipped = []
     for rec in recommendations:
         if rec["kind"] not in kinds or (kind is not None and rec["kind"] != kind):

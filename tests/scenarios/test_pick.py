@@ -1,0 +1,37 @@
+"""Which recommendation a closed loop reruns (``lens_scenarios.rerun.pick``): pure, no broker."""
+from __future__ import annotations
+
+import pytest
+
+from lens_runtime.errors import LensError
+from lens_scenarios.rerun import pick
+from lens_scenarios.runner import RunOptions
+from lens_scenarios.spec import load
+from pipelines.recommend.closed_loop import VERIFIABLE
+
+pytestmark = pytest.mark.fast
+
+
+def _rec(rank: int, kind: str, assignor: str = "classic:range", commit_on_revoke: bool = False) -> dict:
+    return {"rank": rank, "kind": kind, "title": f"{kind} {rank}", "target_assignor": assignor,
+            "target_static_membership": False, "target_commit_on_revoke": commit_on_revoke,
+            "target_session_timeout_ms": 10_000, "target_max_poll_interval_ms": 10_000}
+
+
+PLAN = [_rec(1, "plan_step", commit_on_revoke=True), _rec(2, "plan_step", "classic:roundrobin", True),
+        _rec(3, "migration", "consumer:uniform", True), _rec(4, "commit_on_revoke", commit_on_revoke=True)]
+
+
+def test_step_n_is_the_plans_nth_step_whatever_its_kind():
+    scenario, options = load("scale-out-in"), RunOptions(assignor="range")
+    assert pick(PLAN, scenario, options, VERIFIABLE)[0]["rank"] == 1
+    assert pick(PLAN, scenario, options, VERIFIABLE, "commit_on_revoke")[0]["rank"] == 4
+    assert [pick(PLAN, scenario, options, VERIFIABLE, step=n)[0]["rank"] for n in (1, 2, 3)] == [1, 2, 3]
+
+
+def test_a_step_the_plan_does_not_have_names_the_range():
+    scenario, options = load("scale-out-in"), RunOptions(assignor="range")
+    with pytest.raises(LensError, match=r"--step 4: the plan has 3 step\(s\); pass --step 1 to 3"):
+        pick(PLAN, scenario, options, VERIFIABLE, step=4)
+    with pytest.raises(LensError, match="no staged plan; drop --step"):
+        pick(PLAN[3:], scenario, options, VERIFIABLE, step=1)
