@@ -30,7 +30,7 @@ from pipelines.simulator.assignors import ASSIGNORS, assign
 from pipelines.simulator.cost_model import Priced, price
 from pipelines.simulator.group import Assignment, Member, TopicPartition
 from pipelines.simulator.handoff import owners
-from pipelines.simulator.migration import last_layout, mixed_phase_cost
+from pipelines.simulator.migration import layout_at, mixed_phase_cost
 from pipelines.simulator.replay import SimHandoff, SimRebalance, replay
 from pipelines.vocabulary import CONFIDENCE_LEVELS, PLAN_KINDS, RECOMMENDATION_KIND_NAMES
 
@@ -443,12 +443,18 @@ def step_title(step: Step) -> str:
 
 
 def running(e: Evidence) -> tuple[list[dict[str, Any]], dict[str, set[tuple[str, int]]]]:
-    """The members a change starts from, in join order, and who holds what: the live members; in a
-    group that has stopped (every member left: a finished scenario run, a fleet shut down), the
-    ones that held its partitions last, as it last ran."""
+    """The members a change starts from, in join order, and who holds what: the live members as they
+    hold the partitions now. A group that has stopped (every member left: a finished scenario run, a
+    fleet shut down) is planned as it starts again: the members that formed it, as they held its
+    partitions once formed (a closed loop's rerun migrates them so, before the scenario's churn).
+    Planned from its last owners instead, scale-out-in, which ends on two members after a scale-in,
+    was priced an 18-handoff mixed phase for the 24 its three migrated members made."""
     live = [m for m in e.members if m["left_ms"] is None and not m["crashed"]]
-    layout = last_layout(e.intervals)
-    if not live:
+    if live:
+        layout = layout_at(e.intervals)
+    else:
+        formed = [ep["end_ms"] for ep in e.episodes if ep["cause"] == "start"]
+        layout = layout_at(e.intervals, max(formed) if formed else None)
         live = [m for m in e.members if m["agent_id"] in layout]
     live.sort(key=lambda m: m["joined_ms"])
     return live, {m["agent_id"]: layout.get(m["agent_id"], set()) for m in live}

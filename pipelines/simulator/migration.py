@@ -72,16 +72,17 @@ def mixed_phase_cost(members: list[Member], owned: Assignment, counts: dict[str,
                   sum(p.pause_s for p in parts))
 
 
-def last_layout(intervals: list[dict]) -> Assignment:
-    """Who holds what now, or last: each partition's latest ownership interval (open while its owner
-    runs; in a group that has stopped, e.g. a finished scenario run, the one the final stop closed)."""
-    latest: dict[tuple[str, int], dict] = {}
+def layout_at(intervals: list[dict], at_ms: int | None = None) -> Assignment:
+    """Who held what at ``at_ms``; None: now (each partition's latest ownership interval)."""
+    held: dict[tuple[str, int], dict] = {}
     for i in intervals:
         tp = (i["topic"], int(i["partition"]))
-        if tp not in latest or i["assigned_ms"] > latest[tp]["assigned_ms"]:
-            latest[tp] = i
+        ended = i["released_ms"] is not None and i["released_ms"] <= (at_ms or 0)
+        if at_ms is not None and (i["assigned_ms"] > at_ms or ended):
+            continue
+        if tp not in held or i["assigned_ms"] > held[tp]["assigned_ms"]:
+            held[tp] = i
     layout: Assignment = {}
-    for tp, i in latest.items():
+    for tp, i in held.items():
         layout.setdefault(i["agent_id"], set()).add(tp)
     return layout
-

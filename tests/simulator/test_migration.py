@@ -7,7 +7,7 @@ import pytest
 
 from pipelines.simulator.assignors import assign
 from pipelines.simulator.group import Member
-from pipelines.simulator.migration import last_layout, mixed_phase_rounds
+from pipelines.simulator.migration import layout_at, mixed_phase_rounds
 
 pytestmark = pytest.mark.fast
 
@@ -42,14 +42,15 @@ def test_a_static_migration_moves_nothing_and_only_the_migrant_waits():
     assert sorted(h.to for r, _ in rounds for h in r.handoffs) == ["m1", "m1", "m2", "m2", "m3", "m3", "m4", "m4"]
 
 
-def test_the_layout_a_migration_starts_from_is_each_partitions_latest_owner_even_after_the_group_stopped():
-    """A finished scenario run (every member left at its end) is planned as it last ran: a migration
-    priced from no member at all predicted a mixed phase of nothing, and the closed loop measured one."""
+def test_the_layout_a_migration_starts_from_is_who_held_each_partition_then():
+    """Now: each partition's latest owner; at a time: the owner then (a stopped group is planned as it
+    formed: ``rules.running``)."""
     def interval(agent, partition, assigned, released):
         return {"agent_id": agent, "topic": "t", "partition": partition, "assigned_ms": assigned,
                 "release_kind": None if released is None else "revoked", "released_ms": released}
     stopped = [interval("a", 0, 0, 5_000), interval("b", 0, 5_100, 9_000), interval("a", 1, 0, 9_000),
                interval("c", 2, 0, 4_000)]
-    assert last_layout(stopped) == {"b": {("t", 0)}, "a": {("t", 1)}, "c": {("t", 2)}}
+    assert layout_at(stopped) == {"b": {("t", 0)}, "a": {("t", 1)}, "c": {("t", 2)}}
+    assert layout_at(stopped, 3_000) == {"a": {("t", 0), ("t", 1)}, "c": {("t", 2)}}
     running = [*stopped[:3], interval("a", 2, 4_100, None)]
-    assert last_layout(running) == {"b": {("t", 0)}, "a": {("t", 1), ("t", 2)}}
+    assert layout_at(running) == {"b": {("t", 0)}, "a": {("t", 1), ("t", 2)}}
