@@ -33,12 +33,16 @@ class Target:
     max_poll_interval_ms: int
 
 
-def _static(member: MemberSpec) -> MemberSpec:
-    return member if member.group_instance_id else replace(member, group_instance_id=member.name)
+def _membership(member: MemberSpec, static: bool) -> MemberSpec:
+    """The member with a group.instance.id (its own, else its name) or, dynamic, without one."""
+    if static:
+        return member if member.group_instance_id else replace(member, group_instance_id=member.name)
+    return replace(member, group_instance_id=None)
 
 
-def _static_action(action: Action) -> Action:
-    return action if action.members is None else replace(action, members=tuple(_static(m) for m in action.members))
+def _membership_action(action: Action, static: bool) -> Action:
+    return action if action.members is None else replace(
+        action, members=tuple(_membership(m, static) for m in action.members))
 
 
 def apply(scenario: Scenario, options: RunOptions, target: Target) -> tuple[Scenario, RunOptions]:
@@ -61,9 +65,10 @@ def apply(scenario: Scenario, options: RunOptions, target: Target) -> tuple[Scen
         commit = "revoke"
     if protocol == "classic" and not 7_000 <= target.max_poll_interval_ms <= 600_000:
         raise LensError(f"max.poll.interval.ms={target.max_poll_interval_ms} is outside a scenario's [7000, 600000]")
-    if target.static:
-        scenario = replace(scenario, members=tuple(_static(m) for m in scenario.members),
-                           timeline=tuple(_static_action(a) for a in scenario.timeline))
+    # both ways: a plan step can make a static group dynamic (static-rolling-restart's "remove
+    # group.instance.id" was rerun static, its rolling restart making no rebalance at all)
+    scenario = replace(scenario, members=tuple(_membership(m, target.static) for m in scenario.members),
+                       timeline=tuple(_membership_action(a, target.static) for a in scenario.timeline))
     scenario = replace(scenario, max_poll_interval_ms=target.max_poll_interval_ms)
     return scenario, replace(options, assignor=assignor, commit=commit, session_timeout_ms=session)
 

@@ -35,3 +35,16 @@ def test_a_step_the_plan_does_not_have_names_the_range():
         pick(PLAN, scenario, options, VERIFIABLE, step=4)
     with pytest.raises(LensError, match="no staged plan; drop --step"):
         pick(PLAN[3:], scenario, options, VERIFIABLE, step=1)
+
+
+def test_a_target_sets_static_membership_both_ways():
+    """A plan step can remove group.instance.id: rerun static, static-rolling-restart's rolling
+    restart made no rebalance at all, and the step's check measured nothing."""
+    from lens_scenarios.config_change import Target, apply
+
+    dynamic, static = (Target("classic:range", s, False, 10_000, 10_000) for s in (False, True))
+    scenario, _ = apply(load("static-rolling-restart"), RunOptions(), dynamic)
+    assert [m.group_instance_id for m in scenario.members] == [None, None, None]
+    assert all(m.group_instance_id is None for a in scenario.timeline for m in a.members or ())
+    scenario, _ = apply(load("rolling-restart"), RunOptions(), static)
+    assert [m.group_instance_id for m in scenario.members] == [m.name for m in scenario.members]
