@@ -34,7 +34,7 @@ public final class ProgressDriver {
                 int count = consumer.poll(Duration.ofMillis(100)).count();
                 seen += count;
                 if (count > 0 && seen % PAUSE_EVERY == 0) {
-                    Thread.sleep(6);  // past the interval: the next poll, which returns a buffered record, ticks
+                    Thread.sleep(20);  // well past the interval: the next poll, which returns a buffered record, ticks
                 }
             }
             for (long idleUntil = System.currentTimeMillis() + IDLE_MS; System.currentTimeMillis() < idleUntil; ) {

@@ -406,6 +406,7 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
             if (!closed) {
                 closed = true;
                 guard(() -> member.left("close"));
+                guard(progress::stop);
                 guard(progress::emitHealth);
                 emitter.close(CLOSE_FLUSH_TIMEOUT_MS);
             }

@@ -18,9 +18,9 @@ import org.apache.kafka.common.TopicPartition;
  * partitions, and every progress interval a progress event per owned partition plus agent_health while drops or
  * errors are unreported. It runs after the client's poll only: a poll per record is about 3 us of CPU
  * (benchmarks/jvm_agent_throughput.py), so every 30 ns is 1%. In the default mode's steady state a poll costs a
- * clock read and, per partition it returned, one lookup of the agent's own ({@link PartitionSlot}) and two field
- * updates, and allocates nothing: what was processed since the last tick is derived at the tick. Per record,
- * only explicit mode tracks anything.
+ * volatile read (no clock: {@link TickTimer}) and, per partition it returned, one lookup of the agent's own
+ * ({@link PartitionSlot}) and two field updates: what was processed since the last tick is derived at the tick.
+ * Per record, only explicit mode tracks anything.
  */
 final class Progress {
     /** The progress body's cap on partitions (the rest counted in {@code truncated}), as the Python agent. */
@@ -31,7 +31,7 @@ final class Progress {
     private final Processed processed;
     private final Envelope envelope;
     private final TelemetryEmitter emitter;
-    private final long intervalNanos;
+    private final TickTimer timer;
     private long lastTick = System.nanoTime();
 
     Progress(Consumer<?, ?> consumer, Membership member, Processed processed, Envelope envelope,
@@ -41,7 +41,7 @@ final class Progress {
         this.processed = processed;
         this.envelope = envelope;
         this.emitter = emitter;
-        this.intervalNanos = intervalMs * 1_000_000L;
+        this.timer = new TickTimer(intervalMs * 1_000_000L);
     }
 
     /** After the client's poll returned {@code records}. */
@@ -49,10 +49,14 @@ final class Progress {
         if (!records.isEmpty() || !records.nextOffsets().isEmpty()) {
             handedOut(records);
         }
-        long now = System.nanoTime();
-        if (now - lastTick >= intervalNanos) {
-            tick(now, records);
+        if (timer.due()) {
+            tick(System.nanoTime(), records);
         }
+    }
+
+    /** The consumer closed: no more ticks. */
+    void stop() {
+        timer.stop();
     }
 
     /** Hand-out counts and positions; first fetches and (explicit mode) the records in flight only while there is
@@ -100,6 +104,7 @@ final class Progress {
     private void tick(long now, ConsumerRecords<?, ?> unprocessed) {
         double intervalMs = (now - lastTick) / 1e6;
         lastTick = now;
+        timer.restart();
         Map<TopicPartition, Long> counts = processed.takeCounts(member.slots, unprocessed);
         member.dropReleased();
         List<Map<String, Object>> partitions = new ArrayList<>();
