@@ -40,6 +40,8 @@ final class Membership {
     final Map<TopicPartition, Long> committed = new HashMap<>();
     /** Per partition polled, sought or assigned: its position and hand-out count ({@link PartitionSlot}). */
     final Map<TopicPartition, PartitionSlot> slots = new HashMap<>();
+    private TopicPartition lastPartition;  // slot()'s last answer: only dropReleased() removes slots, and forgets it
+    private PartitionSlot lastSlot;
     /** Assigned, no record handed out yet: when (System.nanoTime()). */
     final Map<TopicPartition, Long> awaitingFirst = new HashMap<>();
 
@@ -147,14 +149,23 @@ final class Membership {
         return slot == null ? OFFSET_UNKNOWN : slot.position;
     }
 
-    /** The partition's slot, created on first use (an assignment; a poll or seek after a manual assign()). */
+    /**
+     * The partition's slot, created on first use (an assignment; a poll or seek after a manual assign()). The
+     * last one is kept by identity: a poll per record drains one fetch's partition for many polls, all with the
+     * same TopicPartition instance, which the map would compare by topic name each time (JFR: a third of the
+     * agent's samples).
+     */
     PartitionSlot slot(TopicPartition tp) {
-        PartitionSlot slot = slots.get(tp);
-        if (slot == null) {
-            slot = new PartitionSlot();
-            slots.put(tp, slot);
+        if (tp != lastPartition) {
+            PartitionSlot slot = slots.get(tp);
+            if (slot == null) {
+                slot = new PartitionSlot();
+                slots.put(tp, slot);
+            }
+            lastPartition = tp;
+            lastSlot = slot;
         }
-        return slot;
+        return lastSlot;
     }
 
     /** The position is the client's to find again (a new owner's start, a seek to the beginning or end). */
@@ -178,6 +189,7 @@ final class Membership {
 
     /** At a progress tick, once its counts are taken: slots of partitions neither owned nor positioned go. */
     void dropReleased() {
+        lastPartition = null;
         slots.entrySet().removeIf(slot -> slot.getValue().position == OFFSET_UNKNOWN && !owned.contains(slot.getKey()));
     }
 

@@ -60,22 +60,24 @@ final class Progress {
     }
 
     /** Hand-out counts and positions; first fetches and (explicit mode) the records in flight only while there is
-     * something to see. Walks the returned partitions, looking each one's next offset up (next offsets walked
-     * instead allocate twice as much per poll: ImmutableCollections' entry sets are built on each call). */
+     * something to see. Walks the next offsets (a small immutable map) rather than {@code records.partitions()}:
+     * a HashMap key iterator scans the client's whole table, on every poll (JFR: twice the agent's samples). */
     private void handedOut(ConsumerRecords<?, ?> records) {
         Map<TopicPartition, OffsetAndMetadata> nextOffsets = records.nextOffsets();
-        int positioned = 0;
-        for (TopicPartition tp : records.partitions()) {
-            PartitionSlot slot = member.slot(tp);
-            slot.handedOut += records.records(tp).size();
-            OffsetAndMetadata next = nextOffsets.get(tp);
-            if (next != null) {
-                slot.position = next.offset();
-                positioned++;
-            }
+        int withRecords = 0;
+        for (Map.Entry<TopicPartition, OffsetAndMetadata> next : nextOffsets.entrySet()) {
+            PartitionSlot slot = member.slot(next.getKey());
+            slot.position = next.getValue().offset();
+            int handed = records.records(next.getKey()).size();
+            slot.handedOut += handed;
+            withRecords += handed > 0 ? 1 : 0;
         }
-        if (positioned < nextOffsets.size()) {  // a partition moved on without records (an aborted transaction's)
-            nextOffsets.forEach((tp, next) -> member.slot(tp).position = next.offset());
+        if (withRecords < records.partitions().size()) {  // records without a next offset: an interceptor's own
+            for (TopicPartition tp : records.partitions()) {
+                if (!nextOffsets.containsKey(tp)) {
+                    member.slot(tp).handedOut += records.records(tp).size();
+                }
+            }
         }
         if (processed.explicit || !member.awaitingFirst.isEmpty()) {
             firstFetchesAndInFlight(records);
