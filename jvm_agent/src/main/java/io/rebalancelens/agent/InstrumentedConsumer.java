@@ -239,7 +239,6 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
     // ------------------------------------------------------------------ poll and commits
     @Override
     public ConsumerRecords<K, V> poll(Duration timeout) {
-        guard(progress::beforePoll);
         ConsumerRecords<K, V> records;
         try {
             records = delegate.poll(timeout);
@@ -249,7 +248,11 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
             guard(() -> member.recordClientError(e, isFatal(e)));
             throw e;
         }
-        guard(() -> progress.afterPoll(records));
+        try {  // guard()'s job without its lambda: the poll path allocates nothing of its own
+            progress.afterPoll(records);
+        } catch (RuntimeException e) {
+            noteFailure(e);
+        }
         return records;
     }
 
@@ -290,7 +293,7 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
             commit.run();
         } catch (RuntimeException e) {
             double ms = (System.nanoTime() - start) / 1e6;
-            guard(() -> member.recordCommit(true, offsets != null ? offsets : seenPositions(), e, ms));
+            guard(() -> member.recordCommit(true, offsets != null ? offsets : member.knownPositions(), e, ms));
             throw e;
         }
         double ms = (System.nanoTime() - start) / 1e6;
@@ -298,12 +301,6 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
         Map<TopicPartition, OffsetAndMetadata> committed = offsets != null ? offsets
                 : witnessed != null ? witnessed : Map.of();
         guard(() -> member.recordCommit(true, committed, null, ms));
-    }
-
-    private Map<TopicPartition, OffsetAndMetadata> seenPositions() {
-        Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
-        member.positions.forEach((tp, position) -> offsets.put(tp, new OffsetAndMetadata(position)));
-        return offsets;
     }
 
     @Override
@@ -361,25 +358,25 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
     @Override
     public void seek(TopicPartition tp, long offset) {
         delegate.seek(tp, offset);
-        member.positions.put(tp, offset);
+        member.slot(tp).position = offset;
     }
 
     @Override
     public void seek(TopicPartition tp, OffsetAndMetadata offset) {
         delegate.seek(tp, offset);
-        member.positions.put(tp, offset.offset());
+        member.slot(tp).position = offset.offset();
     }
 
     @Override
     public void seekToBeginning(Collection<TopicPartition> partitions) {
         delegate.seekToBeginning(partitions);
-        partitions.forEach(member.positions::remove);  // resolved by the client's next poll
+        partitions.forEach(member::forgetPosition);  // resolved by the client's next poll
     }
 
     @Override
     public void seekToEnd(Collection<TopicPartition> partitions) {
         delegate.seekToEnd(partitions);
-        partitions.forEach(member.positions::remove);
+        partitions.forEach(member::forgetPosition);
     }
 
     // ------------------------------------------------------------------ close
@@ -409,6 +406,7 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
             if (!closed) {
                 closed = true;
                 guard(() -> member.left("close"));
+                guard(progress::stop);
                 guard(progress::emitHealth);
                 emitter.close(CLOSE_FLUSH_TIMEOUT_MS);
             }
@@ -420,8 +418,12 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
         try {
             telemetry.run();
         } catch (RuntimeException e) {
-            emitter.noteError("agent: " + e);
+            noteFailure(e);
         }
+    }
+
+    private void noteFailure(RuntimeException e) {
+        emitter.noteError("agent: " + e);
     }
 
     // ------------------------------------------------------------------ plain delegation

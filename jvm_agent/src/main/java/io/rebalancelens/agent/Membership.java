@@ -38,8 +38,10 @@ final class Membership {
     boolean inRevoke;
     final Set<TopicPartition> owned = new HashSet<>();
     final Map<TopicPartition, Long> committed = new HashMap<>();
-    /** Positions as the application saw them: ConsumerRecords.nextOffsets() of each poll, and its seeks. */
-    final Map<TopicPartition, Long> positions = new HashMap<>();
+    /** Per partition polled, sought or assigned: its position and hand-out count ({@link PartitionSlot}). */
+    final Map<TopicPartition, PartitionSlot> slots = new HashMap<>();
+    private TopicPartition lastPartition;  // slot()'s last answer: only dropReleased() removes slots, and forgets it
+    private PartitionSlot lastSlot;
     /** Assigned, no record handed out yet: when (System.nanoTime()). */
     final Map<TopicPartition, Long> awaitingFirst = new HashMap<>();
 
@@ -143,7 +145,52 @@ final class Membership {
      * itself (an offset fetch, a reset), which would change where the host starts reading.
      */
     long position(TopicPartition tp) {
-        return positions.getOrDefault(tp, OFFSET_UNKNOWN);
+        PartitionSlot slot = slots.get(tp);
+        return slot == null ? OFFSET_UNKNOWN : slot.position;
+    }
+
+    /**
+     * The partition's slot, created on first use (an assignment; a poll or seek after a manual assign()). The
+     * last one is kept by identity: a poll per record drains one fetch's partition for many polls, all with the
+     * same TopicPartition instance, which the map would compare by topic name each time (JFR: a third of the
+     * agent's samples).
+     */
+    PartitionSlot slot(TopicPartition tp) {
+        if (tp != lastPartition) {
+            PartitionSlot slot = slots.get(tp);
+            if (slot == null) {
+                slot = new PartitionSlot();
+                slots.put(tp, slot);
+            }
+            lastPartition = tp;
+            lastSlot = slot;
+        }
+        return lastSlot;
+    }
+
+    /** The position is the client's to find again (a new owner's start, a seek to the beginning or end). */
+    void forgetPosition(TopicPartition tp) {
+        PartitionSlot slot = slots.get(tp);
+        if (slot != null) {
+            slot.position = OFFSET_UNKNOWN;
+        }
+    }
+
+    /** Every known position, as a commit of them would say it. */
+    Map<TopicPartition, OffsetAndMetadata> knownPositions() {
+        Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
+        slots.forEach((tp, slot) -> {
+            if (slot.position != OFFSET_UNKNOWN) {
+                offsets.put(tp, new OffsetAndMetadata(slot.position));
+            }
+        });
+        return offsets;
+    }
+
+    /** At a progress tick, once its counts are taken: slots of partitions neither owned nor positioned go. */
+    void dropReleased() {
+        lastPartition = null;
+        slots.entrySet().removeIf(slot -> slot.getValue().position == OFFSET_UNKNOWN && !owned.contains(slot.getKey()));
     }
 
     private List<Map<String, Object>> partitionStates(Collection<TopicPartition> partitions) {
@@ -166,7 +213,7 @@ final class Membership {
         long now = System.nanoTime();
         for (TopicPartition tp : partitions) {
             awaitingFirst.put(tp, now);
-            positions.remove(tp);  // a new owner's start is the client's to find: unknown until a poll shows it
+            slot(tp).position = OFFSET_UNKNOWN;  // a new owner's start is the client's to find until a poll shows it
         }
         envelope.emit("partitions_assigned", body("partitions", partitionStates(partitions),
                 "incremental", cooperative, "callback_ms", callbackMs, "assignment_size", owned.size(),
@@ -189,7 +236,7 @@ final class Membership {
         for (TopicPartition tp : partitions) {
             awaitingFirst.remove(tp);
             committed.remove(tp);
-            positions.remove(tp);
+            forgetPosition(tp);
         }
         processed.forget(partitions);
         envelope.emit(kind, body("partitions", states, "incremental", cooperative, "callback_ms", callbackMs,

@@ -23,8 +23,8 @@ final class Processed {
     final boolean explicit;
     private final Map<TopicPartition, TreeSet<Long>> pending = new HashMap<>();
     private final Map<TopicPartition, Long> done = new HashMap<>();
-    /** Records processed since the last progress event, per partition (the progress body's {@code processed});
-     * a mutable cell per partition, so counting a poll allocates nothing. */
+    /** Explicit mode: records marked since the last progress event, per partition (the progress body's
+     * {@code processed}); a mutable cell per partition. */
     private final Map<TopicPartition, long[]> counted = new HashMap<>();
 
     Processed(boolean explicit) {
@@ -83,15 +83,26 @@ final class Processed {
         return next == null ? OFFSET_UNKNOWN : next;
     }
 
-    /** Default mode: the records of the previous poll are processed now. */
-    synchronized void countPolled(ConsumerRecords<?, ?> records) {
-        for (TopicPartition tp : records.partitions()) {
-            counted.computeIfAbsent(tp, k -> new long[1])[0] += records.records(tp).size();
+    /**
+     * The processed counts since the last call, reset. Explicit mode: the marks. Default mode: every record
+     * handed out before {@code unprocessed} (the poll just returned, processed by the next), derived from the
+     * slots' cumulative hand-out counts, so that a poll counts nothing but its own records.
+     */
+    Map<TopicPartition, Long> takeCounts(Map<TopicPartition, PartitionSlot> slots,
+                                         ConsumerRecords<?, ?> unprocessed) {
+        if (explicit) {
+            return takeMarks();
         }
+        Map<TopicPartition, Long> counts = new HashMap<>();
+        slots.forEach((tp, slot) -> {
+            long processedTotal = slot.handedOut - unprocessed.records(tp).size();
+            counts.put(tp, processedTotal - slot.processedAtTick);
+            slot.processedAtTick = processedTotal;
+        });
+        return counts;
     }
 
-    /** The processed counts since the last call, reset. */
-    synchronized Map<TopicPartition, Long> takeCounts() {
+    private synchronized Map<TopicPartition, Long> takeMarks() {
         Map<TopicPartition, Long> copy = new HashMap<>();
         counted.forEach((tp, count) -> copy.put(tp, count[0]));
         counted.clear();

@@ -14,13 +14,13 @@ import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
 
 /**
- * The poll path (consumer_agent/progress.py's job): what a poll hands out and what the previous one
- * processed, first_fetch for newly assigned partitions, and every progress interval a progress event per
- * owned partition plus agent_health while drops or errors are unreported. Its cost on a poll with nothing to
- * do is one clock read and two empty-map checks; a poll with records, in the default mode's steady state, one
- * pass over its next offsets now and one over its partitions at the next poll, and no collection of its own
- * (benchmarks/jvm_agent_throughput.py: a poll per record is about 3 us of CPU, so every 30 ns is 1%); per
- * record, only explicit mode tracks anything.
+ * The poll path (consumer_agent/progress.py's job): what a poll hands out, first_fetch for newly assigned
+ * partitions, and every progress interval a progress event per owned partition plus agent_health while drops or
+ * errors are unreported. It runs after the client's poll only: a poll per record is about 3 us of CPU
+ * (benchmarks/jvm_agent_throughput.py), so every 30 ns is 1%. In the default mode's steady state a poll costs a
+ * volatile read (no clock: {@link TickTimer}) and, per partition it returned, one lookup of the agent's own
+ * ({@link PartitionSlot}) and two field updates: what was processed since the last tick is derived at the tick.
+ * Per record, only explicit mode tracks anything.
  */
 final class Progress {
     /** The progress body's cap on partitions (the rest counted in {@code truncated}), as the Python agent. */
@@ -31,10 +31,8 @@ final class Progress {
     private final Processed processed;
     private final Envelope envelope;
     private final TelemetryEmitter emitter;
-    private final long intervalNanos;
+    private final TickTimer timer;
     private long lastTick = System.nanoTime();
-    /** The previous poll's records (default mode): processed once the application polls again. */
-    private ConsumerRecords<?, ?> previousPoll;
 
     Progress(Consumer<?, ?> consumer, Membership member, Processed processed, Envelope envelope,
              TelemetryEmitter emitter, int intervalMs) {
@@ -43,15 +41,7 @@ final class Progress {
         this.processed = processed;
         this.envelope = envelope;
         this.emitter = emitter;
-        this.intervalNanos = intervalMs * 1_000_000L;
-    }
-
-    /** Before the client's poll: in the default mode, the previous poll's records are processed now. */
-    void beforePoll() {
-        if (previousPoll != null) {
-            processed.countPolled(previousPoll);
-            previousPoll = null;
-        }
+        this.timer = new TickTimer(intervalMs * 1_000_000L);
     }
 
     /** After the client's poll returned {@code records}. */
@@ -59,24 +49,42 @@ final class Progress {
         if (!records.isEmpty() || !records.nextOffsets().isEmpty()) {
             handedOut(records);
         }
-        long now = System.nanoTime();
-        if (now - lastTick >= intervalNanos) {
-            tick(now);
+        if (timer.due()) {
+            tick(System.nanoTime(), records);
         }
     }
 
-    /** Positions; first fetches and (explicit mode) the records in flight only while there is something to see:
-     * in the default mode's steady state a poll costs one pass over its next offsets. */
+    /** The consumer closed: no more ticks. */
+    void stop() {
+        timer.stop();
+    }
+
+    /** Hand-out counts and positions; first fetches and (explicit mode) the records in flight only while there is
+     * something to see. Walks the next offsets (a small immutable map) rather than {@code records.partitions()}:
+     * a HashMap key iterator scans the client's whole table, on every poll (JFR: twice the agent's samples). */
     private void handedOut(ConsumerRecords<?, ?> records) {
-        for (Map.Entry<TopicPartition, OffsetAndMetadata> next : records.nextOffsets().entrySet()) {
-            member.positions.put(next.getKey(), next.getValue().offset());
+        Map<TopicPartition, OffsetAndMetadata> nextOffsets = records.nextOffsets();
+        int withRecords = 0;
+        for (Map.Entry<TopicPartition, OffsetAndMetadata> next : nextOffsets.entrySet()) {
+            PartitionSlot slot = member.slot(next.getKey());
+            slot.position = next.getValue().offset();
+            int handed = records.records(next.getKey()).size();
+            slot.handedOut += handed;
+            withRecords += handed > 0 ? 1 : 0;
         }
-        if (!processed.explicit) {
-            previousPoll = records;
-            if (member.awaitingFirst.isEmpty()) {
-                return;
+        if (withRecords < records.partitions().size()) {  // records without a next offset: an interceptor's own
+            for (TopicPartition tp : records.partitions()) {
+                if (!nextOffsets.containsKey(tp)) {
+                    member.slot(tp).handedOut += records.records(tp).size();
+                }
             }
         }
+        if (processed.explicit || !member.awaitingFirst.isEmpty()) {
+            firstFetchesAndInFlight(records);
+        }
+    }
+
+    private void firstFetchesAndInFlight(ConsumerRecords<?, ?> records) {
         for (TopicPartition tp : records.partitions()) {
             List<? extends ConsumerRecord<?, ?>> batch = records.records(tp);
             Long assignedAt = member.awaitingFirst.remove(tp);
@@ -93,11 +101,14 @@ final class Progress {
         }
     }
 
-    /** One progress event for the owned partitions, then agent_health if drops or errors are unreported. */
-    void tick(long now) {
+    /** One progress event for the owned partitions ({@code unprocessed}: the poll just returned), then
+     * agent_health if drops or errors are unreported. */
+    private void tick(long now, ConsumerRecords<?, ?> unprocessed) {
         double intervalMs = (now - lastTick) / 1e6;
         lastTick = now;
-        Map<TopicPartition, Long> counts = processed.takeCounts();
+        timer.restart();
+        Map<TopicPartition, Long> counts = processed.takeCounts(member.slots, unprocessed);
+        member.dropReleased();
         List<Map<String, Object>> partitions = new ArrayList<>();
         int truncated = 0;
         for (TopicPartition tp : member.owned) {
