@@ -22,10 +22,9 @@ Fitted from the group's own gold rows, never from constants tuned to our scenari
     else the first. A revoke comes at no particular point of a commit cycle, so the time
     average is what it sees; a run's revokes alone are few and correlated (a member's
     partitions share its cycle: slow-processing's mixed phase re-delivered 1,210 against
-    705 predicted from the revokes, 834 against 1,110 from the ticks). Not modelled yet: a
-    burst of rebalances re-delivers less (scale-out-in's mixed phase, 24 handoffs, 564 against
-    1,063: members that commit every N records catch up on each pause's backlog and commit
-    sooner after it);
+    705 predicted from the revokes, 834 against 1,110 from the ticks). One run's mixed phase
+    is a wide draw around it: two reruns of scale-out-in's migration re-delivered 23.5 and 51
+    records a handoff where the ticks read 44;
 - a handoff's pause, by how the protocol hands a partition over (``PROTOCOL_KINDS``):
   a partition that moves waits for the new owner's round (eager: every member rejoins;
   cooperative: the second round; KIP-848: the gainer's next heartbeat), and under eager
