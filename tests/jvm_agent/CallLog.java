@@ -9,7 +9,7 @@ import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.common.TopicPartition;
 
 /**
- * The tests' Java drivers' own application listeners (tests/jvm_agent/drivers.py compiles it with each driver):
+ * The tests' Java drivers' own application listeners (tests/support/jvm_drivers.py compiles it with each driver):
  * every listener call in order, with its partitions and wall-clock time, and what each member owns by its
  * listener's account; what the agent reports is checked against it.
  */

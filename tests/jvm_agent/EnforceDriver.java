@@ -10,7 +10,7 @@ import java.util.Map;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
 /**
- * tests/jvm_agent/test_enforce_rebalance.py's application (tests/jvm_agent/drivers.py runs it): members a, b and c of one
+ * tests/jvm_agent/test_enforce_rebalance.py's application (tests/support/jvm_drivers.py runs it): members a, b and c of one
  * group join in that order (a leads a classic group: its first member stays leader while it rejoins), read one
  * topic, and once the group is stable the caller calls enforceRebalance twice, the group polled and stable between.
  * Writes the agent ids, each application listener's calls, and per call its window (wall-clock ms) and every

@@ -17,7 +17,7 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
 /**
- * tests/jvm_agent/test_contract.py's consumer application (tests/jvm_agent/drivers.py runs it): members a and
+ * tests/jvm_agent/test_contract.py's consumer application (tests/support/jvm_drivers.py runs it): members a and
  * b of one group through a rebalance (b joins, b leaves), with commits, an enforced rebalance and a client error,
  * on InstrumentedConsumer or, with "plain", on KafkaConsumer. Member c (agent only) has a one-event buffer, to
  * drop telemetry and report it. Writes what the application's listeners saw, and the agent ids, as JSON.

@@ -1,7 +1,7 @@
 """The Java agent (jvm_agent/) speaks the same contract: a Java application's group through a rebalance, read
 back from the telemetry topic and validated, event by event, against consumer_agent/telemetry-v1.schema.json.
 
-RebalanceDriver.java (beside this file, run by drivers.py) plays members a and b of one
+RebalanceDriver.java (beside this file, run by tests/support/jvm_drivers.py) plays members a and b of one
 group: a alone, b joins, b's poll fails (a client error), a enforces a rebalance (classic only), b leaves;
 then member c, whose one-event buffer drops telemetry and reports it in agent_health. The same choreography
 on plain KafkaConsumers says what the application's listener gets without the agent.
@@ -19,7 +19,7 @@ import pytest
 from consumer_agent.member_states import is_allowed
 from lens_runtime.jvm_agent_build import MODULE
 from lens_runtime.jvm_deps import pinned_versions
-from tests.jvm_agent.drivers import run_driver
+from tests.support.jvm_drivers import run_driver
 from tests.support.telemetry_log import TelemetryLog
 
 PARTITIONS = 4

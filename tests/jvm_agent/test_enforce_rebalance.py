@@ -1,6 +1,6 @@
 """What KafkaConsumer.enforceRebalance(reason) does per protocol, measured through the Java agent's telemetry.
 
-EnforceDriver.java (beside this file, run by drivers.py) runs members a, b, c of one group on a 6-partition topic;
+EnforceDriver.java (beside this file, run by tests/support/jvm_drivers.py) runs members a, b, c of one group on a 6-partition topic;
 once the group is stable the caller calls enforceRebalance twice, the group polled and stable between. Per call
 and member the telemetry says whether the member moved to a new generation (classic) or member epoch (consumer),
 and which partitions it revoked; the application's own listener must have seen the same calls. Measured (kafka-clients 4.2,
@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.jvm_agent.drivers import run_driver
+from tests.support.jvm_drivers import run_driver
 from tests.support.telemetry_log import TelemetryLog, partitions_of
 
 PARTITIONS = 6

@@ -1,6 +1,6 @@
 """The Java agent's progress counts in the default mode: records returned by a poll are processed by the next.
 
-ProgressDriver.java (run by drivers.py) reads a pre-filled topic alone, a record per poll, with a progress tick
+ProgressDriver.java (run by tests/support/jvm_drivers.py) reads a pre-filled topic alone, a record per poll, with a progress tick
 every 5 ms, then idles. The agent counts hand-outs per partition and derives "processed since the last tick" at
 the tick (jvm_agent's Progress/Processed), so the counts are held here against the positions the same events
 report: the partition starts at offset 0, so before a tick's poll `position` records were handed out, less the
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from tests.jvm_agent.drivers import run_driver
+from tests.support.jvm_drivers import run_driver
 from tests.support.telemetry_log import TelemetryLog
 
 PARTITIONS = 4
