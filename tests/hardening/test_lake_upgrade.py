@@ -82,6 +82,8 @@ def _two_groups(kafka, config, held_back: int = 6):
     return lambda: kafka.feed(config.topic, grows.keyed()[-held_back:])
 
 
+@pytest.mark.slow  # two gold runs over two groups (~2 min here); the default suite checks the same schema merge on
+# the events table: `./lens test -m slow tests/hardening/test_lake_upgrade.py`
 def test_a_gold_table_gains_a_declared_column_without_a_rebuild(spark, kafka, tmp_path, monkeypatch):
     """gold/records_processed gains a nullable column: the next gold run writes it for the group it
     recomputes (its stored hours read through the declaration, the new column null), and the
