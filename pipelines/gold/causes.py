@@ -156,7 +156,7 @@ def triggers_of(bodies: Bodies) -> list[Trigger]:
     out = _returns(bodies, departures)
     for e, b in bodies:
         kind, t = e["kind"], e["event_time_ms"]
-        rejoin = e["generation"] + 1 if e["generation"] >= 0 else None
+        rejoin = _next_generation(e)
         if kind == "member_config" and b["reason"] == "start":
             cause = ("start" if e["agent_id"] in formed
                      else joined_to_restart.get(e["agent_id"], "scale_out"))
@@ -172,11 +172,16 @@ def triggers_of(bodies: Bodies) -> list[Trigger]:
         elif is_stall(e, b):
             cause = "poll_interval_exceeded"
             left = departures[id(e)]  # a late report's own time and generation may be its return's
-            t, rejoin = left["event_time_ms"], left["generation"] + 1 if left["generation"] >= 0 else None
+            t, rejoin = left["event_time_ms"], _next_generation(left)
         else:
             continue
         out.append(Trigger(t, e["agent_id"], cause, rejoin))
     return sorted(out, key=lambda t: t.time_ms)
+
+
+def _next_generation(e: dict[str, Any]) -> int | None:
+    """The generation a trigger at ``e`` makes the group rejoin at (None: unknown)."""
+    return e["generation"] + 1 if e["generation"] >= 0 else None
 
 
 def _stall_departures(bodies: Bodies) -> dict[int, dict[str, Any]]:
@@ -210,12 +215,13 @@ def _returns(bodies: Bodies, departures: dict[int, dict[str, Any]]) -> list[Trig
     out = []
     for e, b in bodies:
         agent, t = e["agent_id"], e["event_time_ms"]
-        if not left[agent] or t < left[agent][0]:
+        pending = left.get(agent)
+        if not pending or t < pending[0]:
             continue
         if e["kind"] == "state_transition" and b["to_state"] == JOINING_STATE:
             back.setdefault(agent, t)
         elif e["kind"] == "partitions_assigned":
-            del left[agent][:bisect.bisect_right(left[agent], t)]  # every stall it left for before returns here
+            del pending[:bisect.bisect_right(pending, t)]  # every stall it left for before returns here
             generation = e["generation"] if e["generation"] >= 0 else None
             out.append(Trigger(back.pop(agent, t), agent, "poll_interval_exceeded", generation))
     return out

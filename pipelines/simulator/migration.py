@@ -77,8 +77,8 @@ def layout_at(intervals: list[dict], at_ms: int | None = None) -> Assignment:
     held: dict[tuple[str, int], dict] = {}
     for i in intervals:
         tp = (i["topic"], int(i["partition"]))
-        ended = i["released_ms"] is not None and i["released_ms"] <= (at_ms or 0)
-        if at_ms is not None and (i["assigned_ms"] > at_ms or ended):
+        held_then = at_ms is None or (i["assigned_ms"] <= at_ms and (i["released_ms"] or at_ms + 1) > at_ms)
+        if not held_then:
             continue
         if tp not in held or i["assigned_ms"] > held[tp]["assigned_ms"]:
             held[tp] = i
