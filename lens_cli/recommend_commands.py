@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from consumer_agent.contract import GROUP_PROTOCOLS
+from lens_runtime.errors import LensError
 from lens_scenarios.consumer_config import ASSIGNORS, COMMIT_STYLES
 from pipelines.vocabulary import RECOMMENDATION_KINDS, VERIFIABLE_KINDS
 
@@ -104,6 +105,11 @@ def _cmd_recommend(args: argparse.Namespace) -> int:
     return 0
 
 
+def _measured(check, spec: str) -> str:
+    """A measured figure, with its standard error when it is the mean of several reruns."""
+    return format(check.measured_saving, spec) + (f" ± {check.standard_error:{spec}}" if check.standard_error else "")
+
+
 def print_verified(v, console) -> None:
     from rich.table import Table
 
@@ -112,20 +118,21 @@ def print_verified(v, console) -> None:
     rec = v.recommendation
     console.print(f"\n[bold]{escape(v.scenario)}[/]: {escape(rec['title'])}\n  "
                   + "\n  ".join(escape(line) for line in rec["config_change"]))
+    over = f"the mean of {v.reruns} reruns, ± its standard error" if v.reruns > 1 else "one rerun"
     table = Table("figure", "before", "after", "saved:\nmeasured", "saved:\npredicted", "holds",
-                  title="Closed loop: predicted against measured (ground truth of both runs)")
+                  title=f"Closed loop: predicted against measured (ground truth; {over})")
     table.columns[0].no_wrap = True
     savings, mixed = v.checks[:2], v.checks[2:]
     for check, before, after in zip(savings, (v.before.duplicates, v.before.pause_s), (v.after.duplicates, v.after.pause_s)):
         spec = ",.0f" if check.figure == "duplicates" else ",.1f"
-        table.add_row(check.figure, format(before, spec), format(after, spec), format(check.measured_saving, spec),
+        table.add_row(check.figure, format(before, spec), format(after, spec), _measured(check, spec),
                       format(check.predicted_saving, spec), "yes" if check.holds else "[red]no[/]")
     console.print(table)
     if mixed:  # a staged migration: what its mixed phase cost, predicted against measured
         phase = Table("figure", "measured", "predicted", "holds", title="The migration's mixed phase (its own handoffs)")
         for check in mixed:
             spec = ",.0f" if "duplicates" in check.figure else ",.1f"
-            phase.add_row(check.figure, format(check.measured_saving, spec), format(check.predicted_saving, spec),
+            phase.add_row(check.figure, _measured(check, spec), format(check.predicted_saving, spec),
                           "yes" if check.holds else "[red]no[/]")
         console.print(phase)
     console.print(f"rerun folder: {v.rerun_dir}")
@@ -149,6 +156,8 @@ def _verify(args: argparse.Namespace) -> int:
     from pipelines.stages import DATA_STAGES
     from tuning_report import write_report
 
+    if args.reruns < 1:
+        raise LensError(f"--reruns {args.reruns}: a check needs at least one rerun; pass --reruns 1 or more")
     console = Console(highlight=False)
     scenario = load(args.verify)
     out = Path(args.out) if args.out else home() / "verify" / uuid.uuid4().hex[:8]
@@ -174,7 +183,8 @@ def _verify(args: argparse.Namespace) -> int:
             on_run = lambda s, o: run_with_progress(s, o, console)  # noqa: E731
             # a plan step from the step before it; a move to KIP-848 staged as it would roll out
             source = previous_step(found, rec) if rec["kind"] in PLAN_KINDS else None
-            checked = rerun(scenario, options, baseline, rec, source and target_of(source), on_run=on_run)
+            checked = rerun(scenario, options, baseline, rec, source and target_of(source), on_run=on_run,
+                            times=args.reruns)
             verified = judge(rec, checked)
             console.print("[bold]4/4[/] the check kept in the lake, the SQL marts and the report")
             record(spark, config.lake_path, verified, config.lock_wait_s)
@@ -199,6 +209,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                      + "; ".join(f"{k.name}: {k.about}" for k in RECOMMENDATION_KINDS if k.rerun_checks) + ")")
     rec.add_argument("--step", type=int, default=None, metavar="N",
                      help="with --verify: verify step N of the staged plan (from the step before it)")
+    rec.add_argument("--reruns", type=int, default=1, metavar="N",
+                     help="with --verify: run the change N times (and a plan step's previous step as often) and "
+                          "check the mean: one run is one draw (default 1)")
     rec.add_argument("--assignor", choices=ASSIGNORS, default=None, help="with --verify: the run's assignor")
     rec.add_argument("--protocol", choices=GROUP_PROTOCOLS, default=None, help="with --verify: group protocol")
     rec.add_argument("--commit", choices=COMMIT_STYLES, default="batch", help="with --verify: commit style")

@@ -21,19 +21,22 @@ from lens_scenarios.runner import RunOptions, RunResult, run_scenario
 from lens_scenarios.spec import Scenario
 
 
+Cost = tuple[float, float]  # (duplicates, paused partition-seconds) of one run
+
+
 @dataclass(frozen=True)
 class Rerun:
-    """A rerun with a recommendation applied: both runs' costs from their ground truth, as
-    (duplicates, paused partition-seconds) of every handoff after the group formed. A staged
-    migration's rerun also gives its mixed phase's (the handoffs the migration caused), apart
-    from ``after`` (the scenario's own churn on the new protocol)."""
+    """Reruns with a recommendation applied: each run's costs from its ground truth, as
+    (duplicates, paused partition-seconds) of every handoff after the group formed, one entry per
+    run. A staged migration's reruns also give their mixed phase's (the handoffs the migration
+    caused), apart from ``after`` (the scenario's own churn on the new protocol)."""
 
     scenario: str
-    before: tuple[float, float]
-    after: tuple[float, float]
-    run_dir: Path
-    group_id: str
-    mixed_phase: tuple[float, float] | None = None
+    before: tuple[Cost, ...]
+    after: tuple[Cost, ...]
+    run_dir: Path  # the last rerun's
+    group_id: str  # the last rerun's
+    mixed_phase: tuple[Cost, ...] | None = None
 
 
 MIGRATION_CAUSE = "protocol_migration"
@@ -41,7 +44,7 @@ MIGRATION_CAUSE = "protocol_migration"
 PLAN_KINDS = ("plan_step", "migration")
 
 
-def truth_costs(truth: GroundTruth, migration: bool | None = None) -> tuple[float, float]:
+def truth_costs(truth: GroundTruth, migration: bool | None = None) -> Cost:
     """Duplicates and paused partition-seconds of every handoff after the group formed; of the
     migration's handoffs only (``migration`` True), or of all but them (False)."""
     churn = [h for h in truth.handoffs if h.cause != "start"
@@ -88,22 +91,25 @@ def target_of(rec: dict[str, Any]) -> Target:
 
 
 def rerun(scenario: Scenario, options: RunOptions, baseline: RunResult, rec: dict[str, Any],
-          source: Target | None = None, on_run=run_scenario) -> Rerun:
-    """Rerun ``scenario`` with ``rec`` applied, from the configuration before it (``source``: a plan
-    step's previous step; None: the baseline's, whose run is ``baseline``); both runs' costs from
-    their ground truth. A change that moves a classic group to the consumer protocol is run the way
-    it is rolled out: ``source``'s run with every member first moved over one at a time
-    (``config_change.migrating_first``; a migration changes nothing else), its mixed phase apart
-    from its churn after."""
-    before_run, start = baseline, (scenario, options)
+          source: Target | None = None, on_run=run_scenario, times: int = 1) -> Rerun:
+    """Rerun ``scenario`` ``times`` times with ``rec`` applied, from the configuration before it
+    (``source``: a plan step's previous step, run as many times; None: the baseline's, whose run
+    ``baseline`` is the one the prediction was priced on, so it stays the only "before"); every
+    run's costs from its ground truth. Several runs because one run is one draw: where a crash
+    lands in a commit cycle, whether two restarts share a join round. A change that moves a classic
+    group to the consumer protocol is run the way it is rolled out: ``source``'s run with every
+    member first moved over one at a time (``config_change.migrating_first``; a migration changes
+    nothing else), its mixed phase apart from its churn after."""
+    start = (scenario, options)
     if source is not None:
         start = apply(scenario, options, source)
-        before_run = on_run(*start)
+    befores = [baseline] if source is None else [on_run(*start) for _ in range(times)]
     protocol, remote = target_of(rec).assignor.split(":")
-    if protocol != "consumer" or protocol_of(start[1].assignor) == "consumer":
-        after_run = on_run(*apply(scenario, options, target_of(rec)))
-        return Rerun(scenario.name, truth_costs(before_run.truth), truth_costs(after_run.truth), after_run.run_dir,
-                     after_run.manifest["group_id"])
-    after_run = on_run(migrating_first(start[0], remote), start[1])
-    return Rerun(scenario.name, truth_costs(before_run.truth), truth_costs(after_run.truth, migration=False),
-                 after_run.run_dir, after_run.manifest["group_id"], truth_costs(after_run.truth, migration=True))
+    migrates = protocol == "consumer" and protocol_of(start[1].assignor) != "consumer"
+    changed = (migrating_first(start[0], remote), start[1]) if migrates else apply(scenario, options, target_of(rec))
+    afters = [on_run(*changed) for _ in range(times)]
+    last = afters[-1]
+    return Rerun(scenario.name, tuple(truth_costs(r.truth) for r in befores),
+                 tuple(truth_costs(r.truth, migration=False if migrates else None) for r in afters),
+                 last.run_dir, last.manifest["group_id"],
+                 tuple(truth_costs(r.truth, migration=True) for r in afters) if migrates else None)

@@ -299,7 +299,8 @@ VERIFICATIONS = Table(
                "measured_duplicates_after double, measured_pause_before_s double, measured_pause_after_s double, "
                "holds boolean, rerun_group_id string, predicted_duplicates_mixed_phase double, "
                "measured_duplicates_mixed_phase double, predicted_pause_mixed_phase_s double, "
-               "measured_pause_mixed_phase_s double"))
+               "measured_pause_mixed_phase_s double, reruns int, measured_duplicates_saved_se double, "
+               "measured_pause_saved_se_s double"))
 
 # The tables the pipeline's stages write (a run of every stage writes each), then the closed loop's.
 TABLES: tuple[Table, ...] = (BRONZE, QUARANTINE, VALIDATION_SUMMARY, STAGE_PROGRESS, EVENTS, SEQUENCES, MEMBER_STATES,

@@ -97,6 +97,8 @@ QUALIFIERS: tuple[Qualifier, ...] = (
               "compares phases by it: `group_protocol_phases`)", "pause_per_handoff_s"),
     Qualifier("_change", "suffix", "period over period (this day's figure minus the day before's)",
               "pause_change_s"),
+    Qualifier("_se", "suffix", "the standard error of a mean over several runs (a closed-loop check with "
+              "`--reruns`: the measured saving is the reruns' mean)", "measured_duplicates_saved_se"),
     Qualifier("_pct", "unit", "a share in percent of the figure it qualifies (the unit it ends with)",
               "predicted_duplicates_saved_pct"),
 )

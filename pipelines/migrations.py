@@ -237,10 +237,24 @@ def with_cluster(spark: SparkSession, lake_path: str) -> list[tuple[catalog.Tabl
     return out
 
 
+def added_to_closed_loop(spark: SparkSession, lake_path: str) -> list[tuple[catalog.Table, list[tuple[str, str]]]]:
+    """Each closed-loop table stored without columns its declaration added since (``--reruns``'
+    count and standard errors), and those columns. No stage rewrites these tables, so the SQL
+    build's sources would lack them until the next check."""
+    out = []
+    for table in catalog.CLOSED_LOOP_TABLES:
+        columns = _columns(spark, table.location(lake_path))
+        missing = [(n, k) for n, k in table.all_columns() if columns is not None and n not in columns]
+        if missing:
+            out.append((table, missing))
+    return out
+
+
 def migrate(spark: SparkSession, lake_path: str, progress: Progress = print) -> list[str]:
     """Rewrite each gold table still under older names with the new ones, and each table without
-    its cluster column with it (the caller holds the lake's lock); the lines printed, one per
-    table migrated."""
+    its cluster column with it; then add a closed-loop table's new columns (null in the rows
+    before, metadata only; a table renamed above has them already). The caller holds the lake's
+    lock; the lines printed, one per table migrated."""
     said = []
     for table, rows in with_cluster(spark, lake_path):
         lake.rewrite(spark, lake_path, table, rows)
@@ -253,6 +267,11 @@ def migrate(spark: SparkSession, lake_path: str, progress: Progress = print) -> 
             continue
         lake.rewrite(spark, lake_path, table, migrated_rows(spark, lake_path, migration))
         said.append(migration.said())
+        progress(said[-1])
+    for table, missing in added_to_closed_loop(spark, lake_path):
+        spark.sql(f"ALTER TABLE delta.`{table.location(lake_path)}` ADD COLUMNS "
+                  f"({', '.join(f'`{n}` {k}' for n, k in missing)})")
+        said.append(f"{table.path}: added {', '.join(n for n, _ in missing)} (null in the rows written before)")
         progress(said[-1])
     return said
 

@@ -213,21 +213,24 @@ def what_if(configs: pl.DataFrame) -> go.Figure:
 
 
 def closed_loop(checks: pl.DataFrame) -> go.Figure:
-    """Each closed-loop check: the saving predicted beside the one the rerun measured, for
-    duplicates (left) and paused partition-seconds (right)."""
+    """Each closed-loop check: the saving predicted beside the one the reruns measured (their mean,
+    with its standard error as an error bar), for duplicates (left) and paused partition-seconds (right)."""
     from plotly.subplots import make_subplots
 
     checks = checks.sort("verified_at")
     labels = [f"{t}<br>{v:%m-%d %H:%M}" for t, v in zip(checks["title"], checks["verified_at"])]
     fig = make_subplots(rows=1, cols=2, subplot_titles=("duplicates saved",
                                                         "paused partition-s saved (below 0: a longer pause)"))
-    for col, (predicted, measured) in enumerate((("predicted_duplicates_saved", "measured_duplicates_saved"),
-                                                ("predicted_pause_saved_s",
-                                                 "measured_pause_saved_s")), 1):
-        for name, column, colour in (("predicted", predicted, "#9ecae9"), ("measured by the rerun", measured,
-                                                                          "#4c78a8")):
+    for col, (predicted, measured, se) in enumerate((("predicted_duplicates_saved", "measured_duplicates_saved",
+                                                     "measured_duplicates_saved_se"),
+                                                    ("predicted_pause_saved_s", "measured_pause_saved_s",
+                                                     "measured_pause_saved_se_s")), 1):
+        errors = [float(v or 0.0) for v in checks[se]]
+        for name, column, colour, error in (("predicted", predicted, "#9ecae9", None),
+                                            ("measured by the reruns", measured, "#4c78a8",
+                                             dict(type="data", array=errors, visible=any(errors)))):
             values = [round(float(v), 1) for v in checks[column]]
             fig.add_bar(x=labels, y=values, name=name, marker_color=colour, text=values, textposition="outside",
-                        showlegend=col == 1, legendgroup=name, row=1, col=col)
+                        error_y=error, showlegend=col == 1, legendgroup=name, row=1, col=col)
     fig.update_layout(**LAYOUT, barmode="group")  # the section's heading names it; the subplots say what
     return fig

@@ -257,13 +257,6 @@ def handoff_causes(bodies: Bodies, triggers: list[Trigger], handoffs: list[dict[
 
 def _by_generation(triggers: list[Trigger], handoffs: list[dict[str, Any]], own: dict[str, str | None],
                    bodies: Bodies, gap_s: float, fallback: str) -> dict[str, tuple[str, Any]]:
-    causes: dict[int, list[str]] = defaultdict(list)
-    for t in triggers:
-        if t.generation is not None:
-            causes[t.generation].append(t.cause)
-    for h in handoffs:
-        if h["release_kind"] in ("lost", "crash"):
-            causes[h["generation"]].append(own[h["handoff_id"]])
     span: dict[int, list[int]] = {}  # generation -> [first, last] assignment time
     eager: set[int] = set()
     for e, b in bodies:
@@ -272,6 +265,14 @@ def _by_generation(triggers: list[Trigger], handoffs: list[dict[str, Any]], own:
             s[0], s[1] = min(s[0], e["event_time_ms"]), max(s[1], e["event_time_ms"])
             if not b["incremental"]:
                 eager.add(e["generation"])
+    completed = sorted(span)
+    causes: dict[int, list[str]] = defaultdict(list)
+    for t in triggers:
+        if t.generation is not None and (g := _completed_round(completed, span, t, gap_s)) is not None:
+            causes[g].append(t.cause)
+    for h in handoffs:
+        if h["release_kind"] in ("lost", "crash"):
+            causes[h["generation"]].append(own[h["handoff_id"]])
     cause_of: dict[int, str] = {}
     previous: int | None = None
     for g in sorted(span):
@@ -283,6 +284,17 @@ def _by_generation(triggers: list[Trigger], handoffs: list[dict[str, Any]], own:
         previous = g
     return {h["handoff_id"]: (own[h["handoff_id"]] or cause_of.get(h["generation"], fallback), h["generation"])
             for h in handoffs}
+
+
+def _completed_round(completed: list[int], span: dict[int, list[int]], t: Trigger, gap_s: float) -> int | None:
+    """The round ``t`` opened, or when no member was ever assigned in it, the next one that completed
+    within the gap: a second leave during the first's join aborts its round (the leaver still reports
+    the generation before), and the round after moves both leavers' partitions."""
+    i = bisect.bisect_left(completed, t.generation)
+    if i == len(completed):
+        return None
+    g = completed[i]
+    return g if g == t.generation or span[g][0] - t.time_ms <= gap_s * 1000 else None
 
 
 def _by_time(triggers: list[Trigger], handoffs: list[dict[str, Any]], own: dict[str, str | None],

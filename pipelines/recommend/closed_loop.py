@@ -4,7 +4,10 @@ what the recommendation predicted, and ``gold/verifications``, where each check 
 A prediction holds when the measured saving goes the predicted way and lies within
 ``TOLERANCE`` of the prediction; a figure whose predicted change is below the rules'
 floor (``MIN_DUPLICATES``, ``MIN_PAUSE_S``: a change the recommendation does not claim)
-holds when the measured change stays within that floor plus the tolerance.
+holds when the measured change stays within that floor plus the tolerance. With several
+reruns (``--reruns``) the measured figure is their mean, given with its standard error: one
+run is one draw (where a restart lands in a commit cycle), and two reruns of one change have
+differed by a factor of two.
 
 Here, not in the CLI: what a check holds is the pipeline's judgement, and ``gold/verifications``
 is a lake table, written under the lake's lock like every stage's (``pipelines.lake_lock``). The
@@ -14,6 +17,8 @@ both and prints.
 """
 from __future__ import annotations
 
+import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -38,8 +43,9 @@ class Costs:
 class Check:
     figure: str
     predicted_saving: float
-    measured_saving: float
+    measured_saving: float  # the mean over the reruns
     floor: float
+    standard_error: float = 0.0  # of the measured saving (0: one run on each side)
 
     @property
     def holds(self) -> bool:
@@ -58,6 +64,7 @@ class Verified:
     checks: tuple[Check, ...]  # the two savings; a staged migration's mixed-phase costs after them
     rerun_dir: Path
     rerun_group_id: str
+    reruns: int = 1  # runs with the change, averaged
 
     @property
     def holds(self) -> bool:
@@ -68,40 +75,69 @@ class Verified:
 VERIFIABLE = VERIFIABLE_KINDS
 
 
-def checks_of(rec: dict[str, Any], before: Costs, after: Costs, mixed_phase: Costs | None = None) -> tuple[Check, ...]:
-    """The recommendation's predicted savings against the measured ones (``before - after``); for a
-    staged migration also its mixed phase's predicted costs against the measured ones."""
-    savings = (Check("duplicates", rec["predicted_duplicates_saved"] or 0.0, before.duplicates - after.duplicates,
-                     MIN_DUPLICATES),
-               Check("paused partition-seconds", rec["predicted_pause_saved_s"] or 0.0,
-                     before.pause_s - after.pause_s, MIN_PAUSE_S))
+@dataclass(frozen=True)
+class Measured:
+    """A measured figure over one or more runs: their mean and its standard error."""
+
+    mean: float
+    standard_error: float
+
+
+def measured(values: Sequence[float]) -> Measured:
+    se = statistics.stdev(values) / len(values) ** 0.5 if len(values) > 1 else 0.0
+    return Measured(statistics.fmean(values), se)
+
+
+def difference(before: Sequence[float], after: Sequence[float]) -> Measured:
+    """``before - after`` of two independent sets of runs (the error of each mean adds in quadrature)."""
+    b, a = measured(before), measured(after)
+    return Measured(b.mean - a.mean, (b.standard_error ** 2 + a.standard_error ** 2) ** 0.5)
+
+
+def checks_of(rec: dict[str, Any], before: Sequence[Costs], after: Sequence[Costs],
+              mixed_phase: Sequence[Costs] | None = None) -> tuple[Check, ...]:
+    """The recommendation's predicted savings against the measured ones (``before - after``, each the
+    mean over its runs); for a staged migration also its mixed phase's predicted costs against the
+    measured ones."""
+    def check(figure: str, predicted: float | None, m: Measured, floor: float) -> Check:
+        return Check(figure, predicted or 0.0, m.mean, floor, m.standard_error)
+
+    savings = (check("duplicates", rec["predicted_duplicates_saved"],
+                     difference([c.duplicates for c in before], [c.duplicates for c in after]), MIN_DUPLICATES),
+               check("paused partition-seconds", rec["predicted_pause_saved_s"],
+                     difference([c.pause_s for c in before], [c.pause_s for c in after]), MIN_PAUSE_S))
     if mixed_phase is None:
         return savings
     return (*savings,
-            Check("mixed-phase duplicates", rec["predicted_duplicates_mixed_phase"] or 0.0, mixed_phase.duplicates,
-                  MIN_DUPLICATES),
-            Check("mixed-phase paused partition-seconds", rec["predicted_pause_mixed_phase_s"] or 0.0,
-                  mixed_phase.pause_s, MIN_PAUSE_S))
+            check("mixed-phase duplicates", rec["predicted_duplicates_mixed_phase"],
+                  measured([c.duplicates for c in mixed_phase]), MIN_DUPLICATES),
+            check("mixed-phase paused partition-seconds", rec["predicted_pause_mixed_phase_s"],
+                  measured([c.pause_s for c in mixed_phase]), MIN_PAUSE_S))
 
 
 class RerunCosts(Protocol):
-    """What the judgement needs of a rerun (``lens_scenarios.rerun.Rerun``): both runs' ground-truth
-    costs as (duplicates, paused partition-seconds), where the rerun is and its group."""
+    """What the judgement needs of the reruns (``lens_scenarios.rerun.Rerun``): every run's ground-truth
+    costs as (duplicates, paused partition-seconds), where the last rerun is and its group."""
 
     scenario: str
-    before: tuple[float, float]
-    after: tuple[float, float]
+    before: tuple[tuple[float, float], ...]
+    after: tuple[tuple[float, float], ...]
     run_dir: Path
     group_id: str
-    mixed_phase: tuple[float, float] | None  # a staged migration's: its mixed phase's costs
+    mixed_phase: tuple[tuple[float, float], ...] | None  # a staged migration's: its mixed phase's costs
 
 
 def judge(rec: dict[str, Any], rerun: RerunCosts) -> Verified:
-    """The check of ``rec`` by ``rerun``: its predicted savings against both runs' truth."""
-    before, after = Costs(*rerun.before), Costs(*rerun.after)
-    mixed = Costs(*rerun.mixed_phase) if rerun.mixed_phase is not None else None
-    return Verified(rerun.scenario, rec, before, after, checks_of(rec, before, after, mixed), rerun.run_dir,
-                    rerun.group_id)
+    """The check of ``rec`` by ``rerun``: its predicted savings against the runs' truth (``before`` and
+    ``after``: the means)."""
+    before, after = [Costs(*c) for c in rerun.before], [Costs(*c) for c in rerun.after]
+    mixed = [Costs(*c) for c in rerun.mixed_phase] if rerun.mixed_phase is not None else None
+
+    def mean(runs: list[Costs]) -> Costs:
+        return Costs(statistics.fmean(c.duplicates for c in runs), statistics.fmean(c.pause_s for c in runs))
+
+    return Verified(rerun.scenario, rec, mean(before), mean(after), checks_of(rec, before, after, mixed),
+                    rerun.run_dir, rerun.group_id, len(after))
 
 
 def recommendations_of(spark: SparkSession, lake_path: str, group_id: str) -> list[dict[str, Any]]:
@@ -125,7 +161,9 @@ def record(spark: SparkSession, lake_path: str, verified: Verified, lock_wait_s:
     else:
         figures_mixed = {}
     figures = {"predicted_duplicates_saved": dups.predicted_saving, "measured_duplicates_saved": dups.measured_saving,
+               "measured_duplicates_saved_se": dups.standard_error,
                "predicted_pause_saved_s": pause.predicted_saving, "measured_pause_saved_s": pause.measured_saving,
+               "measured_pause_saved_se_s": pause.standard_error,
                "measured_duplicates_before": verified.before.duplicates,
                "measured_duplicates_after": verified.after.duplicates,
                "measured_pause_before_s": verified.before.pause_s, "measured_pause_after_s": verified.after.pause_s}
@@ -133,7 +171,7 @@ def record(spark: SparkSession, lake_path: str, verified: Verified, lock_wait_s:
     row |= {"cluster_id": rec["cluster_id"], "group_id": rec["group_id"], "verified_at": datetime.now(timezone.utc), "scenario": verified.scenario,
             "kind": rec["kind"], "title": rec["title"], "config_change": list(rec["config_change"]),
             **{name: float(value) for name, value in {**figures, **figures_mixed}.items()},
-            "holds": verified.holds, "rerun_group_id": verified.rerun_group_id}
+            "holds": verified.holds, "rerun_group_id": verified.rerun_group_id, "reruns": verified.reruns}
     rows = spark.createDataFrame([row], schema=catalog.VERIFICATIONS.schema())
     with lake_lock.locked(lake_path, lock_wait_s):
         lake.insert_new(spark, lake_path, catalog.VERIFICATIONS, rows)

@@ -51,7 +51,8 @@ def test_mistakes_found_without_spark_are_said_before_it_starts(capsys, tmp_path
     lake = str(tmp_path / "empty-lake")
     for argv, said in ((["pipeline", "run", "--lake", lake], "no Kafka bootstrap servers"),
                        (["sql", "build", "--lake", lake], "no pipeline output"),
-                       (["recommend", "--lake", lake], "has no gold/recommendations yet")):
+                       (["recommend", "--lake", lake], "has no gold/recommendations yet"),
+                       (["recommend", "--verify", "crash", "--reruns", "0"], "pass --reruns 1 or more")):
         assert main(argv) == 2, argv
         err = capsys.readouterr().err
         assert err.startswith("rebalance-lens: error: ") and said in err and err.count("\n") == 1, err

@@ -5,7 +5,7 @@ import pytest
 
 from pipelines.gold.episodes import clusters
 from pipelines.gold.group_pass import rebalance_bodies
-from lens_scenarios.synthetic import P0, P1, Fleet
+from lens_scenarios.synthetic import P0, P1, P2, Fleet
 from tests.support.fleets import busy_fleet, every_cause
 from tests.support.reference_ownership import gold_of_group
 
@@ -68,3 +68,22 @@ def test_a_stall_reported_after_its_return_still_explains_the_return():
     assert moved == [(2, 0, "poll_interval_exceeded"), (2, 1, "poll_interval_exceeded"),
                      (3, 0, "poll_interval_exceeded"), (3, 1, "poll_interval_exceeded")]
     assert [e["cause"] for e in episodes] == ["start", "poll_interval_exceeded", "poll_interval_exceeded"]
+
+
+def test_a_leave_whose_round_was_aborted_explains_the_round_that_completed():
+    """Two members scaled in moments apart (scale-out-in under eager roundrobin, on a loaded CI): m3's
+    leave opens generation 2, m2 revokes for it and then closes before generation 2 completes, still
+    reporting generation 1. Its leave aborts generation 2 (no member is ever assigned in it) and
+    generation 3 moves its partition: both leaves' cause, though no trigger reports generation 3."""
+    fleet = Fleet(group="g-aborted-round")
+    m1, m2, m3 = fleet.member("m1"), fleet.member("m2"), fleet.member("m3")
+    for m, p in ((m1, P0), (m2, P1), (m3, P2)):
+        m.at(0).joins().assigned(p, generation=1).fetches(p, 0).at(5_000).processes(p, upto=9)
+    m3.at(10_000).leaves().revokes(P2)
+    m1.at(10_010).revokes(P0)
+    m2.at(10_012).revokes(P1).at(10_050).leaves()
+    m1.at(10_400).assigned(P0, P1, P2, generation=3).fetches(P0, 10).fetches(P1, 8).fetches(P2, 10)
+    _, handoffs, episodes, _ = gold_of_group(fleet.events, gap_s=10.0)
+    moved = sorted((h["partition"], h["prev_agent_id"], h["generation"], h["cause"]) for h in handoffs)
+    assert moved == [(0, m1.agent_id, 3, "scale_in"), (1, m2.agent_id, 3, "scale_in"), (2, m3.agent_id, 3, "scale_in")]
+    assert [e["cause"] for e in episodes] == ["scale_in"]

@@ -149,3 +149,24 @@ def test_a_table_written_before_the_cluster_gets_it_as_the_unknown_cluster_once(
     assert stored.schema == catalog.HANDOFFS.schema()
     assert [(r.cluster_id, r.group_id, r.handoff_id) for r in stored.collect()] == [("", "g", "h1")]
     assert migrations.migrate(spark, lake_path, said.append) == []
+
+
+def test_a_closed_loop_table_gains_the_columns_declared_since_once(spark, tmp_path):
+    """gold/verifications is written only by `recommend --verify`: a lake whose checks predate
+    `--reruns` gets its columns (null) before the SQL build's staging model selects them."""
+    lake_path = str(tmp_path / "lake")
+    added = ("reruns", "measured_duplicates_saved_se", "measured_pause_saved_se_s")
+    columns = [(n, k) for n, k in catalog.VERIFICATIONS.all_columns() if n not in added]
+    rows = [tuple({"cluster_id": "", "group_id": "g", "verified_at": datetime(2026, 11, 1), "holds": True}.get(n)
+                  for n, _ in columns)]
+    (spark.createDataFrame(rows, ", ".join(f"`{n}` {k}" for n, k in columns))
+     .write.format("delta").save(catalog.VERIFICATIONS.location(lake_path)))
+
+    said: list[str] = []
+    assert migrations.migrate(spark, lake_path, said.append) == said == [
+        "gold/verifications: added reruns, measured_duplicates_saved_se, measured_pause_saved_se_s "
+        "(null in the rows written before)"]
+    stored = lake.read(spark, lake_path, catalog.VERIFICATIONS)
+    assert stored.schema == catalog.VERIFICATIONS.schema()
+    assert [(r.group_id, r.holds, r.reruns) for r in stored.collect()] == [("g", True, None)]
+    assert migrations.migrate(spark, lake_path, said.append) == []

@@ -24,5 +24,8 @@ select
     predicted_duplicates_mixed_phase,
     measured_duplicates_mixed_phase,
     predicted_pause_mixed_phase_s,
-    measured_pause_mixed_phase_s
+    measured_pause_mixed_phase_s,
+    coalesce(reruns, 1) as reruns,
+    measured_duplicates_saved_se,
+    measured_pause_saved_se_s
 from source
