@@ -35,7 +35,8 @@ def _rebalance(bump: Bump, before: MixedGroup, after: MixedGroup, leaver: str | 
     for member, tp in given:
         gainer = to.get(tp, "")
         kind = CONSUMER if bump.rule == "R4" and kinds.get(gainer, CONSUMER) == CONSUMER else classic
-        by_kind.setdefault(kind, []).append(SimHandoff(tp, "graceful", gainer != member, to=gainer))
+        by_kind.setdefault(kind, []).append(SimHandoff(tp, "graceful", gainer != member, to=gainer,
+                                                       left=member == leaver))
     return [(SimRebalance(at_ms, "protocol_migration", tuple(hs)), kind) for kind, hs in by_kind.items()]
 
 

@@ -70,6 +70,7 @@ class SimHandoff:
     moved: bool  # to another member (an eager rebalance also hands a partition back to its owner)
     down_s: float = 0.0  # a bounce: how long the member was away; a static leave: the session it waited out
     to: str = ""  # the logical member that gets it
+    left: bool = False  # its owner left the group (closed, unsubscribed, or its static session expired)
 
 
 @dataclass(frozen=True)
@@ -242,7 +243,7 @@ def _rebalance(g: _Group, at_ms: int, trigger: str, gone: dict[str, HandoffKind]
             continue  # nobody had it (a new subscription starts), or nobody will read it
         moved = prev != owner
         if prev in gone:
-            handoffs.append(SimHandoff(tp, gone[prev], True, down_s, owner))
+            handoffs.append(SimHandoff(tp, gone[prev], True, down_s, owner, left=True))
         elif moved or not g.setup.cooperative:
             handoffs.append(SimHandoff(tp, "graceful", moved, to=owner))
     g.owned = new

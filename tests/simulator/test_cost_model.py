@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from pipelines.simulator.cost_model import MIN_WINDOW_SAMPLES, fit
+from pipelines.simulator.cost_model import MIN_WINDOW_SAMPLES, fit, price
+from pipelines.simulator.replay import SimHandoff, SimRebalance
 
 pytestmark = pytest.mark.fast
 
@@ -23,9 +24,9 @@ def _revoke(duplicates: int) -> dict:
             "same_owner": False, "prev_agent_id": "a", "next_agent_id": "b", "revoke_callback_ms": 1.0}
 
 
-def _fit(handoffs: list[dict], intervals: list[dict]):
-    members = [{"agent_id": a, "joined_ms": 0, "left_ms": None, "join_cause": "start", "leave_cause": None}
-               for a in "ab"]
+def _fit(handoffs: list[dict], intervals: list[dict], left: dict[str, int] | None = None):
+    members = [{"agent_id": a, "joined_ms": 0, "left_ms": (left or {}).get(a), "join_cause": "start",
+                "leave_cause": None} for a in "abcd"]
     return fit(handoffs, intervals, members, "eager", HEARTBEAT_MS, 10_000)
 
 
@@ -44,3 +45,32 @@ def test_too_few_ticks_leave_the_revokes_window_and_no_revokes_the_ticks():
     no_revokes = _fit([], [_interval(1_000, 40)])
     assert (no_revokes.uncommitted_window_s, no_revokes.window_observations) == (0.5, 40)
     assert _fit([], []).uncommitted_window_s == 0.0
+
+
+def _moved(prev: str, pause_s: float, same: bool = False) -> dict:
+    return {**_revoke(10), "prev_agent_id": prev, "next_agent_id": prev if same else "b", "same_owner": same,
+            "pause_s": pause_s, "pause_upper_s": pause_s, "revoke_ms": 12_001}
+
+
+def test_a_moved_partition_is_priced_by_whether_its_owner_left():
+    """scale-out-in under eager (ground truth): a leaver's partitions waited 0.8-1.1 s (its close, the
+    others noticing, their round), a partition moved between staying members the round only, as long
+    as one given back (0.02-0.12 s). Priced by one mean, roundrobin (9 moved, 3 of them a leaver's)
+    looked 1.0 partition-s dearer than range (5 moved, 3 a leaver's); three reruns measured 0.0 ± 0.1."""
+    observed = [_moved("d", 0.9)] * 3 + [_moved("a", 0.07)] * 6 + [_moved("c", 0.06, same=True)] * 3
+    fitted = _fit(observed, [], left={"d": 12_000})
+    assert fitted.own_moves == (pytest.approx(0.9), pytest.approx(0.07))
+
+    def rounds(stayers_moved: int, kept: int) -> list[SimRebalance]:
+        hs = ([SimHandoff(("t", i), "graceful", True, left=True) for i in range(3)]
+              + [SimHandoff(("t", 10 + i), "graceful", True) for i in range(stayers_moved)]
+              + [SimHandoff(("t", 20 + i), "graceful", False) for i in range(kept)])
+        return [SimRebalance(12_000, "scale_in", tuple(hs))]
+
+    roundrobin, range_ = (price(rounds(*split), fitted, "eager", False, 10_000).pause_s for split in ((6, 3), (2, 7)))
+    assert roundrobin == pytest.approx(3 * 0.9 + 6 * 0.07 + 3 * 0.06)
+    assert roundrobin - range_ == pytest.approx(4 * (0.07 - 0.06))  # 0.04 s, where one mean of all moves said 1.0
+    # another kind has no such observations: one pause for every moved partition, as before
+    assert price(rounds(6, 3), fitted, "cooperative", False, 10_000).pause_s == pytest.approx(
+        9 * fitted.move_pause_s["cooperative"] + 3 * 0.06)
+    assert _fit([_moved("a", 0.07)] * 2, [], left={"d": 12_000}).own_moves is None  # no leaver seen: one mean
