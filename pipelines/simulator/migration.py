@@ -35,8 +35,10 @@ def _rebalance(bump: Bump, before: MixedGroup, after: MixedGroup, leaver: str | 
     for member, tp in given:
         gainer = to.get(tp, "")
         kind = CONSUMER if bump.rule == "R4" and kinds.get(gainer, CONSUMER) == CONSUMER else classic
-        by_kind.setdefault(kind, []).append(SimHandoff(tp, "graceful", gainer != member, to=gainer,
-                                                       left=member == leaver))
+        # a migrant's leave is not marked ``left`` (a scale-in's heartbeat-long wait): past the first, the
+        # group is a consumer group, whose broker hands a leaver's partitions on at once (scale-out-in's
+        # mixed phase, ground truth: 0.08-0.57 s for them, against 0.8-1.1 s for a classic scale-in's)
+        by_kind.setdefault(kind, []).append(SimHandoff(tp, "graceful", gainer != member, to=gainer))
     return [(SimRebalance(at_ms, "protocol_migration", tuple(hs)), kind) for kind, hs in by_kind.items()]
 
 
