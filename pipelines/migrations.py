@@ -244,7 +244,9 @@ def added_to_closed_loop(spark: SparkSession, lake_path: str) -> list[tuple[cata
     out = []
     for table in catalog.CLOSED_LOOP_TABLES:
         columns = _columns(spark, table.location(lake_path))
-        missing = [(n, k) for n, k in table.all_columns() if columns is not None and n not in columns]
+        if columns is None:
+            continue
+        missing = [(n, k) for n, k in table.all_columns() if n not in columns]
         if missing:
             out.append((table, missing))
     return out
@@ -269,7 +271,8 @@ def migrate(spark: SparkSession, lake_path: str, progress: Progress = print) -> 
         said.append(migration.said())
         progress(said[-1])
     for table, missing in added_to_closed_loop(spark, lake_path):
-        spark.sql(f"ALTER TABLE delta.`{table.location(lake_path)}` ADD COLUMNS "
+        location = table.location(lake_path).replace("`", "``")  # a backtick in the path, quoted
+        spark.sql(f"ALTER TABLE delta.`{location}` ADD COLUMNS "
                   f"({', '.join(f'`{n}` {k}' for n, k in missing)})")
         said.append(f"{table.path}: added {', '.join(n for n, _ in missing)} (null in the rows written before)")
         progress(said[-1])

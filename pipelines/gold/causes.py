@@ -275,7 +275,7 @@ def _by_generation(triggers: list[Trigger], handoffs: list[dict[str, Any]], own:
             causes[h["generation"]].append(own[h["handoff_id"]])
     cause_of: dict[int, str] = {}
     previous: int | None = None
-    for g in sorted(span):
+    for g in completed:
         if causes.get(g):
             cause_of[g] = first_cause(causes[g])
         elif (previous is not None and previous in cause_of and g not in eager

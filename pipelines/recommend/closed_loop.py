@@ -76,22 +76,22 @@ VERIFIABLE = VERIFIABLE_KINDS
 
 
 @dataclass(frozen=True)
-class Measured:
+class Mean:
     """A measured figure over one or more runs: their mean and its standard error."""
 
     mean: float
     standard_error: float
 
 
-def measured(values: Sequence[float]) -> Measured:
+def mean_of(values: Sequence[float]) -> Mean:
     se = statistics.stdev(values) / len(values) ** 0.5 if len(values) > 1 else 0.0
-    return Measured(statistics.fmean(values), se)
+    return Mean(statistics.fmean(values), se)
 
 
-def difference(before: Sequence[float], after: Sequence[float]) -> Measured:
+def difference(before: Sequence[float], after: Sequence[float]) -> Mean:
     """``before - after`` of two independent sets of runs (the error of each mean adds in quadrature)."""
-    b, a = measured(before), measured(after)
-    return Measured(b.mean - a.mean, (b.standard_error ** 2 + a.standard_error ** 2) ** 0.5)
+    b, a = mean_of(before), mean_of(after)
+    return Mean(b.mean - a.mean, (b.standard_error ** 2 + a.standard_error ** 2) ** 0.5)
 
 
 def checks_of(rec: dict[str, Any], before: Sequence[Costs], after: Sequence[Costs],
@@ -99,7 +99,7 @@ def checks_of(rec: dict[str, Any], before: Sequence[Costs], after: Sequence[Cost
     """The recommendation's predicted savings against the measured ones (``before - after``, each the
     mean over its runs); for a staged migration also its mixed phase's predicted costs against the
     measured ones."""
-    def check(figure: str, predicted: float | None, m: Measured, floor: float) -> Check:
+    def check(figure: str, predicted: float | None, m: Mean, floor: float) -> Check:
         return Check(figure, predicted or 0.0, m.mean, floor, m.standard_error)
 
     savings = (check("duplicates", rec["predicted_duplicates_saved"],
@@ -110,9 +110,9 @@ def checks_of(rec: dict[str, Any], before: Sequence[Costs], after: Sequence[Cost
         return savings
     return (*savings,
             check("mixed-phase duplicates", rec["predicted_duplicates_mixed_phase"],
-                  measured([c.duplicates for c in mixed_phase]), MIN_DUPLICATES),
+                  mean_of([c.duplicates for c in mixed_phase]), MIN_DUPLICATES),
             check("mixed-phase paused partition-seconds", rec["predicted_pause_mixed_phase_s"],
-                  measured([c.pause_s for c in mixed_phase]), MIN_PAUSE_S))
+                  mean_of([c.pause_s for c in mixed_phase]), MIN_PAUSE_S))
 
 
 class RerunCosts(Protocol):
@@ -134,7 +134,7 @@ def judge(rec: dict[str, Any], rerun: RerunCosts) -> Verified:
     mixed = [Costs(*c) for c in rerun.mixed_phase] if rerun.mixed_phase is not None else None
 
     def mean(runs: list[Costs]) -> Costs:
-        return Costs(statistics.fmean(c.duplicates for c in runs), statistics.fmean(c.pause_s for c in runs))
+        return Costs(mean_of([c.duplicates for c in runs]).mean, mean_of([c.pause_s for c in runs]).mean)
 
     return Verified(rerun.scenario, rec, mean(before), mean(after), checks_of(rec, before, after, mixed),
                     rerun.run_dir, rerun.group_id, len(after))

@@ -201,8 +201,10 @@ def fit(handoffs: list[dict[str, Any]], intervals: list[dict[str, Any]], members
     ordinary = [h for h in graceful if _exact(h, "pause_s") is not None and h not in returns]
     moved = [_exact(h, "pause_s") for h in ordinary if not h["same_owner"]]
     same = [_exact(h, "pause_s") for h in ordinary if h["same_owner"]]
-    from_leavers = [_exact(h, "pause_s") for h in ordinary if not h["same_owner"] and _left_before(h, left)]
-    from_stayers = [_exact(h, "pause_s") for h in ordinary if not h["same_owner"] and not _left_before(h, left)]
+    from_leavers, from_stayers = [], []
+    for h in ordinary:
+        if not h["same_owner"]:
+            (from_leavers if _left_before(h, left) else from_stayers).append(_exact(h, "pause_s"))
     overheads = [h["pause_s"] - (joined[h["next_agent_id"]] - left[h["prev_agent_id"]]) / 1000.0
                  for h in returns if _exact(h, "pause_s") is not None]
     committed = _mean(h["revoke_callback_ms"] for h in graceful if h["commit_in_revoke"])
