@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -27,6 +27,18 @@ from consumer_agent.instrumented import InstrumentedConsumer
 from consumer_agent.options import merged_config
 
 T = TypeVar("T")
+
+
+def _released(call: functools.partial[T]) -> Callable[[], T]:
+    """``call``, let go of as it starts. The executor's worker keeps its work item a moment after
+    the result is delivered; were the consumer's method in it, a host that drops the consumer in a
+    reference cycle and collects at once would find it still referenced, and its threads would
+    live on until some later collection (a plain ``Consumer`` is freed by that first one)."""
+    held = [call]
+
+    def run() -> T:
+        return held.pop()()
+    return run
 
 
 class AsyncInstrumentedConsumer:
@@ -77,7 +89,7 @@ class AsyncInstrumentedConsumer:
         call = functools.partial(getattr(self._consumer, method), *args, **kwargs)
         if self._executor is None:
             return call()
-        return await asyncio.get_running_loop().run_in_executor(self._executor, call)
+        return await asyncio.get_running_loop().run_in_executor(self._executor, _released(call))
 
     async def subscribe(self, topics: list[str], **callbacks: Any) -> None:
         """Subscribe; the callbacks run on the consumer's worker thread, inside poll/consume/close."""
