@@ -40,9 +40,14 @@ def kind_of(setup: Setup) -> str:
 def heartbeats(members: list[dict[str, Any]], broker: BrokerGroups) -> dict[str, int]:
     """The heartbeat interval under each kind: the classic members' own (librdkafka's default
     when none set it), the brokers' for KIP-848."""
-    classic = max((m["heartbeat_interval_ms"] or 0 for m in members if m["group_protocol"] == "classic"),
-                  default=0) or DEFAULT_HEARTBEAT_MS
+    classic = classic_heartbeat_ms(members)
     return {"eager": classic, "cooperative": classic, "consumer": broker.heartbeat_ms}
+
+
+def classic_heartbeat_ms(members: list[dict[str, Any]]) -> int:
+    """The classic members' heartbeat interval (librdkafka's default when none set it)."""
+    return max((m["heartbeat_interval_ms"] or 0 for m in members if m["group_protocol"] == "classic"),
+               default=0) or DEFAULT_HEARTBEAT_MS
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
-from pipelines.recommend.candidates import (Config, changes, kind_of, longest_restart_ms,
+from pipelines.recommend.candidates import (Config, changes, classic_heartbeat_ms, kind_of, longest_restart_ms,
                                             longest_stall_ms, mixed_protocols, static_session_timeout_ms, with_setup)
 from pipelines.recommend import readiness
 from pipelines.recommend.plan import EFFORT, Step, mixed_phase_s, path, per_handoff, rollback_criteria, score, target
@@ -30,7 +30,7 @@ from pipelines.simulator.assignors import ASSIGNORS, assign
 from pipelines.simulator.cost_model import Priced, price
 from pipelines.simulator.group import Assignment, Member, TopicPartition
 from pipelines.simulator.handoff import owners
-from pipelines.simulator.migration import layout_at, mixed_phase_cost
+from pipelines.simulator.migration import lands_first, layout_at, mixed_phase_cost
 from pipelines.simulator.replay import SimHandoff, SimRebalance, replay
 from pipelines.vocabulary import CONFIDENCE_LEVELS, PLAN_KINDS, RECOMMENDATION_KIND_NAMES
 
@@ -225,7 +225,7 @@ def assignor_rule(e: Evidence) -> Recommendation | None:
                 *_phase_lines(mixed), *waits)
     rec = _priced_change(e, "assignor", f"Switch to {then.replace('consumer:', 'KIP-848 ').replace('classic:', '')}",
                          best, rollout, evidence, Q_WHAT_IF)
-    return rec if rec is None or mixed is None else replace(rec, mixed_phase=mixed)
+    return rec if rec is None or mixed is None else replace(rec, mixed_phase=mixed[0])
 
 
 def static_rule(e: Evidence) -> Recommendation | None:
@@ -485,24 +485,32 @@ def per_handoff_measured(e: Evidence) -> tuple[float, float]:
     return e.what_if.measured.duplicates / n, e.what_if.measured.pause_s / n
 
 
-def _mixed_phase(e: Evidence, step: Step) -> Priced:
+def _mixed_phase(e: Evidence, step: Step) -> tuple[Priced, float]:
     """A migration step's mixed phase: the live members, canary first, restarted on the consumer
-    protocol one at a time from who holds what now, priced by the group's own cost model."""
+    protocol one at a time from who holds what now, priced by the group's own cost model; and the
+    chance that the canary is back before its leave's classic round completes (P2)."""
     live, layout = running(e)
-    view = [Member(m["agent_id"], m["agent_id"] if step.source.setup.static else None,
+    static = step.source.setup.static
+    view = [Member(m["agent_id"], m["agent_id"] if static else None,
                    frozenset(m["subscriptions"][-1]["topics"])) for m in live]
-    return mixed_phase_cost(view, layout,
-                            partition_counts(e.intervals), step.source.setup.assignor, step.config.setup.assignor,
-                            longest_restart_ms(e.members) / 1000.0, e.what_if.fitted.at_any_moment(),
-                            step.source.commit_on_revoke)
+    down_s = longest_restart_ms(e.members) / 1000.0
+    p2 = 0.0 if static else lands_first(down_s, classic_heartbeat_ms(e.members) / 1000.0, len(live) - 1)
+    return mixed_phase_cost(view, layout, partition_counts(e.intervals), step.source.setup.assignor,
+                            step.config.setup.assignor, down_s, p2, e.what_if.fitted.at_any_moment(),
+                            step.source.commit_on_revoke), p2
 
 
-def _phase_lines(mixed: Priced | None) -> tuple[str, ...]:
+def _phase_lines(mixed: tuple[Priced, float] | None) -> tuple[str, ...]:
     """The evidence line of a migration's predicted mixed phase (none without one)."""
-    return () if mixed is None else (
-        f"The mixed phase: {mixed.handoffs} handoffs ({mixed.partitions_moved} moves) over {mixed.rebalances} "
-        f"epoch bumps, {_fmt(mixed.duplicates, mixed.pause_s)} (simulator.migration: eager classic members give "
-        "back everything at each bump; a static member's restart moves nothing).",)
+    if mixed is None:
+        return ()
+    priced, p2 = mixed
+    early = (f" The canary is back before the classic round its leave starts completes with a chance of "
+             f"{p2:.0%} (its restart against the others' heartbeats): then that round is the conversion's, one "
+             "bump fewer; the figures are the expectation." if 0 < p2 else "")
+    return (f"The mixed phase: {priced.handoffs} handoffs ({priced.partitions_moved} moves) over {priced.rebalances} "
+            f"epoch bumps, {_fmt(priced.duplicates, priced.pause_s)} (simulator.migration: eager classic members give "
+            f"back everything at each bump; a static member's restart moves nothing).{early}",)
 
 
 def plan_steps(e: Evidence) -> list[Recommendation]:
@@ -529,7 +537,7 @@ def plan_steps(e: Evidence) -> list[Recommendation]:
         waits = _fixes_first(e)[1] if mixed is not None else ()
         evidence, rollout = (order, *_phase_lines(mixed), total, *waits), _step_rollout(e, step)
         out.append(Recommendation("migration", title, step.config, change, rollout, evidence, Q_WHAT_IF, level, why,
-                                  step.after, before=step.before, mixed_phase=mixed) if step.migrates else
+                                  step.after, before=step.before, mixed_phase=mixed[0] if mixed else None) if step.migrates else
                    Recommendation("plan_step", title, step.config, change, rollout, evidence, Q_WHAT_IF, level, why,
                                   step.after, before=step.before))
     return out

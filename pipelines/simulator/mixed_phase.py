@@ -23,9 +23,12 @@ the 4.2.0 group coordinator and checked on the embedded broker (tests/e2e/test_m
 - R8: the last consumer-protocol member leaving (dynamically) downgrades the group: a full classic
   rebalance from the stored target, under the classic assignor.
 A classic group's own changes are classic rebalances (the classic models), so a dynamic member's
-migration is a classic scale-in, then R2 and R4 (R5). Not modelled: a join that lands before that
-scale-in settles (the study's P2; not seen with members down 0.5 s), and when each handoff happens
-(R7: the cost model's). Pure and explicit; the staged plan prices its rounds through
+migration is a classic scale-in, then R2 and R4 (R5), unless:
+- P2: its join lands before that scale-in's round has completed (the others join it at their next
+  heartbeat). The round is never finished: the upgrade fails the pending joins and converts the
+  group from the stored assignment minus the leaver's, at the classic generation, then R4 (scale-out-in
+  under roundrobin, members down 0.5 s: one bump, the migrant got its own partitions back).
+Not modelled: when each handoff happens (R7: the cost model's). Pure and explicit; the staged plan prices its rounds through
 ``pipelines.simulator.migration``.
 """
 from __future__ import annotations
@@ -86,6 +89,7 @@ class Leave:
 
     member_id: str
     expired: bool = False
+    settles: bool = True  # a classic group's round for it completes before the next change (else P2)
 
 
 Change = Join | Leave
@@ -194,6 +198,9 @@ def _leave(group: MixedGroup, leave: Leave, counts: dict[str, int]) -> tuple[Mix
     if leaver is None or (leaver.member.group_instance_id is not None and not leave.expired):
         return group, None
     members = tuple(m for m in group.members if m is not leaver)
+    if not group.converted and not leave.settles:  # P2: the next change completes (or replaces) its round
+        return replace(group, members=members,
+                       target={m: tps for m, tps in group.target.items() if m != leave.member_id}), None
     if not group.converted:
         return _classic_rebalance(group, members, counts, "classic")
     _, downgrade = MIGRATION_POLICIES[group.policy]

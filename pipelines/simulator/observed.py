@@ -260,7 +260,8 @@ def mixed_steps(events: Iterable[dict[str, Any]]) -> list[MixedStep]:
     """A migrating group's changes from its first leave (the first step of a rollout) to its last start
     (the leaves after it are the run's end), each with the group just before it took effect (a join:
     at its epoch's first callback), the epoch it started, its callbacks and the group once settled
-    (just before the next change took effect)."""
+    (just before the next change took effect). A classic leave that started no epoch before the next
+    change is one whose round that change finished (``Leave.settles`` False: P2)."""
     ordered = sorted(events, key=lambda e: (e["event_time_ms"], e["agent_id"], e["seq"]))
     ids = {e["agent_id"]: e["member_id"] for e in reversed(ordered) if e["member_id"] and e["generation"] >= 0}
     starts = [e for e in ordered if e["kind"] == "member_config" and body_of(e)["reason"] == "start"]
@@ -304,8 +305,8 @@ def mixed_steps(events: Iterable[dict[str, Any]]) -> list[MixedStep]:
                 del live[a]
                 away.discard(a)
             live[agent] = joiner
-        else:
-            change = Leave(ids[agent])
+        else:  # a classic round it started that never completed: the next change came first (P2)
+            change = Leave(ids[agent], settles=bumps[i] is not None)
             away |= {agent} if live[agent].member.group_instance_id is not None else set()
             live = {a: m for a, m in live.items() if a != agent or a in away}
         revokes: Revokes = {}

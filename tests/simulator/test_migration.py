@@ -7,7 +7,7 @@ import pytest
 
 from pipelines.simulator.assignors import assign
 from pipelines.simulator.group import Member
-from pipelines.simulator.migration import layout_at, mixed_phase_rounds
+from pipelines.simulator.migration import lands_first, layout_at, mixed_phase_rounds
 
 pytestmark = pytest.mark.fast
 
@@ -54,3 +54,29 @@ def test_the_layout_a_migration_starts_from_is_who_held_each_partition_then():
     assert layout_at(stopped, 3_000) == {"a": {("t", 0), ("t", 1)}, "c": {("t", 2)}}
     running = [*stopped[:3], interval("a", 2, 4_100, None)]
     assert layout_at(running) == {"b": {("t", 0)}, "a": {("t", 1), ("t", 2)}}
+
+
+def test_a_first_migrant_back_before_its_scale_in_settles_makes_one_bump_and_waits_for_its_own_partitions():
+    """P2 (scale-out-in under roundrobin, ground truth: m1's two partitions waited 0.76 s for m1 itself,
+    m2 and m3 gave back theirs and got them back 0.02-0.10 s later, in one rebalance)."""
+    members = [Member(f"m{i}", None, frozenset({"orders"})) for i in range(1, 4)]
+    counts = {"orders": 6}
+    owned = assign("classic:roundrobin", members, counts)
+    settled, early = (mixed_phase_rounds(members, owned, counts, "classic:roundrobin", "consumer:uniform", 0.5, p2)
+                      for p2 in (False, True))
+    assert len({r.at_ms for r, _ in early}) == len({r.at_ms for r, _ in settled}) - 1 == 5
+    first = [h for r, _ in early if r.at_ms == min(r.at_ms for r, _ in early) for h in r.handoffs]
+    assert sorted((h.to, h.kind, h.moved, h.down_s) for h in first if h.to == "m1") == [("m1", "bounce", False, 0.5)] * 2
+    assert sorted(h.to for h in first if h.to != "m1") == ["m2", "m2", "m3", "m3"]  # given back, got back
+    assert not any(h.moved for h in first)
+    # settled first, the scale-in's round hands m1's partitions to the others, as a leaver's (a heartbeat's wait)
+    scale_in = [h for r, _ in settled if r.at_ms == 0 for h in r.handoffs]
+    assert sum(h.left and h.moved for h in scale_in) == 2
+
+
+def test_the_chance_a_migrant_is_back_before_the_others_heartbeat():
+    assert lands_first(0.0, 1.0, 2) == 1.0  # back at once: always first
+    assert lands_first(0.5, 1.0, 2) == 0.75  # unless both others heartbeat within its 0.5 s
+    assert lands_first(0.5, 1.0, 3) == 0.875
+    assert lands_first(1.5, 1.0, 2) == 0.0  # away longer than a heartbeat: the round is done
+    assert lands_first(0.5, 1.0, 0) == 0.0  # no one else: no round to finish

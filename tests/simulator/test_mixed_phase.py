@@ -34,10 +34,10 @@ def _classic_group(names: list[str], generation: int, static: bool = False,
                       policy=policy)
 
 
-def _run(group: MixedGroup, changes) -> tuple[MixedGroup, list[Bump]]:
+def _run(group: MixedGroup, changes, counts: dict[str, int] = COUNTS) -> tuple[MixedGroup, list[Bump]]:
     bumps = []
     for change in changes:
-        group, bump = step(group, change, COUNTS)
+        group, bump = step(group, change, counts)
         bumps += [bump] if bump else []
     return group, bumps
 
@@ -121,6 +121,29 @@ def test_r3_back_to_classic_the_last_consumer_member_replaced_downgrades_without
     group = _classic_group(["a", "b"], 2, static=True)
     group, bumps = _run(group, [Join(_member("a'", "consumer", static=True)), Join(_member("a''", "eager", static=True))])
     assert bumps == [] and not group.converted and group.target["a''"] == _classic_group(["a", "b"], 2).target["a"]
+
+
+def test_p2_a_migrant_back_before_its_leaves_classic_round_completes_converts_the_group_in_one_bump():
+    """scale-out-in's staged migration under roundrobin (2026-11-27, ground truth of three reruns): m1
+    closed, m1 on the consumer protocol was back 0.6 s later, before m2 and m3 had heartbeated (0.7 and
+    0.8 s): one rebalance, m1 got its own two partitions back and m2, m3 gave back all they held."""
+    counts = {"orders": 6}
+    members = tuple(_member(n) for n in ("m1", "m2", "m3"))
+    group = MixedGroup("classic:roundrobin", members, assign("classic:roundrobin", [m.member for m in members], counts), 2)
+    assert group.target == {"m1": {("orders", 0), ("orders", 3)}, "m2": {("orders", 1), ("orders", 4)},
+                            "m3": {("orders", 2), ("orders", 5)}}
+    pending, bump = step(group, Leave("m1", settles=False), counts)
+    assert bump is None and pending.epoch == 2 and "m1" not in pending.target  # the round is never completed
+    converted, bump = step(pending, Join(_member("m1", "consumer")), counts)
+    assert converted.converted and bump.rule == "R4" and bump.epoch == 3  # the classic generation, then one bump
+    assert bump.target == group.target
+    assert bump.revokes == {"m2": (frozenset(group.target["m2"]),), "m3": (frozenset(group.target["m3"]),), "m1": ()}
+    # settled first (R5), the same two changes are two rounds: a classic scale-in, then the conversion's bump
+    _, bumps = _run(group, [Leave("m1"), Join(_member("m1", "consumer"))], counts)
+    assert [b.rule for b in bumps] == ["classic", "R4"]
+    # a classic member back in that window joins the pending round: one classic rebalance
+    _, bumps = _run(group, [Leave("m1", settles=False), Join(_member("m1"))], counts)
+    assert [(b.rule, b.epoch) for b in bumps] == [("classic", 3)]
 
 
 def test_r0_no_online_upgrade_of_a_cooperative_sticky_group_or_under_a_policy_without_it():
