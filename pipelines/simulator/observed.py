@@ -232,16 +232,23 @@ def _held_at(callbacks: list[dict[str, Any]], closing: set[int], t: int) -> dict
 
 def _epochs_started(changes: list[dict[str, Any]], callbacks: list[dict[str, Any]], epoch: int) -> list[int | None]:
     """The epoch each change started (None: none): a join the epoch of its member's first assignment
-    if that is past the group's; a leave the one after its member's last, if anyone else's callback is of it."""
+    if that is past the group's; a leave the one after its member's last, if anyone else's callback is
+    of it and the next change is not a join first assigned in it (P2: that join finished the round)."""
+    def first_assigned(c: dict[str, Any]) -> int:
+        return next((e["generation"] for e in callbacks if e["agent_id"] == c["agent_id"]
+                     and e["kind"] == "partitions_assigned"), -1)
+
     out: list[int | None] = []
-    for c in changes:
-        own = [e for e in callbacks if e["agent_id"] == c["agent_id"]]
+    for i, c in enumerate(changes):
         if c["kind"] == "member_config":
-            first = next((e["generation"] for e in own if e["kind"] == "partitions_assigned"), -1)
+            first = first_assigned(c)
             started = first if first > epoch else None
         else:
-            after = max((e["generation"] for e in own), default=-1) + 1
-            started = after if any(e["generation"] == after and e["agent_id"] != c["agent_id"] for e in callbacks) else None
+            after = max((e["generation"] for e in callbacks if e["agent_id"] == c["agent_id"]), default=-1) + 1
+            later = changes[i + 1] if i + 1 < len(changes) else None
+            finished_by_join = later is not None and later["kind"] == "member_config" and first_assigned(later) == after
+            started = after if not finished_by_join and any(
+                e["generation"] == after and e["agent_id"] != c["agent_id"] for e in callbacks) else None
         out.append(started)
         epoch = started or epoch
     return out
@@ -305,8 +312,8 @@ def mixed_steps(events: Iterable[dict[str, Any]]) -> list[MixedStep]:
                 del live[a]
                 away.discard(a)
             live[agent] = joiner
-        else:  # a classic round it started that never completed: the next change came first (P2)
-            change = Leave(ids[agent], settles=bumps[i] is not None)
+        else:  # a dynamic member's leave that started no epoch: the next change finished its round (P2)
+            change = Leave(ids[agent], settles=bumps[i] is not None or live[agent].member.group_instance_id is not None)
             away |= {agent} if live[agent].member.group_instance_id is not None else set()
             live = {a: m for a, m in live.items() if a != agent or a in away}
         revokes: Revokes = {}

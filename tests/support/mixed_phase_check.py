@@ -8,14 +8,14 @@ import itertools
 from dataclasses import dataclass
 
 from pipelines.simulator.handoff import owners
-from pipelines.simulator.mixed_phase import Join, step
+from pipelines.simulator.mixed_phase import Join, Leave, step
 from pipelines.simulator.observed import MixedStep
 
 
 @dataclass(frozen=True)
 class Verdict:
     step: MixedStep
-    rule: str  # the rule the model applied: classic, R3 (no bump), R4, R8
+    rule: str  # the rule the model applied: classic, R3 (no bump), P2 (a leave's round left to the join), R4, R8
     partitions: int  # partitions whose owner after the change the model placed
     placed: int  # of which the model gave the observed owner
     problems: tuple[str, ...]  # what differed; empty: the change matched
@@ -45,7 +45,8 @@ def judge(observed: MixedStep, counts: dict[str, int]) -> Verdict:
                             f"predicted {[sorted(s) for s in revokes.get(m, ())]}")
     if isinstance(observed.change, Join) and bump is None and observed.change.member.member.member_id not in after:
         problems.append("the joiner holds nothing")
-    return Verdict(observed, bump.rule if bump else "R3", len(seen),
+    quiet = "P2" if isinstance(observed.change, Leave) and not observed.change.settles else "R3"
+    return Verdict(observed, bump.rule if bump else quiet, len(seen),
                    sum(1 for tp, m in seen.items() if model.get(tp) == m), tuple(problems))
 
 
