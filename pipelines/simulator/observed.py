@@ -233,12 +233,14 @@ def _held_at(callbacks: list[dict[str, Any]], closing: set[int], t: int) -> dict
 def _epochs_started(changes: list[dict[str, Any]], callbacks: list[dict[str, Any]], epoch: int) -> list[int | None]:
     """The epoch each change started (None: none): a join the epoch of its member's first assignment
     if that is past the group's; a leave the one after its member's last, if anyone else's callback is
-    of it and the next change is not a join first assigned in it (P2: that join finished the round)."""
+    of it, unless the group is still classic and the next change is a consumer-protocol join first
+    assigned in it (P2: that join finished the round)."""
     def first_assigned(c: dict[str, Any]) -> int:
         return next((e["generation"] for e in callbacks if e["agent_id"] == c["agent_id"]
                      and e["kind"] == "partitions_assigned"), -1)
 
     out: list[int | None] = []
+    classic = True  # no consumer-protocol member has joined yet
     for i, c in enumerate(changes):
         if c["kind"] == "member_config":
             first = first_assigned(c)
@@ -246,11 +248,13 @@ def _epochs_started(changes: list[dict[str, Any]], callbacks: list[dict[str, Any
         else:
             after = max((e["generation"] for e in callbacks if e["agent_id"] == c["agent_id"]), default=-1) + 1
             later = changes[i + 1] if i + 1 < len(changes) else None
-            finished_by_join = later is not None and later["kind"] == "member_config" and first_assigned(later) == after
+            finished_by_join = (classic and later is not None and later["kind"] == "member_config"
+                                and later["group_protocol"] == "consumer" and first_assigned(later) == after)
             started = after if not finished_by_join and any(
                 e["generation"] == after and e["agent_id"] != c["agent_id"] for e in callbacks) else None
         out.append(started)
         epoch = started or epoch
+        classic = classic and not (c["kind"] == "member_config" and c["group_protocol"] == "consumer")
     return out
 
 

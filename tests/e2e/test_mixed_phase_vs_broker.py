@@ -14,6 +14,8 @@ so what is left are those two, and more than one change in six explained away wo
 """
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from lens_scenarios.spec import builtin_names
@@ -24,12 +26,16 @@ from tests.support.mixed_phase_check import judge, reason, summary
 pytestmark = pytest.mark.slow
 
 MIN_MATCHED = 5 / 6
+RECORDED_FIELDS = ("kind", "event_time_ms", "agent_id", "seq", "member_id", "group_instance_id", "generation",
+                   "group_protocol", "rebalance_protocol", "assignor", "body")
 
 
 @pytest.mark.parametrize("scenario", builtin_names(fully_instrumented=True, migrations=True))
-def test_the_mixed_phase_model_matches_the_broker_change_by_change(landed_migrations, scenario):
+def test_the_mixed_phase_model_matches_the_broker_change_by_change(landed_migrations, scenario, tmp_path):
     run = landed_migrations["runs"][scenario]
     events = landed_migrations["events"][run.manifest["group_id"]]
+    kept = tmp_path / f"{scenario}.jsonl"  # the run's telemetry, as tests/simulator/recorded keeps one, to study a failure
+    kept.write_text("".join(json.dumps({k: e[k] for k in RECORDED_FIELDS}, default=str) + "\n" for e in events))
     steps = mixed_steps(events)
     # every member restarted once on the consumer protocol, two of them back: 12 changes
     assert len(steps) == 12, [s.change for s in steps]
@@ -42,7 +48,7 @@ def test_the_mixed_phase_model_matches_the_broker_change_by_change(landed_migrat
         why = reason(v, partition_counts(events), steps[i + 1].at_ms if i + 1 < len(steps) else None)
         print(f"  mismatch at change {i} ({v.rule}): {'; '.join(v.problems)} -- {why or 'UNEXPLAINED'}")
         unexplained += [] if why else [f"change {i} ({v.step.change}): {v.problems}"]
-    assert not unexplained, "\n".join(unexplained)
+    assert not unexplained, "\n".join([*unexplained, f"the run's telemetry: {kept}"])
     assert sum(v.matched for v in verdicts) >= MIN_MATCHED * len(verdicts), summary(verdicts)
     if scenario.endswith("-static"):  # R3: no epoch moved, no callback on anyone else
         assert all(v.step.bumped_to is None and not v.step.revokes for v in verdicts)
