@@ -536,8 +536,9 @@ def plan_steps(e: Evidence) -> list[Recommendation]:
         title, change = f"Step {i} of {len(steps)}: {step_title(step)}", tuple(changes(step.source, step.config))
         waits = _fixes_first(e)[1] if mixed is not None else ()
         evidence, rollout = (order, *_phase_lines(mixed), total, *waits), _step_rollout(e, step)
+        phase = mixed[0] if mixed else None
         out.append(Recommendation("migration", title, step.config, change, rollout, evidence, Q_WHAT_IF, level, why,
-                                  step.after, before=step.before, mixed_phase=mixed[0] if mixed else None) if step.migrates else
+                                  step.after, before=step.before, mixed_phase=phase) if step.migrates else
                    Recommendation("plan_step", title, step.config, change, rollout, evidence, Q_WHAT_IF, level, why,
                                   step.after, before=step.before))
     return out

@@ -41,7 +41,7 @@ def _rebalance(bump: Bump, after: MixedGroup, left: Assignment, down_s: float,
         for tp in sorted(tps):
             gainer = to.get(tp, "")
             kind = CONSUMER if bump.rule == "R4" and kinds.get(gainer, CONSUMER) == CONSUMER else classic
-            if gone and gainer == member:  # P2: the migrant is back before its leave's round: its own partitions wait
+            if gone and gainer == member:  # P2: the migrant back before its leave's round; its partitions wait
                 handoff = SimHandoff(tp, "bounce", False, down_s, gainer)
             else:
                 # a leave is ``left`` (a scale-in's heartbeat-long wait) only in a classic round: once

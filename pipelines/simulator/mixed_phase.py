@@ -26,10 +26,11 @@ A classic group's own changes are classic rebalances (the classic models), so a 
 migration is a classic scale-in, then R2 and R4 (R5), unless:
 - P2: its join lands before that scale-in's round has completed (the others join it at their next
   heartbeat). The round is never finished: the upgrade fails the pending joins and converts the
-  group from the stored assignment minus the leaver's, at the classic generation, then R4 (scale-out-in
-  under roundrobin, members down 0.5 s: one bump, the migrant got its own partitions back).
-Not modelled: when each handoff happens (R7: the cost model's). Pure and explicit; the staged plan prices its rounds through
-``pipelines.simulator.migration``.
+  group from the stored assignment minus the leaver's, at the classic generation, then R4
+  (scale-out-in under roundrobin, members down 0.5 s: one bump, the migrant got its own
+  partitions back).
+Not modelled: when each handoff happens (R7: the cost model's). Pure and explicit; the staged plan
+prices its rounds through ``pipelines.simulator.migration``.
 """
 from __future__ import annotations
 

@@ -34,7 +34,7 @@ RECORDED_FIELDS = ("kind", "event_time_ms", "agent_id", "seq", "member_id", "gro
 def test_the_mixed_phase_model_matches_the_broker_change_by_change(landed_migrations, scenario, tmp_path):
     run = landed_migrations["runs"][scenario]
     events = landed_migrations["events"][run.manifest["group_id"]]
-    kept = tmp_path / f"{scenario}.jsonl"  # the run's telemetry, as tests/simulator/recorded keeps one, to study a failure
+    kept = tmp_path / f"{scenario}.jsonl"  # the run's telemetry as tests/simulator/recorded keeps it: a failure's
     kept.write_text("".join(json.dumps({k: e[k] for k in RECORDED_FIELDS}, default=str) + "\n" for e in events))
     steps = mixed_steps(events)
     # every member restarted once on the consumer protocol, two of them back: 12 changes
