@@ -14,7 +14,7 @@ from pipelines.simulator.group import Member
 from pipelines.simulator.mixed_phase import (Bump, Join, Leave, MixedGroup, MixedMember, remote_assignor,
                                              revokes_at_bump, step)
 from pipelines.simulator.observed import mixed_steps, partition_counts
-from tests.support.mixed_phase_check import judge, reason
+from tests.support.mixed_phase_check import RACE_MS, judge, reason
 
 pytestmark = pytest.mark.fast
 
@@ -194,7 +194,7 @@ def _recorded(name: str) -> list[dict]:
     events ``observed.mixed_steps`` reads (configs, leaves, callbacks), envelope fields only.
     kip848-migration and its static variant under range; scale-out-in's staged migration (the closed
     loop's rerun, ``config_change.migrating_first``) under roundrobin, where the first migrant was back
-    before its scale-in's round completed (P2)."""
+    before its scale-in's round completed (P2); a kip848-migration run whose rollback raced (below)."""
     return [json.loads(line) for line in (RECORDED / f"{name}.jsonl").read_text().splitlines()]
 
 
@@ -221,8 +221,33 @@ def test_the_model_matches_a_recorded_migration_change_by_change(name):
 def test_a_wrong_observation_is_a_mismatch_no_reason_explains():
     events = _recorded("kip848-migration")
     counts = partition_counts(events)
-    bump = next(s for s in mixed_steps(events) if s.revokes and isinstance(s.change, Leave))
-    for planted in (dataclasses.replace(bump, revokes={}),  # nobody revoked
-                    dataclasses.replace(bump, bumped_to=None)):  # no epoch started
+    steps = mixed_steps(events)
+    i = next(i for i, s in enumerate(steps) if s.revokes and isinstance(s.change, Leave))
+    for planted in (dataclasses.replace(steps[i], revokes={}),  # nobody revoked
+                    dataclasses.replace(steps[i], bumped_to=None)):  # no epoch started
         verdict = judge(planted, counts)
-        assert not verdict.matched and reason(verdict, counts, None) is None
+        assert not verdict.matched and reason([planted], 0, verdict, counts) is None  # no neighbour to blame
+    # its join came 0.6 s later: judging the two together does not explain a missing callback either
+    nobody = dataclasses.replace(steps[i], revokes={})
+    assert reason([*steps[:i], nobody, *steps[i + 1:]], i, judge(nobody, counts), counts) is None
+
+
+def test_two_changes_whose_reconciliations_overlapped_match_judged_together():
+    """kip848-migration's rollback on the broker (the slow check's third run, 2026-11-27): a classic
+    member joined 0.67 s after a consumer member left, before the others had reconciled to the leave's
+    target (one of them skipped from its epoch before the leave to the join's). Alone, each change
+    mismatches (the join's group as telemetry showed it is behind the broker's target, and a revoke of
+    the join's epoch falls in the leave's window); judged together they match, and a wrong placement
+    does not."""
+    events = _recorded("kip848-migration-race")
+    counts = partition_counts(events)
+    steps = mixed_steps(events)
+    verdicts = [judge(s, counts) for s in steps]
+    late = [i for i, v in enumerate(verdicts) if not v.matched]
+    assert late == [8, 9] and steps[9].at_ms - steps[8].at_ms < RACE_MS
+    assert all((reason(steps, i, verdicts[i], counts) or "").startswith("two changes within two heartbeats whose")
+               for i in late)
+    first, second = sorted(m for m, tps in steps[9].after.items() if tps)[:2]
+    swapped = {**steps[9].after, first: steps[9].after[second], second: steps[9].after[first]}
+    planted = [*steps[:9], dataclasses.replace(steps[9], after=swapped), *steps[10:]]
+    assert reason(planted, 8, verdicts[8], counts) is None

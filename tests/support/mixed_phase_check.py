@@ -62,18 +62,42 @@ def summary(verdicts: list[Verdict]) -> str:
 RACE_MS = 2_000  # two heartbeats (1 s each, classic and KIP-848 alike here): changes this close may be seen as one
 
 
-def reason(verdict: Verdict, counts: dict[str, int], next_change_ms: int | None) -> str | None:
-    """Why a mismatch is not a wrong rule, or None when nothing known explains it:
+def reason(steps: list[MixedStep], i: int, verdict: Verdict, counts: dict[str, int]) -> str | None:
+    """Why the mismatch of ``steps[i]`` is not a wrong rule, or None when nothing known explains it:
     - the model matches with the members taken in another order: their ids share a Java HashMap
       bucket, where the broker's order is its insertion history, which telemetry does not show;
     - a bump started or not where the model says, with the next change within two heartbeats: the
-      broker merged the two (a member saw both in one rejoin) or the callbacks straddle them."""
+      broker merged the two (a member saw both in one rejoin) or the callbacks straddle them;
+    - with the change before or after within two heartbeats, the two judged together match: the
+      second came before the members had reconciled to the first's target (the broker computes from
+      its target, telemetry shows holdings), so a callback of one falls in the other's window."""
     observed = verdict.step
     for order in itertools.permutations(observed.group.members):
         group = dataclasses.replace(observed.group, members=order)
         if judge(dataclasses.replace(observed, group=group), counts).matched:
             return "matched with the members in another order (ids sharing a Java hash bucket)"
-    if any(p.startswith("epoch") for p in verdict.problems) and next_change_ms is not None and \
-            next_change_ms - observed.at_ms < RACE_MS:
+    close = [(a, b) for a, b in ((i - 1, i), (i, i + 1))
+             if a >= 0 and b < len(steps) and steps[b].at_ms - steps[a].at_ms < RACE_MS]
+    if any(p.startswith("epoch") for p in verdict.problems) and (i, i + 1) in close:
         return "the next change came within two heartbeats: bumps merged or callbacks straddle them"
+    if any(_together(steps[a], steps[b], counts) for a, b in close):
+        return "two changes within two heartbeats whose reconciliations overlapped: judged together, they match"
     return None
+
+
+def _together(first: MixedStep, second: MixedStep, counts: dict[str, int]) -> bool:
+    """Two changes judged as one: the model over both from the first's group, against the second's
+    settled assignment and both steps' revoke callbacks together."""
+    group, one = step(first.group, first.change, counts)
+    group, two = step(group, second.change, counts)
+    predicted = two.target if two else group.target
+    if any(set(predicted.get(m, ())) != tps for m, tps in second.after.items() if tps or m in predicted):
+        return False
+
+    def callbacks(*revokes: dict[str, tuple[frozenset, ...]]) -> dict[str, list[list]]:
+        out: dict[str, list[list]] = {}
+        for r in revokes:
+            for m, sets in r.items():
+                out.setdefault(m, []).extend(sorted(s) for s in sets if s)
+        return {m: sorted(sets) for m, sets in out.items() if sets}
+    return callbacks(*(b.revokes for b in (one, two) if b)) == callbacks(first.revokes, second.revokes)
