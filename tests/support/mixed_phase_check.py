@@ -86,18 +86,24 @@ def reason(steps: list[MixedStep], i: int, verdict: Verdict, counts: dict[str, i
 
 
 def _together(first: MixedStep, second: MixedStep, counts: dict[str, int]) -> bool:
-    """Two changes judged as one: the model over both from the first's group, against the second's
-    settled assignment and both steps' revoke callbacks together."""
+    """Two changes judged as one: the model over both from the first's group must place every partition
+    as the second settled. Callbacks: an eager classic member's must be the model's, bump by bump; a
+    member that gives back only what moves must have given back exactly what it held in the window
+    and the model takes from it (a partition the first bump gave it and the second took back before
+    it arrived is neither held nor revoked)."""
     group, one = step(first.group, first.change, counts)
     group, two = step(group, second.change, counts)
     predicted = two.target if two else group.target
     if any(set(predicted.get(m, ())) != tps for m, tps in second.after.items() if tps or m in predicted):
         return False
-
-    def callbacks(*revokes: dict[str, tuple[frozenset, ...]]) -> dict[str, list[list]]:
-        out: dict[str, list[list]] = {}
-        for r in revokes:
-            for m, sets in r.items():
-                out.setdefault(m, []).extend(sorted(s) for s in sets if s)
-        return {m: sorted(sets) for m, sets in out.items() if sets}
-    return callbacks(*(b.revokes for b in (one, two) if b)) == callbacks(first.revokes, second.revokes)
+    kinds = {m.member.member_id: m.kind for m in (*first.group.members, *group.members)}
+    for m in set(first.revokes) | set(second.revokes) | {m for b in (one, two) if b for m in b.revokes}:
+        seen = [sorted(s) for r in (first.revokes, second.revokes) for s in r.get(m, ()) if s]
+        if kinds.get(m) == "eager":
+            if sorted(seen) != sorted(sorted(s) for b in (one, two) if b for s in b.revokes.get(m, ()) if s):
+                return False
+            continue
+        held = set(first.group.target.get(m, ())) | first.after.get(m, set()) | second.after.get(m, set())
+        if {tp for s in seen for tp in s} != held - set(predicted.get(m, ())):
+            return False
+    return True
