@@ -68,21 +68,27 @@ def reason(steps: list[MixedStep], i: int, verdict: Verdict, counts: dict[str, i
       bucket, where the broker's order is its insertion history, which telemetry does not show;
     - a bump started or not where the model says, with the next change within two heartbeats: the
       broker merged the two (a member saw both in one rejoin) or the callbacks straddle them;
-    - with the change before or after within two heartbeats, the two judged together match: the
-      second came before the members had reconciled to the first's target (the broker computes from
-      its target, telemetry shows holdings), so a callback of one falls in the other's window."""
+    - with the change before or after within two heartbeats, the two judged together match (the
+      first's members in any order, as above): the second came before the members had reconciled
+      to the first's target (the broker computes from its target, telemetry shows holdings), so a
+      callback of one falls in the other's window."""
     observed = verdict.step
-    for order in itertools.permutations(observed.group.members):
-        group = dataclasses.replace(observed.group, members=order)
-        if judge(dataclasses.replace(observed, group=group), counts).matched:
-            return "matched with the members in another order (ids sharing a Java hash bucket)"
+    if any(judge(reordered, counts).matched for reordered in _orders(observed)):
+        return "matched with the members in another order (ids sharing a Java hash bucket)"
     close = [(a, b) for a, b in ((i - 1, i), (i, i + 1))
              if a >= 0 and b < len(steps) and steps[b].at_ms - steps[a].at_ms < RACE_MS]
     if any(p.startswith("epoch") for p in verdict.problems) and (i, i + 1) in close:
         return "the next change came within two heartbeats: bumps merged or callbacks straddle them"
-    if any(_together(steps[a], steps[b], counts) for a, b in close):
+    if any(_together(first, steps[b], counts) for a, b in close for first in (steps[a], *_orders(steps[a]))):
         return "two changes within two heartbeats whose reconciliations overlapped: judged together, they match"
     return None
+
+
+def _orders(observed: MixedStep) -> list[MixedStep]:
+    """``observed`` with its group's members in every other order (the broker's, for ids sharing a
+    hash bucket, is its insertion history)."""
+    return [dataclasses.replace(observed, group=dataclasses.replace(observed.group, members=order))
+            for order in itertools.permutations(observed.group.members)][1:]
 
 
 def _together(first: MixedStep, second: MixedStep, counts: dict[str, int]) -> bool:
