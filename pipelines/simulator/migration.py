@@ -93,7 +93,7 @@ def mixed_phase_cost(members: list[Member], owned: Assignment, counts: dict[str,
     under the protocol kind of the member that takes it. Duplicates and pause are the expectation
     over P2 (chance ``p2``: ``lands_first``) or not; the counts are the likelier path's."""
     paths = []
-    for p2_path, weight in ((True, p2), (False, 1.0 - p2)):
+    for p2_path, weight in [(path, w) for path, w in ((True, p2), (False, 1.0 - p2)) if w > 0]:
         rounds = mixed_phase_rounds(members, owned, counts, classic, remote, down_s, p2_path)
         parts = [price([rebalance], fitted, kind, commit_on_revoke, 0) for rebalance, kind in rounds]
         paths.append((weight, Priced(len({r.at_ms for r, _ in rounds if r.group_rebalance}),
