@@ -13,8 +13,9 @@ from typing import Any
 
 from pipelines.measures import measured_duplicates, measured_pause_s
 from pipelines.recommend.candidates import BrokerGroups, Config, candidates, current_config, heartbeats, kind_of
-from pipelines.simulator.cost_model import Fitted, Priced, fit, price_each
-from pipelines.simulator.replay import Assignments, Setup, replay
+from pipelines.simulator.cost_model import Fitted, Priced, fit, mean_priced, price_each
+from pipelines.simulator.member_ids import draws
+from pipelines.simulator.replay import Assignments, Setup, observed_id, replay
 
 SHARED_PARTITIONS = 500_000  # owned partitions kept to share between replays: 40-75 MiB (measured 80-150 B each)
 
@@ -63,17 +64,21 @@ def price_all(configs: list[Config], members: list[dict[str, Any]], partitions: 
     assignments their replays compute (``replay.Assignments``, up to ``SHARED_PARTITIONS``). A replay
     is priced as it runs, round by round, for all its candidates at once, and a model's assignments
     dropped once its setups are replayed: a worker holds one round and one model's assignments at
-    a time, however many candidates there are and however long the window."""
+    a time, however many candidates there are and however long the window. Where a rerun would
+    draw the members' order afresh (``member_ids.draws``), a setup is the mean over draws of it."""
     families: dict[tuple[str, bool], dict[Setup, list[Config]]] = {}
     for c in configs:
         families.setdefault((c.setup.assignor, c.setup.static), {}).setdefault(c.setup, []).append(c)
+    observed = [observed_id(m) for m in members]
     priced: dict[Config, Priced] = {}
-    for family in families.values():
+    for (assignor, static), family in families.items():
         assignments = Assignments(SHARED_PARTITIONS if len(family) > 1 else 0)
+        renamings = draws(observed, assignor.startswith("consumer:"), static, sum(partitions.values()))
         for setup, sharing in family.items():
-            rounds = replay(members, partitions, setup, assignments, fitted.round_ms)
-            priced.update(zip(sharing, price_each(rounds, fitted, kind_of(setup), [c.commit_on_revoke for c in sharing],
-                                                  setup.session_timeout_ms)))
+            each = [price_each(replay(members, partitions, setup, assignments, fitted.round_ms, renaming), fitted,
+                               kind_of(setup), [c.commit_on_revoke for c in sharing], setup.session_timeout_ms)
+                    for renaming in renamings]
+            priced.update((c, mean_priced(over_draws)) for c, over_draws in zip(sharing, zip(*each)))
     return {c: priced[c] for c in configs}
 
 

@@ -264,6 +264,15 @@ def price_each(rebalances: Iterable[SimRebalance], fitted: Fitted, kind: str, co
     return [Priced(*t) for t in totals]
 
 
+def mean_priced(draws: Sequence[Priced]) -> Priced:
+    """A setup's expected totals over replays of its member-id draws (``member_ids``): costs as
+    means, counts as means rounded (gold/what_if keeps them as whole numbers)."""
+    n = len(draws)
+    return Priced(round(sum(p.rebalances for p in draws) / n), round(sum(p.handoffs for p in draws) / n),
+                  round(sum(p.partitions_moved for p in draws) / n), sum(p.duplicates for p in draws) / n,
+                  sum(p.pause_s for p in draws) / n)
+
+
 def price(rebalances: Iterable[SimRebalance], fitted: Fitted, kind: str, commit_on_revoke: bool,
           session_timeout_ms: int) -> Priced:
     return price_each(rebalances, fitted, kind, [commit_on_revoke], session_timeout_ms)[0]

@@ -26,8 +26,9 @@ assignor model and lists the partition handoffs the rebalance makes:
 - an enforced rebalance is what the agent's ``enforce_rebalance`` does (``_enforce``).
 
 What a handoff costs is the cost model's business (``pipelines.simulator.cost_model``).
-The replay is pure and deterministic: the classic models do not depend on order, and
-the KIP-848 ones get members in the order they joined.
+The replay is pure and deterministic: the classic models do not depend on the order members
+are listed in, and the KIP-848 ones get them in the order they joined; the assignors order them
+by their ids, the observed ones unless a ``renaming`` (``member_ids``) gives others.
 """
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ from typing import Any, Literal
 from pipelines.simulator.assignors import ASSIGNORS, assign
 from pipelines.simulator.group import Assignment, Member, TopicPartition
 from pipelines.simulator.handoff import classic_cooperative_rounds, owners
+from pipelines.simulator.member_ids import Renaming
 from pipelines.vocabulary import RESTART_CAUSES
 
 HandoffKind = Literal["graceful", "lost", "crash", "bounce", "held"]
@@ -147,11 +149,18 @@ def _subscriptions(m: dict[str, Any]) -> list[tuple[int, frozenset[str]]]:
     return [(s["at_ms"], frozenset(s["topics"])) for s in m["subscriptions"]]
 
 
-def changes_of(members: list[dict[str, Any]], setup: Setup) -> tuple[list[tuple[str, frozenset[str]]], list[Change]]:
-    """(the members that formed the group with their subscriptions, the later changes in time order)."""
+def observed_id(m: dict[str, Any]) -> str:
+    """A member's id as the broker gave it (its agent's where none was seen)."""
+    return m["member_id"] or m["agent_id"]
+
+
+def changes_of(members: list[dict[str, Any]], setup: Setup, renaming: Renaming | None = None
+               ) -> tuple[list[tuple[str, frozenset[str]]], list[Change]]:
+    """(the members that formed the group with their subscriptions, the later changes in time order);
+    ``renaming``: the ids members have in this replay (``member_ids.draws``; the observed ones by default)."""
     pairs = restart_pairs(members)
     # keyed by the broker's member ids: the assignors order members by them
-    logical = {m["agent_id"]: m["member_id"] or m["agent_id"] for m in members}
+    logical = {m["agent_id"]: (renaming or {}).get(observed_id(m), observed_id(m)) for m in members}
     by_agent = {m["agent_id"]: m for m in members}
     bounced: dict[str, str] = {}  # joiner -> the leaver it came back for, under static membership
     for leaver, joiner in sorted(pairs.items(), key=lambda p: by_agent[p[0]]["left_ms"]):
@@ -251,13 +260,14 @@ def _rebalance(g: _Group, at_ms: int, trigger: str, gone: dict[str, HandoffKind]
 
 
 def replay(members: list[dict[str, Any]], partitions: dict[str, int], setup: Setup,
-           assignments: Assignments | None = None, round_ms: int = ROUND_MS) -> Iterator[SimRebalance]:
+           assignments: Assignments | None = None, round_ms: int = ROUND_MS,
+           renaming: Renaming | None = None) -> Iterator[SimRebalance]:
     """The rebalances after the group formed, under ``setup``, each with its handoffs; ``assignments``:
     those the group's other replays computed (to share them; none by default); ``round_ms``: a classic
-    join round (``observed_round_ms``). Each round's are
+    join round (``observed_round_ms``); ``renaming``: the members' ids in this replay. Each round's are
     yielded as it is replayed, not held: a week of a 2,000-partition group under an eager
     candidate is millions of handoffs (1.7 GiB in one worker when they were a list)."""
-    formed, changes = changes_of(members, setup)
+    formed, changes = changes_of(members, setup, renaming)
     g = _Group(setup, partitions, assignments or Assignments())
     for me, topics in formed:
         g.members[me] = Member(me, me if setup.static else None, topics)
