@@ -17,7 +17,7 @@ from typing import Any
 
 from consumer_agent.contract import GROUP_PROTOCOLS
 from lens_runtime.errors import LensError
-from lens_scenarios.consumer_config import ASSIGNORS, COMMIT_STYLES
+from lens_scenarios.consumer_config import ASSIGNORS, CLASSIC_HEARTBEAT_MS, COMMIT_STYLES
 from pipelines.vocabulary import RECOMMENDATION_KINDS, VERIFIABLE_KINDS
 
 
@@ -110,6 +110,14 @@ def _measured(check, spec: str) -> str:
     return format(check.measured_saving, spec) + (f" ± {check.standard_error:{spec}}" if check.standard_error else "")
 
 
+def _holds(check, reruns: int) -> str:
+    """The verdict; a miss within the reruns' noise says how many reruns would decide it."""
+    if check.holds:
+        return "yes"
+    needed = check.reruns_to_decide(reruns)
+    return "[red]no[/]" if needed is None else f"[red]no[/]: within the noise; ~{needed:,} reruns decide"
+
+
 def print_verified(v, console) -> None:
     from rich.table import Table
 
@@ -126,14 +134,14 @@ def print_verified(v, console) -> None:
     for check, before, after in zip(savings, (v.before.duplicates, v.before.pause_s), (v.after.duplicates, v.after.pause_s)):
         spec = ",.0f" if check.figure == "duplicates" else ",.1f"
         table.add_row(check.figure, format(before, spec), format(after, spec), _measured(check, spec),
-                      format(check.predicted_saving, spec), "yes" if check.holds else "[red]no[/]")
+                      format(check.predicted_saving, spec), _holds(check, v.reruns))
     console.print(table)
     if mixed:  # a staged migration: what its mixed phase cost, predicted against measured
         phase = Table("figure", "measured", "predicted", "holds", title="The migration's mixed phase (its own handoffs)")
         for check in mixed:
             spec = ",.0f" if "duplicates" in check.figure else ",.1f"
             phase.add_row(check.figure, _measured(check, spec), format(check.predicted_saving, spec),
-                          "yes" if check.holds else "[red]no[/]")
+                          _holds(check, v.reruns))
         console.print(phase)
     console.print(f"rerun folder: {v.rerun_dir}")
 
@@ -163,14 +171,18 @@ def _verify(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else home() / "verify" / uuid.uuid4().hex[:8]
     telemetry = f"rebalance-lens-verify-{uuid.uuid4().hex[:6]}"
     with broker_for(args.bootstrap, Fallback.OWN, say=lambda line: console.print(line, markup=False)) as broker:
-        options = RunOptions(assignor=assignor_for(args.assignor, args.protocol), commit=args.commit,
-                             out_dir=out / "runs", bootstrap=broker.bootstrap_servers, telemetry_topic=telemetry)
-        console.print(f"[bold]1/4[/] {escape(scenario.name)} as it is")
-        baseline = run_with_progress(scenario, options, console)
-        console.print("[bold]2/4[/] pipeline and recommend")
         config = PipelineConfig.resolve(bootstrap_servers=broker.bootstrap_servers, topic=telemetry,
                                         lake_path=str(out / "lake"),
                                         **(embedded_broker_groups() if broker.embedded else {}))
+        # every run's changes at a random point of the members' heartbeat cycles: each run an
+        # independent draw of what the model prices (lens_scenarios.timeline)
+        jitter_s = max(CLASSIC_HEARTBEAT_MS, config.kip848_heartbeat_ms) / 1000
+        options = RunOptions(assignor=assignor_for(args.assignor, args.protocol), commit=args.commit,
+                             out_dir=out / "runs", bootstrap=broker.bootstrap_servers, telemetry_topic=telemetry,
+                             phase_jitter_s=jitter_s)
+        console.print(f"[bold]1/4[/] {escape(scenario.name)} as it is")
+        baseline = run_with_progress(scenario, options, console)
+        console.print("[bold]2/4[/] pipeline and recommend")
         spark = start_spark(config.spark_settings("rebalance-lens-verify"), console)
         try:
             run_stages(spark, config, DATA_STAGES, console)

@@ -56,6 +56,8 @@ class RunOptions:
     # What names the run's group and topics (random by default): two runs given one token on two
     # clusters have one group name and the same topic names (each its own out_dir).
     token: str | None = None
+    # Each timeline action up to this much later, drawn per run (``timeline.Timeline.jitter_s``).
+    phase_jitter_s: float = 0.0
 
 
 @dataclass
@@ -168,7 +170,7 @@ def run_scenario(scenario: Scenario, options: RunOptions,
 
         fleet = Fleet(run_dir, spec_for)
         feeder = Feeder(bootstrap, scenario.topics, scenario.rate_per_partition)
-        timeline = Timeline(scenario, fleet)
+        timeline = Timeline(scenario, fleet, options.phase_jitter_s)
 
         def report(phase: str, elapsed: float = 0.0) -> None:
             last = timeline.log[-1] if timeline.log else None

@@ -51,3 +51,20 @@ def test_a_plan_steps_runs_before_it_count_as_many_as_after():
     dups = v.checks[0]
     assert dups.measured_saving == 550.0
     assert dups.standard_error == pytest.approx((100.0 ** 2 + 50.0 ** 2) ** 0.5)
+
+
+def test_a_miss_within_the_reruns_noise_says_how_many_reruns_would_decide_it():
+    """static-rolling-restart's step 3 (2026-11-27, jittered reruns): the static step before it cost
+    7.5-7.6 partition-s six times, the dynamic step 4.1-8.1; 1.4 +- 0.6 measured against 1.1
+    predicted. 25% of 1.1 is 0.28: the reruns cannot tell the prediction from the figure."""
+    before = tuple((0.0, p) for p in (7.54, 7.63, 7.55, 7.54, 7.61, 7.61))
+    after = tuple((0.0, p) for p in (4.80, 8.08, 4.14, 6.94, 6.07, 6.91))
+    pause = judge({**REC, "predicted_pause_saved_s": 1.1}, Runs(before=before, after=after)).checks[1]
+    assert not pause.holds and pause.standard_error == pytest.approx(0.61, abs=0.01)
+    assert pause.reruns_to_decide(6) == pytest.approx(6 * (2 * pause.standard_error / 0.275) ** 2, abs=1)
+    assert 100 < pause.reruns_to_decide(6) < 130
+    # a miss outside two standard errors is a miss the reruns decided, and a hold needs no more
+    far = judge({**REC, "predicted_pause_saved_s": 4.0}, Runs(before=before, after=after)).checks[1]
+    assert not far.holds and far.reruns_to_decide(6) is None
+    near = judge({**REC, "predicted_pause_saved_s": 1.5}, Runs(before=before, after=after)).checks[1]
+    assert near.holds and near.reruns_to_decide(6) is None
