@@ -54,9 +54,13 @@ def _rebalance(bump: Bump, after: MixedGroup, left: Assignment, down_s: float,
 
 def lands_first(down_s: float, heartbeat_s: float, others: int) -> float:
     """P2's chance: that the first migrant, down ``down_s``, is back before the classic round its leave
-    starts has completed. The ``others`` join that round at their next heartbeat, each at a point of
-    its interval taken as uniform and independent; the round is complete once the last has joined."""
-    return 1.0 - min(1.0, down_s / heartbeat_s) ** others if others and heartbeat_s > 0 else 0.0
+    starts has completed. The ``others`` join that round at their next heartbeat, and they heartbeat
+    together: a classic member's heartbeat timer starts when its SyncGroup answers, and a round's
+    answers reach every member at once. So the round waits one draw of the heartbeat's phase, taken
+    as uniform. Measured: five reruns of scale-out-in's migration in which the migrant came back
+    late, its two others gave back their partitions within 0.01-0.07 s of each other, 0.11-0.51 s
+    after the leave; the independent phases this took before priced the chance at 1 - (down/hb)^2."""
+    return 1.0 - min(1.0, down_s / heartbeat_s) if others and heartbeat_s > 0 else 0.0
 
 
 def mixed_phase_rounds(members: list[Member], owned: Assignment, counts: dict[str, int], classic: str,

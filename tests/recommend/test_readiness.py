@@ -14,7 +14,7 @@ from pipelines.recommend.rules import Evidence, recommend
 from pipelines.recommend.what_if import what_if
 from pipelines.simulator.cost_model import Priced
 from pipelines.vocabulary import FINDING_CODES, FINDING_KINDS
-from tests.support.fleets import scale_out_then_crash
+from tests.support.fleets import eager_rolling_restarts, phased_eager, scale_out_then_crash
 from tests.support.recommending import recommend_fleet
 from tests.support.reference_ownership import gold_of_group
 
@@ -171,15 +171,10 @@ def test_gold_members_carry_setting_names_never_their_values():
     assert row["callback_calls"] == ["assign", "unassign"]  # distinct, first seen first
 
 
-def test_a_move_to_the_consumer_protocol_waits_for_the_blocking_fixes():
-    """The assignor recommendation that moves the group to KIP-848 puts each blocking fix first and
-    says the migration waits; the group and its gold rows are real, the move's price is planted
-    (no small synthetic fleet makes KIP-848 pay on its own: that is the what-if's business)."""
-    fleet = scale_out_then_crash(group="ready-move")
-    planted = {"session.timeout.ms": "6000"}
-    for e in fleet.events:
-        if e["kind"] == "member_config" and e["client_id"] == "m2":
-            e["body"]["config"] = {**e["body"]["config"], **planted}
+def _planted_move(fleet: Fleet):
+    """The assignor recommendation that moves ``fleet``'s group to KIP-848 uniform: the group and its
+    gold rows are real, the move's price is planted (no small synthetic fleet makes KIP-848 pay on
+    its own: that is the what-if's business)."""
     intervals, handoffs, episodes, members = gold_of_group(fleet.events, gap_s=10.0)
     w = what_if(members, handoffs, intervals, BrokerGroups())
     uniform = next(c for c in w.priced if c.setup.assignor == "consumer:uniform" and c.setup.static ==
@@ -189,6 +184,17 @@ def test_a_move_to_the_consumer_protocol_waits_for_the_blocking_fixes():
     found = recommend(Evidence(fleet.group, members, handoffs, episodes, intervals, w, 1.0))
     move = next(r for r in found if r.kind == "assignor")
     assert move.config.setup.assignor == "consumer:uniform"
+    return move
+
+
+def test_a_move_to_the_consumer_protocol_waits_for_the_blocking_fixes():
+    """The move puts each blocking fix first and says the migration waits."""
+    fleet = scale_out_then_crash(group="ready-move")
+    planted = {"session.timeout.ms": "6000"}
+    for e in fleet.events:
+        if e["kind"] == "member_config" and e["client_id"] == "m2":
+            e["body"]["config"] = {**e["body"]["config"], **planted}
+    move = _planted_move(fleet)
     # a move to KIP-848 on its own is staged as a plan's migration step is: its mixed phase priced, a canary
     assert move.mixed_phase is not None and move.mixed_phase.rebalances > 0
     assert any(line.startswith("Canary: apply it to one member (m") for line in move.rollout)
@@ -198,17 +204,18 @@ def test_a_move_to_the_consumer_protocol_waits_for_the_blocking_fixes():
         in move.rollout[1]
     assert any(line.startswith("The migration waits: 1 blocking readiness findings (refused_config_key)")
                for line in move.evidence)
-    migration = [r for r in found if r.kind == "migration"]
-    for step in migration:
-        assert step.rollout[0].startswith("First fix") and any("The migration waits" in x for x in step.evidence)
-    assert [r.kind for r in found][-1] == "migration_readiness"
-    # without the planted key: no finding, nothing to wait for
-    for m in members:
-        m["config_keys"] = [k for k in m["config_keys"] if k not in planted]
-    found = recommend(Evidence(fleet.group, members, handoffs, episodes, intervals, w, 1.0))
-    move = next(r for r in found if r.kind == "assignor")
-    assert not move.rollout[0].startswith("First fix") and not any("waits" in x for x in move.evidence)
-    assert "migration_readiness" not in [r.kind for r in found]
+
+
+def test_the_canary_s_chance_to_finish_its_leave_s_round_follows_the_group_s_restarts():
+    """A dynamic group's restarts say how soon a canary is back: away 1 s against the others' 3 s
+    heartbeat (taken together, in one phase), it is back first two times in three. A group that showed
+    no restart is priced at the middle of the two outcomes, and says why."""
+    restarted = _planted_move(eager_rolling_restarts())
+    assert any("with a chance of 67% (its 1.00 s restart against the others' 3 s heartbeat)" in line
+               for line in restarted.evidence)
+    unseen = _planted_move(phased_eager())
+    assert any("The group showed no restart" in line and "middle of the two outcomes" in line for line in unseen.evidence)
+
 
 
 def test_every_declared_finding_is_checked_and_only_those():

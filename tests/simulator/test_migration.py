@@ -76,7 +76,7 @@ def test_a_first_migrant_back_before_its_scale_in_settles_makes_one_bump_and_wai
 
 def test_the_chance_a_migrant_is_back_before_the_others_heartbeat():
     assert lands_first(0.0, 1.0, 2) == 1.0  # back at once: always first
-    assert lands_first(0.5, 1.0, 2) == 0.75  # unless both others heartbeat within its 0.5 s
-    assert lands_first(0.5, 1.0, 3) == 0.875
+    assert lands_first(0.25, 1.0, 2) == 0.75  # unless the others (in one phase) heartbeat within its 0.25 s
+    assert lands_first(0.25, 1.0, 3) == 0.75  # however many they are
     assert lands_first(1.5, 1.0, 2) == 0.0  # away longer than a heartbeat: the round is done
     assert lands_first(0.5, 1.0, 0) == 0.0  # no one else: no round to finish
