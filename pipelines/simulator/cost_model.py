@@ -28,16 +28,17 @@ Fitted from the group's own gold rows, never from constants tuned to our scenari
 - a handoff's pause, by how the protocol hands a partition over (``PROTOCOL_KINDS``):
   a partition that moves waits for the new owner's round (eager: every member rejoins;
   cooperative: the second round; KIP-848: the gainer's next heartbeat), and under eager
-  one given back to its owner waits for the round only. Each is ``overhead + heartbeats
-  x heartbeat interval`` (``HEARTBEATS``: the protocol's detection lag, measured on the
-  embedded broker); the group's own kind is its measured mean, and its overhead (what
-  the measured pause has beyond the heartbeats: fetch, processing, commit) carries to
-  the other kinds. Under the group's own kind a moved partition is priced by who let it go
-  (``own_moves``): one whose owner left waits from the owner's close for the others to
-  notice (a heartbeat) and for their round, one moved between staying members for the round
-  only (scale-out-in under eager, ground truth of 7 runs: 0.8-1.1 s against 0.02-0.12 s). One
-  mean over both priced a switch from roundrobin to range, which moves fewer partitions between
-  staying members, at 1.0 partition-seconds saved where three reruns measured 0.0 ± 0.1;
+  one given back to its owner waits for the round only. A moved partition is priced by who let
+  it go: one whose owner left waits from the owner's close for the others to notice (a heartbeat
+  phase) and for their round; under eager one moved between staying members waits for the round
+  only, as they all learn of it at once (scale-out-in, ground truth of 7 runs: 0.8-1.1 s against
+  0.02-0.12 s; one mean over both priced a switch from roundrobin to range, which moves fewer
+  partitions between staying members, at 1.0 partition-seconds saved where three reruns measured
+  0.0 ± 0.1); under KIP-848 both wait for the gainer's next heartbeat. Each is ``overhead +
+  heartbeats x heartbeat interval`` (``HEARTBEATS``: the protocol's detection lag, measured on the
+  embedded broker); under the group's own kind what it showed is its measured mean, and its
+  overhead (what the measured pause has beyond the heartbeats: fetch, processing, commit) carries
+  to the rest;
 - commit-on-revoke's extra pause: the measured revoke callbacks that committed, less
   the ones that did not (a prior of ``COMMIT_IN_REVOKE_PRIOR_S`` until a group has both);
 - a static member's return (a bounce): its time away plus what a return took beyond that
@@ -68,13 +69,14 @@ from pipelines.simulator.replay import ROUND_MS, SimHandoff, SimRebalance, obser
 COMMIT_IN_REVOKE_PRIOR_S = 0.02
 DEFAULT_HEARTBEAT_MS = 3_000  # librdkafka's heartbeat.interval.ms
 PROTOCOL_KINDS = ("eager", "cooperative", "consumer")  # classic eager, classic cooperative, KIP-848
-# A handoff's pause in heartbeat intervals, per kind (a moved partition) and for an eager
-# partition given back to its owner: the mean measured pause (ground truth) of 16 runs of
-# rolling-restart and scale-out-in under range, roundrobin, cooperative-sticky and KIP-848 on
-# the embedded broker (1 s heartbeats, classic and KIP-848), each timeline jittered by up to a
-# heartbeat (`benchmarks/handoff_pauses.py --runs 2`, 2026-11-27): 88 / 26 / 31 / 74 handoffs.
-# 11 runs on whole seconds had read 0.28 / 0.88 / 0.53 / 0.13, meeting the members at one phase.
-HEARTBEATS = {"eager": 0.30, "cooperative": 0.74, "consumer": 0.47, "eager_same_owner": 0.07}
+# A moved partition's pause in heartbeat intervals per kind, (its owner left, its owner stayed), and
+# an eager partition given back to its owner's: the mean measured pause (ground truth) of 16 runs of
+# rolling-restart and scale-out-in under range, roundrobin, cooperative-sticky and KIP-848 on the
+# embedded broker (1 s heartbeats, classic and KIP-848), each timeline jittered by up to a heartbeat
+# (`benchmarks/handoff_pauses.py --runs 2`, 2026-11-27): 36 + 52 / 18 + 8 / 17 + 14 and 74 handoffs.
+# 11 runs on whole seconds had read one figure a kind, 0.28 / 0.88 / 0.53 and 0.13.
+HEARTBEATS = {"eager": (0.64, 0.06), "cooperative": (0.59, 1.09), "consumer": (0.48, 0.46)}
+SAME_OWNER_HEARTBEATS = 0.07
 # Progress ticks (one a second in scenarios, every lens.progress.interval.ms) before the sampled
 # uncommitted window is read from them rather than from the revokes.
 MIN_WINDOW_SAMPLES = 20
@@ -99,11 +101,9 @@ class Fitted:
     window_observations: int
     sampled_window_s: float  # at any moment: for handoffs at moments of their own (a mixed phase)
     kind: str  # the group's protocol kind (``PROTOCOL_KINDS``)
-    move_pause_s: dict[str, float]  # a moved partition's pause under each protocol kind
+    # a moved partition's pause under each protocol kind: (its owner left, its owner stayed)
+    move_pause_s: dict[str, tuple[float, float]]
     same_owner_pause_s: float  # eager: a partition given back to its owner
-    # under the group's own kind: a moved partition's pause when its owner left, and when it
-    # stayed (None: the group showed only one of the two; ``move_pause_s`` prices both)
-    own_moves: tuple[float, float] | None
     pause_observations: int
     return_overhead_s: float  # a static member's return: pause beyond its time away
     commit_in_revoke_s: float
@@ -130,16 +130,11 @@ class Fitted:
         if h.kind == "lost":
             return self.lost_pause_s
         if h.kind == "held":  # a KIP-848 stall: the member's own partitions wait it out, then a reconciliation
-            return h.down_s + self.move_pause_s["consumer"]
+            return h.down_s + self.move_pause_s["consumer"][1]
         commit = self.commit_in_revoke_s if commit_on_revoke else 0.0
         if h.kind == "bounce":
             return h.down_s + self.return_overhead_s + commit
-        if not h.moved:
-            pause = self.same_owner_pause_s
-        elif kind == self.kind and self.own_moves is not None:
-            pause = self.own_moves[0 if h.left else 1]
-        else:
-            pause = self.move_pause_s[kind]
+        pause = self.move_pause_s[kind][0 if h.left else 1] if h.moved else self.same_owner_pause_s
         return h.down_s + pause + commit  # down_s: a static member's session expiring
 
 
@@ -216,18 +211,20 @@ def fit(handoffs: list[dict[str, Any]], intervals: list[dict[str, Any]], members
     crash_overhead = _mean(p - session_timeout_ms / 1000.0 for p in crash_pauses if p is not None)
     lost = [h for h in handoffs if h["release_kind"] == "lost"]
 
-    def prior(k: str) -> float:
-        return HEARTBEATS[k] * heartbeat_ms[k.split("_")[0]] / 1000.0
+    def prior(k: str, owner_left: bool) -> float:
+        return HEARTBEATS[k][0 if owner_left else 1] * heartbeat_ms[k] / 1000.0
 
-    overhead = max(0.0, _mean(moved) - prior(kind)) if moved else 0.0
-    move = {k: overhead + prior(k) for k in PROTOCOL_KINDS}
-    pause = move[kind] = _mean(moved) if moved else move[kind]
+    beyond = [p - prior(kind, True) for p in from_leavers] + [p - prior(kind, False) for p in from_stayers]
+    overhead = max(0.0, _mean(beyond)) if beyond else 0.0
+    move = {k: (overhead + prior(k, True), overhead + prior(k, False)) for k in PROTOCOL_KINDS}
+    move[kind] = (_mean(from_leavers) if from_leavers else move[kind][0],
+                  _mean(from_stayers) if from_stayers else move[kind][1])
+    pause = _mean(moved) if moved else move[kind][1]
     return Fitted(
         rate=rate, uncommitted_window_s=window, window_observations=observations,
         sampled_window_s=sampled if samples >= MIN_WINDOW_SAMPLES else window,
         kind=kind, move_pause_s=move,
-        same_owner_pause_s=_mean(same) if same else overhead + prior("eager_same_owner"),
-        own_moves=(_mean(from_leavers), _mean(from_stayers)) if from_leavers and from_stayers else None,
+        same_owner_pause_s=_mean(same) if same else overhead + SAME_OWNER_HEARTBEATS * heartbeat_ms["eager"] / 1000.0,
         pause_observations=len(moved) + len(same),
         return_overhead_s=max(0.0, _mean(overheads)) if overheads else pause,
         commit_in_revoke_s=(max(0.0, (committed - uncommitted) / 1000.0) if committed is not None

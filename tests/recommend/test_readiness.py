@@ -171,16 +171,17 @@ def test_gold_members_carry_setting_names_never_their_values():
     assert row["callback_calls"] == ["assign", "unassign"]  # distinct, first seen first
 
 
-def _planted_move(fleet: Fleet):
+def _planted_move(fleet: Fleet, today: Priced | None = None):
     """The assignor recommendation that moves ``fleet``'s group to KIP-848 uniform: the group and its
     gold rows are real, the move's price is planted (no small synthetic fleet makes KIP-848 pay on
-    its own: that is the what-if's business)."""
+    its own: that is the what-if's business), and ``today``'s, the current configuration's, if given."""
     intervals, handoffs, episodes, members = gold_of_group(fleet.events, gap_s=10.0)
     w = what_if(members, handoffs, intervals, BrokerGroups())
     uniform = next(c for c in w.priced if c.setup.assignor == "consumer:uniform" and c.setup.static ==
                    w.current.setup.static and c.commit_on_revoke == w.current.commit_on_revoke
                    and c.setup.max_poll_interval_ms == w.current.setup.max_poll_interval_ms)
-    w = dataclasses.replace(w, priced={**w.priced, uniform: Priced(1, 0, 0, 0.0, 0.0)})
+    planted = {uniform: Priced(1, 0, 0, 0.0, 0.0)} | ({w.current: today} if today else {})
+    w = dataclasses.replace(w, priced={**w.priced, **planted})
     found = recommend(Evidence(fleet.group, members, handoffs, episodes, intervals, w, 1.0))
     move = next(r for r in found if r.kind == "assignor")
     assert move.config.setup.assignor == "consumer:uniform"
@@ -213,7 +214,7 @@ def test_the_canary_s_chance_to_finish_its_leave_s_round_follows_the_group_s_res
     restarted = _planted_move(eager_rolling_restarts())
     assert any("with a chance of 67% (its 1.00 s restart against the others' 3 s heartbeat)" in line
                for line in restarted.evidence)
-    unseen = _planted_move(phased_eager())
+    unseen = _planted_move(phased_eager(), today=Priced(2, 4, 2, 0.0, 5.0))
     assert any("The group showed no restart" in line and "middle of the two outcomes" in line for line in unseen.evidence)
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipelines.simulator.cost_model import MIN_WINDOW_SAMPLES, fit, price
+from pipelines.simulator.cost_model import HEARTBEATS, MIN_WINDOW_SAMPLES, fit, price
 from pipelines.simulator.replay import SimHandoff, SimRebalance
 
 pytestmark = pytest.mark.fast
@@ -59,7 +59,7 @@ def test_a_moved_partition_is_priced_by_whether_its_owner_left():
     looked 1.0 partition-s dearer than range (5 moved, 3 a leaver's); three reruns measured 0.0 ± 0.1."""
     observed = [_moved("d", 0.9)] * 3 + [_moved("a", 0.07)] * 6 + [_moved("c", 0.06, same=True)] * 3
     fitted = _fit(observed, [], left={"d": 12_000})
-    assert fitted.own_moves == (pytest.approx(0.9), pytest.approx(0.07))
+    assert fitted.move_pause_s["eager"] == (pytest.approx(0.9), pytest.approx(0.07))
 
     def rounds(stayers_moved: int, kept: int) -> list[SimRebalance]:
         hs = ([SimHandoff(("t", i), "graceful", True, left=True) for i in range(3)]
@@ -70,7 +70,17 @@ def test_a_moved_partition_is_priced_by_whether_its_owner_left():
     roundrobin, range_ = (price(rounds(*split), fitted, "eager", False, 10_000).pause_s for split in ((6, 3), (2, 7)))
     assert roundrobin == pytest.approx(3 * 0.9 + 6 * 0.07 + 3 * 0.06)
     assert roundrobin - range_ == pytest.approx(4 * (0.07 - 0.06))  # 0.04 s, where one mean of all moves said 1.0
-    # another kind has no such observations: one pause for every moved partition, as before
+    # another kind is priced by its priors, each with what this group's pauses have beyond eager's
+    left, stayed = fitted.move_pause_s["cooperative"]
     assert price(rounds(6, 3), fitted, "cooperative", False, 10_000).pause_s == pytest.approx(
-        9 * fitted.move_pause_s["cooperative"] + 3 * 0.06)
-    assert _fit([_moved("a", 0.07)] * 2, [], left={"d": 12_000}).own_moves is None  # no leaver seen: one mean
+        3 * left + 6 * stayed + 3 * 0.06)
+    overhead = (3 * (0.9 - HEARTBEATS["eager"][0]) + 6 * (0.07 - HEARTBEATS["eager"][1])) / 9
+    assert (left, stayed) == (pytest.approx(overhead + HEARTBEATS["cooperative"][0]),
+                              pytest.approx(overhead + HEARTBEATS["cooperative"][1]))
+
+
+def test_a_kind_the_group_showed_half_of_takes_the_other_half_from_its_prior():
+    """No leaver seen: a leaver's partition under the group's own kind is the prior plus the group's overhead."""
+    fitted = _fit([_moved("a", 0.1)] * 2, [], left={"d": 12_000})
+    assert fitted.move_pause_s["eager"] == (pytest.approx(0.1 - HEARTBEATS["eager"][1] + HEARTBEATS["eager"][0]),
+                                            pytest.approx(0.1))
