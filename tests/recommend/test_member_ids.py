@@ -6,11 +6,11 @@ import itertools
 
 from pipelines.simulator.member_ids import ORDER_DRAWS, draws
 from pipelines.simulator.replay import Setup, replay
-from tests.recommend.test_replay import _member
+from tests.support.member_rows import member_row
 
 # scale-out-in: m4 joins three members of two partitions each, then m1 and m4 are scaled away
-SCALE_OUT_IN = [_member("m1", 0, left=12_000, leave_cause="scale_in"), _member("m2", 0), _member("m3", 0),
-                _member("m4", 2_000, join_cause="scale_out", left=12_000, leave_cause="scale_in")]
+SCALE_OUT_IN = [member_row("m1", 0, left=12_000, leave_cause="scale_in"), member_row("m2", 0), member_row("m3", 0),
+                member_row("m4", 2_000, join_cause="scale_out", left=12_000, leave_cause="scale_in")]
 PARTITIONS = {"orders": 6}
 UNIFORM = Setup("consumer:uniform", False, session_timeout_ms=45_000, max_poll_interval_ms=300_000)
 

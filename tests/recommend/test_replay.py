@@ -5,18 +5,12 @@ import pytest
 
 from pipelines.simulator import replay as replay_module
 from pipelines.simulator.replay import Assignments, Setup, replay
-
-
-def _member(agent: str, joined: int, join_cause: str = "start", left: int | None = None,
-            leave_cause: str | None = None, **extra) -> dict:
-    return {"agent_id": agent, "member_id": None, "joined_ms": joined, "join_cause": join_cause, "left_ms": left, "leave_cause": leave_cause,
-            "last_seen_ms": left or 60_000, "crashed": False, "stalls": [], "enforced_ms": [],
-            "subscriptions": [{"at_ms": joined, "topics": ["orders"]}], **extra}
+from tests.support.member_rows import member_row
 
 
 # m2 restarts: it leaves at 10 s and its replacement joins 1.5 s later
-RESTART = [_member("m1", 0), _member("m2", 0, left=10_000, leave_cause="restart"), _member("m3", 0),
-           _member("m2b", 11_500, join_cause="restart")]
+RESTART = [member_row("m1", 0), member_row("m2", 0, left=10_000, leave_cause="restart"), member_row("m3", 0),
+           member_row("m2b", 11_500, join_cause="restart")]
 PARTITIONS = {"orders": 6}
 
 
@@ -44,12 +38,12 @@ def test_static_membership_turns_a_quick_restart_into_a_wait_without_rebalance()
 
 
 def test_a_restart_longer_than_the_session_timeout_rebalances_even_when_static():
-    slow = [*RESTART[:3], _member("m2b", 17_000, join_cause="restart")]
+    slow = [*RESTART[:3], member_row("m2b", 17_000, join_cause="restart")]
     assert [r.group_rebalance for r in replay(slow, PARTITIONS, _setup("classic:range", static=True))] == [True, True]
 
 
 def test_a_stall_below_max_poll_interval_is_no_rebalance():
-    stalled = [_member("m1", 0, stalls=[{"began_ms": 5_000, "at_ms": 15_000, "back_ms": 15_100}]), _member("m2", 0)]
+    stalled = [member_row("m1", 0, stalls=[{"began_ms": 5_000, "at_ms": 15_000, "back_ms": 15_100}]), member_row("m2", 0)]
     impatient = Setup("classic:range", False, session_timeout_ms=6_000, max_poll_interval_ms=7_000)
     lost, back = replay(stalled, PARTITIONS, impatient)  # thrown out at 12 s, back at 15.1 s
     assert (lost.at_ms, back.at_ms) == (12_000, 15_100)
@@ -62,23 +56,23 @@ def test_a_kip848_stall_holds_the_members_own_partitions_for_the_whole_stall():
     """Under KIP-848 the stalled member's partitions waited out its stall and came back to it (librdkafka 2.16,
     Kafka 4.2: 10.0-10.5 s for a 10 s stall, where classic moved them after max.poll.interval.ms): one wait of
     its own partitions when it polls again, nothing else moves."""
-    stalled = [_member("m1", 0, stalls=[{"began_ms": 5_000, "at_ms": 15_000, "back_ms": 15_100}]), _member("m2", 0)]
+    stalled = [member_row("m1", 0, stalls=[{"began_ms": 5_000, "at_ms": 15_000, "back_ms": 15_100}]), member_row("m2", 0)]
     (held,) = replay(stalled, PARTITIONS, Setup("consumer:uniform", False, 6_000, 7_000))
     assert (held.at_ms, held.trigger, held.group_rebalance) == (15_100, "poll_interval_exceeded", False)
     assert [(h.kind, h.moved, h.down_s) for h in held.handoffs] == [("held", False, 10.1)] * 3
 
 
 def test_static_members_that_leave_for_good_rebalance_only_when_their_session_expires():
-    leaving = [_member("m1", 0), _member("m2", 0, left=10_000, leave_cause="scale_in")]
+    leaving = [member_row("m1", 0), member_row("m2", 0, left=10_000, leave_cause="scale_in")]
     (expired,) = replay(leaving, PARTITIONS, _setup("classic:range", static=True))
     assert expired.at_ms == 16_000 and {h.down_s for h in expired.handoffs if h.moved} == {6.0}
     # the whole fleet stopping: the sessions expire after everyone has gone, nobody reads again
-    stopping = [_member("m1", 0, left=10_500, leave_cause="scale_in"), _member("m2", 0, left=10_000, leave_cause="scale_in")]
+    stopping = [member_row("m1", 0, left=10_500, leave_cause="scale_in"), member_row("m2", 0, left=10_000, leave_cause="scale_in")]
     assert all(r.handoffs == () for r in replay(stopping, PARTITIONS, _setup("classic:range", static=True)))
 
 
 # the restart, then m1 crashes at 30 s: found after the session timeout, the rounds before alike
-RESTART_THEN_CRASH = [_member("m1", 0, crashed=True, last_seen_ms=30_000), *RESTART[1:]]
+RESTART_THEN_CRASH = [member_row("m1", 0, crashed=True, last_seen_ms=30_000), *RESTART[1:]]
 
 
 def _model_runs(monkeypatch) -> list[str]:
@@ -123,9 +117,9 @@ def test_a_classic_join_round_is_as_long_as_the_groups_restarts_showed():
     """Three restarts 0.70, 0.75 and 0.69 s from leave to rejoin; the first and last made one rebalance
     (the leaver's partitions and the joiner's first at one generation), the second two: a round window
     of 0.70 s replays them so, where the fixed 0.5 s split all three."""
-    members = [_member("a", 0, left=10_000, leave_cause="restart"), _member("a2", 10_700, join_cause="restart"),
-               _member("b", 0, left=20_000, leave_cause="restart"), _member("b2", 20_750, join_cause="restart"),
-               _member("c", 0, left=30_000, leave_cause="restart"), _member("c2", 30_690, join_cause="restart")]
+    members = [member_row("a", 0, left=10_000, leave_cause="restart"), member_row("a2", 10_700, join_cause="restart"),
+               member_row("b", 0, left=20_000, leave_cause="restart"), member_row("b2", 20_750, join_cause="restart"),
+               member_row("c", 0, left=30_000, leave_cause="restart"), member_row("c2", 30_690, join_cause="restart")]
 
     def moved(prev: str | None, to: str, generation: int) -> dict:
         return {"prev_agent_id": prev, "next_agent_id": to, "generation": generation}
@@ -143,8 +137,8 @@ def test_a_classic_join_round_is_as_long_as_the_groups_restarts_showed():
 def test_a_static_members_return_says_nothing_of_the_join_round():
     """A static member back within its session keeps its generation (no rebalance at all): taken for
     a merged round it made a 1.3 s window that priced dynamic candidates one rebalance per restart."""
-    members = [_member("a", 0, left=10_000, leave_cause="restart", group_instance_id="web-1"),
-               _member("a2", 11_300, join_cause="restart", group_instance_id="web-1")]
+    members = [member_row("a", 0, left=10_000, leave_cause="restart", group_instance_id="web-1"),
+               member_row("a2", 11_300, join_cause="restart", group_instance_id="web-1")]
     handoffs = [{"prev_agent_id": None, "next_agent_id": "a", "generation": 1},
                 {"prev_agent_id": "a", "next_agent_id": "a2", "generation": 1}]
     assert replay_module.observed_round_ms(members, handoffs) == replay_module.ROUND_MS
