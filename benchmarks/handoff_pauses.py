@@ -7,8 +7,8 @@ consumer protocol (KIP-848, uniform), ``--runs`` times each, on one embedded bro
 timeline jittered by up to one heartbeat (``timeline.Timeline.jitter_s``: a deploy lands anywhere
 in the members' heartbeat cycles). From every run's ground truth, after the group formed, it takes
 the mean pause of a moved partition under each protocol kind, apart by whether its owner left the
-group, and of one an eager rebalance gives back to its owner, in heartbeat intervals (the scenarios' classic and KIP-848 heartbeats are both
-1 s), and prints them beside the priors the cost model holds, with how many handoffs each rests on.
+group, and of one an eager rebalance gives back to its owner, in heartbeat intervals (the
+scenarios' classic and KIP-848 heartbeats are both 1 s), and prints them beside the priors the cost model holds, with how many handoffs each rests on.
 """
 from __future__ import annotations
 
@@ -76,6 +76,7 @@ def main() -> None:
         values = measured.get((kind, owner), [])
         mean = statistics.fmean(values) / heartbeat_s if values else float("nan")
         print(f"| {kind}, owner {owner} | {prior:.2f} | {mean:.2f} | {mean / prior:.2f} | {len(values)} |")
+
 
 if __name__ == "__main__":
     main()

@@ -50,11 +50,18 @@ class Check:
     standard_error: float = 0.0  # of the measured saving (0: one run on each side)
 
     @property
+    def band(self) -> float:
+        """How far the measured figure may lie from what it is held against (0 below the floor,
+        else the prediction)."""
+        p = abs(self.predicted_saving)
+        return self.floor + TOLERANCE * p if p < self.floor else TOLERANCE * p
+
+    @property
     def holds(self) -> bool:
         p, m = self.predicted_saving, self.measured_saving
         if abs(p) < self.floor:
-            return abs(m) <= self.floor + TOLERANCE * abs(p)
-        return (m > 0) == (p > 0) and abs(m - p) <= TOLERANCE * abs(p)
+            return abs(m) <= self.band
+        return (m > 0) == (p > 0) and abs(m - p) <= self.band
 
     def reruns_to_decide(self, reruns: int) -> int | None:
         """For a check that does not hold while the prediction lies within two standard errors of the
@@ -68,8 +75,7 @@ class Check:
         p, m, se = self.predicted_saving, self.measured_saving, self.standard_error
         if self.holds or se == 0 or abs(m - p) > 2 * se:
             return None
-        band = self.floor + TOLERANCE * abs(p) if abs(p) < self.floor else TOLERANCE * abs(p)
-        return math.ceil(reruns * (2 * se / band) ** 2)
+        return math.ceil(reruns * (2 * se / self.band) ** 2)
 
 
 @dataclass(frozen=True)
