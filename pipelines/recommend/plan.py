@@ -57,9 +57,10 @@ class Step:
 
 
 def score(base: Priced, p: Priced) -> float:
-    """Relative savings, summed: how steps and changes are ranked."""
-    return ((base.duplicates - p.duplicates) / max(base.duplicates, 1.0)
-            + (base.pause_s - p.pause_s) / max(base.pause_s, 1.0))
+    """Relative savings, summed: how steps and changes are ranked (to 6 decimals, so two
+    configurations priced the same by different sums tie)."""
+    return round((base.duplicates - p.duplicates) / max(base.duplicates, 1.0)
+                 + (base.pause_s - p.pause_s) / max(base.pause_s, 1.0), 6)
 
 
 def _differs(a: Config, b: Config) -> list[str]:
@@ -103,12 +104,19 @@ def _priced_as(w: WhatIf, config: Config) -> Config | None:
     return min(alike, key=lambda c: abs(c.setup.session_timeout_ms - s.session_timeout_ms), default=None)
 
 
+def effort(a: Config, b: Config) -> int:
+    """What it takes to roll out every change from ``a`` to ``b``."""
+    return sum(EFFORT[kind] for kind in _differs(a, b))
+
+
 def target(w: WhatIf, pays: Any) -> Config | None:
     """The priced configuration that saves the most, every change together, if any pays (``pays``:
-    the rules' test of a saving worth a rollout)."""
+    the rules' test of a saving worth a rollout); of those that save as much, the one that takes
+    the least to roll out, so no step of the path saves nothing (a protocol migration priced the
+    same as the classic setup it would leave is not a step)."""
     base = w.baseline
     paying = [c for c in w.priced if c != w.current and pays(base, w.priced[c])]
-    return max(paying, key=lambda c: score(base, w.priced[c]), default=None)
+    return max(paying, key=lambda c: (score(base, w.priced[c]), -effort(w.current, c)), default=None)
 
 
 def path(w: WhatIf, goal: Config) -> list[Step]:

@@ -35,12 +35,19 @@ Fitted from the group's own gold rows, never from constants tuned to our scenari
   0.02-0.12 s; one mean over both priced a switch from roundrobin to range, which moves fewer
   partitions between staying members, at 1.0 partition-seconds saved where three reruns measured
   0.0 ± 0.1); under KIP-848 both wait for the gainer's next heartbeat. Each is ``overhead +
-  heartbeats x heartbeat interval`` (``HEARTBEATS``: the protocol's detection lag, measured on the
-  embedded broker); under the group's own kind what it showed is its measured mean, and its
-  overhead (what the measured pause has beyond the heartbeats: fetch, processing, commit) carries
-  to the rest;
-- commit-on-revoke's extra pause: the measured revoke callbacks that committed, less
-  the ones that did not (a prior of ``COMMIT_IN_REVOKE_PRIOR_S`` until a group has both);
+  prior_pause_s``: the heartbeats the protocol's mechanism waits for (``PHASE_HEARTBEATS``) times
+  the interval, plus the round's own time measured on the embedded broker (``ROUND_S``); under the
+  group's own kind what it showed is its measured mean, and its overhead (what the measured pause
+  has beyond the prior: fetch, processing) carries to the rest;
+- commit-on-revoke's commit: how much longer a revoke callback that committed took than one that
+  did not (a prior of ``COMMIT_IN_REVOKE_PRIOR_S`` until a group has both), for the trade-off the
+  recommendation states. It adds nothing to a handoff's pause as gold and ground truth measure it,
+  from when the revoke callback returned: on the embedded broker partitions given back or moved
+  between staying members under eager paused 0.070 and 0.056 s with it, 0.068 and 0.061 s without,
+  and KIP-848 moves 0.51 and 0.49 s with it, 0.54 and 0.60 s without
+  (``benchmarks/handoff_pauses.py --assignors range,consumer --commit revoke|batch``, two runs each,
+  2026-11-27). Not modelled: an eager round also waits for the last member's commit, which on a
+  distant cluster could be tens of milliseconds a rebalance;
 - a static member's return (a bounce): its time away plus what a return took beyond that
   where the group was seen doing it (a handoff from a member to its own restart), else
   one handoff pause;
@@ -69,14 +76,35 @@ from pipelines.simulator.replay import ROUND_MS, SimHandoff, SimRebalance, obser
 COMMIT_IN_REVOKE_PRIOR_S = 0.02
 DEFAULT_HEARTBEAT_MS = 3_000  # librdkafka's heartbeat.interval.ms
 PROTOCOL_KINDS = ("eager", "cooperative", "consumer")  # classic eager, classic cooperative, KIP-848
-# A moved partition's pause in heartbeat intervals per kind, (its owner left, its owner stayed), and
-# an eager partition given back to its owner's: the mean measured pause (ground truth) of 16 runs of
-# rolling-restart and scale-out-in under range, roundrobin, cooperative-sticky and KIP-848 on the
-# embedded broker (1 s heartbeats, classic and KIP-848), each timeline jittered by up to a heartbeat
-# (`benchmarks/handoff_pauses.py --runs 2`, 2026-11-27): 36 + 52 / 18 + 8 / 17 + 14 and 74 handoffs.
-# 11 runs on whole seconds had read one figure a kind, 0.28 / 0.88 / 0.53 and 0.13.
-HEARTBEATS = {"eager": (0.64, 0.06), "cooperative": (0.59, 1.09), "consumer": (0.48, 0.46)}
-SAME_OWNER_HEARTBEATS = 0.07
+# A moved partition's pause under each protocol kind, (its owner left, its owner stayed), is the
+# heartbeats its handover waits for, by the protocol's mechanism, times the heartbeat interval, plus
+# the round's own time (``prior_pause_s``). The heartbeats:
+# - its owner left: the others learn of the leave at their next heartbeat, at a uniform phase of
+#   their cycle (a leave lands anywhere in it): half a heartbeat under every kind;
+# - eager, its owner stayed (or it is given back to its owner): the members learn of the round
+#   together, so it waits for the round only: none;
+# - cooperative, its owner stayed: the second round starts at the members' next heartbeat, a whole
+#   cycle after the first round's answer restarted their timers: one;
+# - KIP-848, its owner stayed: the gainer's next heartbeat after the owner's revocation: half.
+# Half a heartbeat is an expectation, exact over the phase; one run's draw of phases swings the
+# sum by more than any prior measured from a few runs could settle.
+PHASE_HEARTBEATS = {"eager": (0.5, 0.0), "cooperative": (0.5, 1.0), "consumer": (0.5, 0.5)}
+# The round's time beyond the heartbeats waited (join and sync, or the reconciliation, and the first
+# fetch), seconds: the mean measured pause (ground truth) less the heartbeats above, on the embedded
+# broker (1 s heartbeats), 16 runs of rolling-restart and scale-out-in under range, roundrobin,
+# cooperative-sticky and KIP-848, each timeline jittered by up to a heartbeat
+# (`benchmarks/handoff_pauses.py --runs 2`, 2026-11-27): eager 0.068 (126 handoffs given back or
+# moved between staying members; 36 whose owner left read 0.14 ± 0.07), cooperative 0.086 and 0.088
+# (18 and 8), KIP-848 -0.02 ± 0.09 and -0.04 ± 0.06 (17 and 14: nothing beyond the heartbeat).
+ROUND_S = {"eager": 0.07, "cooperative": 0.09, "consumer": 0.0}
+
+
+def prior_pause_s(kind: str, owner_left: bool, heartbeat_ms: int) -> float:
+    """A moved partition's pause under ``kind`` (an eager one given back to its owner: as one
+    moved between staying members) before a group's own pauses say more."""
+    return PHASE_HEARTBEATS[kind][0 if owner_left else 1] * heartbeat_ms / 1000.0 + ROUND_S[kind]
+
+
 # Progress ticks (one a second in scenarios, every lens.progress.interval.ms) before the sampled
 # uncommitted window is read from them rather than from the revokes.
 MIN_WINDOW_SAMPLES = 20
@@ -124,18 +152,17 @@ class Fitted:
             return self.lost_duplicates
         return 0.0 if commit_on_revoke else self.rate.get(h.partition, 0.0) * self.uncommitted_window_s
 
-    def pause_s(self, h: SimHandoff, kind: str, commit_on_revoke: bool, session_timeout_ms: int) -> float:
+    def pause_s(self, h: SimHandoff, kind: str, session_timeout_ms: int) -> float:
         if h.kind == "crash":
             return session_timeout_ms / 1000.0 + self.crash_overhead_s
         if h.kind == "lost":
             return self.lost_pause_s
         if h.kind == "held":  # a KIP-848 stall: the member's own partitions wait it out, then a reconciliation
             return h.down_s + self.move_pause_s["consumer"][1]
-        commit = self.commit_in_revoke_s if commit_on_revoke else 0.0
         if h.kind == "bounce":
-            return h.down_s + self.return_overhead_s + commit
+            return h.down_s + self.return_overhead_s
         pause = self.move_pause_s[kind][0 if h.left else 1] if h.moved else self.same_owner_pause_s
-        return h.down_s + pause + commit  # down_s: a static member's session expiring
+        return h.down_s + pause  # down_s: a static member's session expiring
 
 
 def partition_rates(intervals: list[dict[str, Any]]) -> dict[TopicPartition, float]:
@@ -212,7 +239,7 @@ def fit(handoffs: list[dict[str, Any]], intervals: list[dict[str, Any]], members
     lost = [h for h in handoffs if h["release_kind"] == "lost"]
 
     def prior(k: str, owner_left: bool) -> float:
-        return HEARTBEATS[k][0 if owner_left else 1] * heartbeat_ms[k] / 1000.0
+        return prior_pause_s(k, owner_left, heartbeat_ms[k])
 
     beyond = [p - prior(kind, True) for p in from_leavers] + [p - prior(kind, False) for p in from_stayers]
     overhead = max(0.0, _mean(beyond)) if beyond else 0.0
@@ -224,7 +251,7 @@ def fit(handoffs: list[dict[str, Any]], intervals: list[dict[str, Any]], members
         rate=rate, uncommitted_window_s=window, window_observations=observations,
         sampled_window_s=sampled if samples >= MIN_WINDOW_SAMPLES else window,
         kind=kind, move_pause_s=move,
-        same_owner_pause_s=_mean(same) if same else overhead + SAME_OWNER_HEARTBEATS * heartbeat_ms["eager"] / 1000.0,
+        same_owner_pause_s=_mean(same) if same else overhead + prior("eager", False),
         pause_observations=len(moved) + len(same),
         return_overhead_s=max(0.0, _mean(overheads)) if overheads else pause,
         commit_in_revoke_s=(max(0.0, (committed - uncommitted) / 1000.0) if committed is not None
@@ -253,13 +280,13 @@ def price_each(rebalances: Iterable[SimRebalance], fitted: Fitted, kind: str, co
     replay is read as it runs, not held: ``replay.replay``)."""
     totals = [[0, 0, 0, 0.0, 0.0] for _ in commit_on_revoke]
     for r in rebalances:
+        pause = sum(fitted.pause_s(h, kind, session_timeout_ms) for h in r.handoffs)
         for t, commits in zip(totals, commit_on_revoke):
             t[0] += r.group_rebalance
-            for h in r.handoffs:
-                t[1] += 1
-                t[2] += h.moved
-                t[3] += fitted.duplicates(h, commits)
-                t[4] += fitted.pause_s(h, kind, commits, session_timeout_ms)
+            t[1] += len(r.handoffs)
+            t[2] += sum(h.moved for h in r.handoffs)
+            t[3] += sum(fitted.duplicates(h, commits) for h in r.handoffs)
+            t[4] += pause
     return [Priced(*t) for t in totals]
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipelines.simulator.cost_model import HEARTBEATS, MIN_WINDOW_SAMPLES, fit, price
+from pipelines.simulator.cost_model import MIN_WINDOW_SAMPLES, fit, price, prior_pause_s
 from pipelines.simulator.replay import SimHandoff, SimRebalance
 
 pytestmark = pytest.mark.fast
@@ -74,13 +74,13 @@ def test_a_moved_partition_is_priced_by_whether_its_owner_left():
     left, stayed = fitted.move_pause_s["cooperative"]
     assert price(rounds(6, 3), fitted, "cooperative", False, 10_000).pause_s == pytest.approx(
         3 * left + 6 * stayed + 3 * 0.06)
-    overhead = (3 * (0.9 - HEARTBEATS["eager"][0]) + 6 * (0.07 - HEARTBEATS["eager"][1])) / 9
-    assert (left, stayed) == (pytest.approx(overhead + HEARTBEATS["cooperative"][0]),
-                              pytest.approx(overhead + HEARTBEATS["cooperative"][1]))
+    overhead = (3 * (0.9 - prior_pause_s("eager", True, 1000)) + 6 * (0.07 - prior_pause_s("eager", False, 1000))) / 9
+    assert (left, stayed) == (pytest.approx(overhead + prior_pause_s("cooperative", True, 1000)),
+                              pytest.approx(overhead + prior_pause_s("cooperative", False, 1000)))
 
 
 def test_a_kind_the_group_showed_half_of_takes_the_other_half_from_its_prior():
     """No leaver seen: a leaver's partition under the group's own kind is the prior plus the group's overhead."""
     fitted = _fit([_moved("a", 0.1)] * 2, [], left={"d": 12_000})
-    assert fitted.move_pause_s["eager"] == (pytest.approx(0.1 - HEARTBEATS["eager"][1] + HEARTBEATS["eager"][0]),
-                                            pytest.approx(0.1))
+    assert fitted.move_pause_s["eager"] == (
+        pytest.approx(0.1 - prior_pause_s("eager", False, 1000) + prior_pause_s("eager", True, 1000)), pytest.approx(0.1))
