@@ -44,6 +44,16 @@ def test_the_cheaper_change_goes_first_when_it_saves_more_per_effort_and_the_mig
     assert "group_protocol_phases" not in rollback_criteria(steps[0], today=(25.0, 2.5))
 
 
+def test_of_targets_that_save_as_much_the_one_with_less_to_roll_out_wins():
+    """Commit-on-revoke with KIP-848 priced as commit-on-revoke alone, but for the sums' float noise:
+    the target is commit-on-revoke, and the plan has no migration step that saves nothing."""
+    priced = {RANGE: Priced(10, 40, 40, 1_000.0, 14.4), COMMIT: Priced(10, 40, 40, 0.0, 10.4),
+              UNIFORM: Priced(10, 8, 8, 1_000.0, 14.4), BOTH: Priced(10, 8, 8, 0.0, 10.400000000000002 - 1e-12)}
+    w = _what_if(priced)
+    assert target(w, pays) == COMMIT
+    assert [s.kind for s in path(w, COMMIT)] == ["commit_on_revoke"]
+
+
 def test_a_migration_that_saves_more_per_effort_goes_first():
     priced = {RANGE: Priced(10, 40, 40, 1_000.0, 100.0), COMMIT: Priced(10, 40, 40, 900.0, 100.0),
               UNIFORM: Priced(10, 4, 4, 1_000.0, 1.0), BOTH: Priced(10, 4, 4, 900.0, 1.0)}
