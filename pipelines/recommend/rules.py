@@ -580,10 +580,13 @@ def migration_hold(e: Evidence, plan: list[Recommendation]) -> Recommendation | 
             return None
         p, base = e.what_if.priced[best], e.what_if.baseline
         goal = target(e.what_if, pays)
-        if goal is not None and pays(base, p) and score(base, p) <= score(base, e.what_if.priced[goal]):
+        if goal is not None and pays(base, p):
             g = e.what_if.priced[goal]
-            reason = (f"the changes above save as much without it: the best KIP-848 configuration ({best.label}) "
-                      f"would cost {_fmt(p.duplicates, p.pause_s)}, theirs {_fmt(g.duplicates, g.pause_s)} (what-if)")
+            lead = ("the changes above save as much without it" if score(base, p) <= score(base, g) else
+                    f"what it adds to the changes above is less than a change must save ({100 * MIN_SAVING:.0f}% of "
+                    f"one figure, and {MIN_DUPLICATES} duplicates or {MIN_PAUSE_S:.0f} paused partition-second)")
+            reason = (f"{lead}: the best KIP-848 configuration ({best.label}) would cost "
+                      f"{_fmt(p.duplicates, p.pause_s)}, theirs {_fmt(g.duplicates, g.pause_s)} (what-if)")
         else:
             reason = (f"no KIP-848 configuration pays: the best ({best.label}) would cost "
                       f"{_fmt(p.duplicates, p.pause_s)} against {_fmt(base.duplicates, base.pause_s)} now (what-if); "

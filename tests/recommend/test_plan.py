@@ -6,7 +6,7 @@ import pytest
 
 from pipelines.recommend.candidates import Config, changes
 from pipelines.recommend.plan import EFFORT, path, rollback_criteria, target
-from pipelines.recommend.rules import step_title, pays
+from pipelines.recommend.rules import Evidence, migration_hold, pays, step_title
 from pipelines.recommend.what_if import WhatIf
 from pipelines.simulator.cost_model import Priced
 from pipelines.simulator.replay import Setup
@@ -52,6 +52,21 @@ def test_of_targets_that_save_as_much_the_one_with_less_to_roll_out_wins():
     w = _what_if(priced)
     assert target(w, pays) == COMMIT
     assert [s.kind for s in path(w, COMMIT)] == ["commit_on_revoke"]
+
+
+def test_a_migration_that_adds_less_than_a_change_must_save_is_left_out_and_the_group_told_why():
+    """scale-out-in's what-if (2026-11-27): commit-on-revoke saves its 470 duplicates, and KIP-848 on
+    top of it 0.2 of 2.0 paused partition-seconds, below the rules' 10% and 1 partition-second: the
+    target is commit-on-revoke alone, and the group is told what KIP-848 would add."""
+    priced = {RANGE: Priced(3, 12, 9, 470.0, 2.0), COMMIT: Priced(3, 12, 9, 0.0, 2.0),
+              UNIFORM: Priced(3, 4, 4, 470.0, 1.8), BOTH: Priced(3, 4, 4, 0.0, 1.8)}
+    w = _what_if(priced)
+    assert target(w, pays) == COMMIT
+    evidence = Evidence("g", [{"group_protocol": "classic", "assignor": "range"}], [{"cause": "scale_out"}], [], [], w)
+    hold = migration_hold(evidence, [])
+    assert hold is not None and hold.evidence[0].startswith(
+        "What it adds to the changes above is less than a change must save (10% of one figure, and 10 duplicates "
+        "or 1 paused partition-second): the best KIP-848 configuration (consumer:uniform +commit-on-revoke")
 
 
 def test_a_migration_that_saves_more_per_effort_goes_first():
