@@ -124,7 +124,7 @@ def _without_free_riders(w: WhatIf, goal: Config, pays: Any) -> Config:
     """``goal`` without the changes that ride on the others' saving: one whose removal leaves a
     configuration that still pays, and that adds less than a change must save on top of it. The
     hardest goes first: scale-out-in's target was commit-on-revoke plus a move to KIP-848 that added
-    0.2 of 2.0 paused partition-seconds (six reruns measured it at -0.4 ± 0.5), a mixed phase and
+    0.2 of 2.0 paused partition-seconds (six reruns measured 0.2 ± 0.4), a mixed phase and
     readiness fixes for nothing the rules would claim."""
     for kind in sorted(_differs(w.current, goal), key=EFFORT.__getitem__, reverse=True):
         without = _priced_as(w, _toward(goal, kind, w.current))
