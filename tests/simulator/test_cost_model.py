@@ -30,6 +30,10 @@ def _fit(handoffs: list[dict], intervals: list[dict], left: dict[str, int] | Non
     return fit(handoffs, intervals, members, "eager", HEARTBEAT_MS, 10_000)
 
 
+def _prior(kind: str, owner_left: bool) -> float:
+    return prior_pause_s(kind, owner_left, HEARTBEAT_MS[kind])
+
+
 def test_a_replay_reads_the_window_at_the_periods_revokes_and_a_new_phase_the_ticks():
     """Two revokes re-delivered 10 records each on a 50 records/s partition (0.2 s); 40 progress ticks
     saw 25 uncommitted records on average (0.5 s). A replay of the period prices its rebalances at the
@@ -74,13 +78,13 @@ def test_a_moved_partition_is_priced_by_whether_its_owner_left():
     left, stayed = fitted.move_pause_s["cooperative"]
     assert price(rounds(6, 3), fitted, "cooperative", False, 10_000).pause_s == pytest.approx(
         3 * left + 6 * stayed + 3 * 0.06)
-    overhead = (3 * (0.9 - prior_pause_s("eager", True, 1000)) + 6 * (0.07 - prior_pause_s("eager", False, 1000))) / 9
-    assert (left, stayed) == (pytest.approx(overhead + prior_pause_s("cooperative", True, 1000)),
-                              pytest.approx(overhead + prior_pause_s("cooperative", False, 1000)))
+    overhead = (3 * (0.9 - _prior("eager", True)) + 6 * (0.07 - _prior("eager", False))) / 9
+    assert (left, stayed) == (pytest.approx(overhead + _prior("cooperative", True)),
+                              pytest.approx(overhead + _prior("cooperative", False)))
 
 
 def test_a_kind_the_group_showed_half_of_takes_the_other_half_from_its_prior():
     """No leaver seen: a leaver's partition under the group's own kind is the prior plus the group's overhead."""
     fitted = _fit([_moved("a", 0.1)] * 2, [], left={"d": 12_000})
     assert fitted.move_pause_s["eager"] == (
-        pytest.approx(0.1 - prior_pause_s("eager", False, 1000) + prior_pause_s("eager", True, 1000)), pytest.approx(0.1))
+        pytest.approx(0.1 - _prior("eager", False) + _prior("eager", True)), pytest.approx(0.1))
