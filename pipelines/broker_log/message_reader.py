@@ -10,6 +10,7 @@ one shape. Compiled once per (schema, version): a record is read by closures, no
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from pipelines.broker_log.schema import PRIMITIVES, Field, MessageSchema, default_value
@@ -34,17 +35,20 @@ class MessageReader:
     def _struct(self, name: str, fields: tuple[Field, ...]) -> Reader:
         version, flexible = self.version, self.flexible
         present = [f for f in fields if version in f.versions]
-        regular = [(f.name, self._field(f, False)) for f in present if not (flexible and version in f.tagged)]
         tagged = {f.tag: (f.name, self._field(f, True)) for f in present if flexible and version in f.tagged}
-        absent = [(f.name, f) for f in fields if f.name not in dict(regular)]
-        structs, skipped = self.schema.structs, self.skipped_tags
+        regular = {f.name: self._field(f, False) for f in present if not (flexible and version in f.tagged)}
+        # in schema order: a regular field's reader, or the default of a field the bytes lack
+        plan = [(f.name, regular.get(f.name), None if f.name in regular else _default_of(f, self.schema))
+                for f in fields]
+        skipped = self.skipped_tags
 
         def read(buf: bytes, pos: int) -> tuple[dict[str, Any], int]:
             out: dict[str, Any] = {}
-            for field_name, field in absent:
-                out[field_name] = default_value(field, structs)
-            for field_name, reader in regular:
-                out[field_name], pos = reader(buf, pos)
+            for field_name, reader, default in plan:
+                if reader is None:
+                    out[field_name] = default()
+                else:
+                    out[field_name], pos = reader(buf, pos)
             if flexible:
                 pos = _tagged_section(buf, pos, tagged, out, name, skipped)
             return out, pos
@@ -69,6 +73,14 @@ class MessageReader:
             raise ValueError(f"{self.schema.name}: no reader for type {kind}")
         struct = self._struct(kind, self.schema.structs[kind])
         return _nullable_struct(struct, tagged) if nullable else struct
+
+
+def _default_of(field: Field, schema: MessageSchema) -> Callable[[], Any]:
+    """A fresh default per record where it is a list or dict (callers may change it), else the constant."""
+    value = default_value(field, schema.structs)
+    if isinstance(value, (list, dict)):
+        return lambda: default_value(field, schema.structs)
+    return lambda: value
 
 
 def _nullable_struct(struct: Reader, tagged: bool) -> Reader:

@@ -1,6 +1,6 @@
 """Kafka's own serde, run as a child JVM: the oracle the broker source's decoder is checked against.
 
-``tests/broker_log/oracle/RecordOracle.java`` is compiled once per jar set (into a temporary
+``tests/broker_log/RecordOracle.java`` is compiled once per jar set (into a temporary
 folder) against ``kafka-group-coordinator``'s ``GroupCoordinatorRecordSerde`` and
 ``CoordinatorRecordJsonConverters``; ``decode`` gives Kafka's reading of records as JSON,
 ``encode`` has Kafka write records from JSON. One JVM per call, records batched through stdin.
@@ -17,7 +17,7 @@ from typing import Any
 
 from pipelines.broker_log.schema import Field, MessageSchema, default_value
 
-SOURCE = Path(__file__).resolve().parent / "oracle" / "RecordOracle.java"
+SOURCE = Path(__file__).resolve().parents[1] / "broker_log" / "RecordOracle.java"  # beside its tests
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """Records of every type at every valid version, made from the schemas with values that are not
-the defaults (so tagged fields are written), for Kafka's serializer to encode (``oracle.encode``)."""
+the defaults (so tagged fields are written), for Kafka's serializer to encode (``tests.support.kafka_serde``)."""
 from __future__ import annotations
 
 import base64
