@@ -103,3 +103,11 @@ class RecordDecoder:
             reader = self._readers[(record_type, side, version)] = MessageReader(schema, version,
                                                                                  self.stats.skipped_tags)
         return reader
+
+
+def record_row(record: CoordinatorRecord, offsets_partition: int, offset: int, timestamp_ms: int) -> dict[str, Any]:
+    """A decoded record as the plain row the history functions read (``classic_history`` and
+    ``consumer_history``, one group's rows in offset order)."""
+    return {"group_id": record.key.get("group", record.key.get("groupId")), "record_type": record.record_type,
+            "name": record.name, "key": record.key, "version": record.version, "value": record.value,
+            "offsets_partition": offsets_partition, "offset": offset, "timestamp_ms": timestamp_ms}

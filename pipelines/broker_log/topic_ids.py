@@ -7,6 +7,7 @@ knows (a topic deleted before its commits were read) stays an id: never guessed.
 """
 from __future__ import annotations
 
+import base64
 from collections.abc import Iterable
 from typing import Any
 
@@ -36,5 +37,14 @@ def ids_from_admin(admin: Any, timeout_s: float = 30.0) -> dict[str, str]:
     if not names:
         return {}
     described = admin.describe_topics(TopicCollection(names), request_timeout=timeout_s)
-    return {str(future.result(timeout=timeout_s).topic_id): name for name, future in described.items()}
+    return {kafka_uuid(future.result(timeout=timeout_s).topic_id): name for name, future in described.items()}
+
+
+def kafka_uuid(uuid: Any) -> str:
+    """A confluent_kafka Uuid in Kafka's string form (``Uuid.toString``: URL-safe base64, as the
+    records' ids decode): its ``str()`` is standard base64, '+' and '/' where Kafka has '-' and '_'."""
+    mask = (1 << 64) - 1
+    raw = (uuid.get_most_significant_bits() & mask).to_bytes(8, "big") + \
+        (uuid.get_least_significant_bits() & mask).to_bytes(8, "big")
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
 

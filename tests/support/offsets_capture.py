@@ -33,6 +33,7 @@ class Step:
     what: str
     at_ms: int  # when the driver saw the step done
     owners: dict[str, list[int]]  # member name -> partitions it held then
+    member_ids: dict[str, str]  # member name -> its member id (the one the broker's records carry)
     committed: dict[int, int]  # partition -> offset committed right after
 
 
@@ -77,7 +78,9 @@ class _Driver:
             if offsets:
                 consumer.commit(offsets=offsets, asynchronous=False)
                 committed.update({tp.partition: tp.offset for tp in offsets})
-        self.capture.steps.append(Step(self.capture.groups[scenario], what, int(time.time() * 1000), held, committed))
+        ids = {n: c.memberid() for n, c in self.members.items()}
+        self.capture.steps.append(Step(self.capture.groups[scenario], what, int(time.time() * 1000), held, ids,
+                                       committed))
 
     def close_all(self) -> None:
         for name in list(self.members):
