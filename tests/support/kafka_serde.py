@@ -8,6 +8,7 @@ folder) against ``kafka-group-coordinator``'s ``GroupCoordinatorRecordSerde`` an
 from __future__ import annotations
 
 import base64
+import copy
 import json
 import subprocess
 from collections.abc import Iterable
@@ -15,7 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pipelines.broker_log.records import CoordinatorRecord
 from pipelines.broker_log.schema import Field, MessageSchema, default_value
+from pipelines.broker_log.schema_set import SchemaSet
 
 SOURCE = Path(__file__).resolve().parents[1] / "broker_log" / "RecordOracle.java"  # beside its tests
 
@@ -98,3 +101,29 @@ def _struct_differences(ours: Any, kafka: Any, schema: MessageSchema, field: Fie
     if len(ours) != len(kafka):
         return [f"{where}: Kafka has {len(kafka)} elements, ours {len(ours)}"]
     return [d for i, (o, k) in enumerate(zip(ours, kafka)) for d in differences(o, k, schema, inner, f"{where}[{i}]")]
+
+
+def record_differences(schemas: SchemaSet, ours: CoordinatorRecord, theirs: dict[str, Any]) -> list[str]:
+    """Our reading of one record against Kafka's (``KafkaSerde.decode``), field by field: key, value
+    and, for a classic consumer group, each member's decoded subscription and assignment (the
+    oracle's addition to Kafka's JSON, compared against the consumer protocol's schemas)."""
+    theirs = copy.deepcopy(theirs)
+    types = schemas.records[theirs["type"]]
+    where = f"{types.name} v{theirs['version']}"
+    found = [f"{where} value{d}" for d in _member_protocol_differences(schemas, ours, theirs)]
+    found += [f"{where} key{d}" for d in differences(ours.key, theirs["key"], types.key)]
+    return found + [f"{where} value{d}" for d in differences(ours.value, theirs["value"], types.value)]
+
+
+def _member_protocol_differences(schemas: SchemaSet, ours: CoordinatorRecord, theirs: dict[str, Any]) -> list[str]:
+    if ours.name != "GroupMetadata" or ours.value is None:
+        return []
+    found = []
+    for i, (mine, kafka) in enumerate(zip(ours.value["members"], theirs["value"]["members"])):
+        for field, message in (("subscription", "ConsumerProtocolSubscription"),
+                               ("assignment", "ConsumerProtocolAssignment")):
+            decoded = mine[f"{field}_decoded"]
+            body = None if decoded is None else {k: v for k, v in decoded.items() if k != "version"}
+            found += differences(body, kafka.pop(f"{field}_decoded", None), schemas.consumer_protocol[message],
+                                 path=f".members[{i}].{field}_decoded")
+    return found
