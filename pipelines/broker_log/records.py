@@ -21,6 +21,7 @@ from pipelines.broker_log.wire import MalformedBytes, read_int16
 
 # Why a record was skipped (DecodeStats.skipped's first element).
 SKIP_REASONS: tuple[str, ...] = ("unknown_type", "unknown_version", "malformed")
+KEY_CACHE_SIZE = 100_000
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,7 @@ class RecordDecoder:
         self.schemas = schemas
         self.stats = DecodeStats()
         self._readers: dict[tuple[int, str, int], MessageReader] = {}
+        self._keys: dict[bytes, dict[str, Any]] = {}  # a busy group rewrites the same few keys: read each once
         self.consumer_protocol = ConsumerProtocol(schemas, self.stats.skipped_tags,
                                                   self.stats.unreadable_member_bytes)
 
@@ -80,7 +82,7 @@ class RecordDecoder:
             if types is None:
                 return Skipped("unknown_type", record_type, None, f"record type {record_type} is not in "
                                f"Kafka {self.schemas.kafka_version}'s schemas")
-            key_fields, _ = self._reader(record_type, "key", 0).read(key, pos)
+            key_fields = self._key(record_type, key, pos)
             if value is None:
                 return CoordinatorRecord(record_type, types.name, key_fields, None, None)
             version, pos = read_int16(value, 0)
@@ -94,6 +96,14 @@ class RecordDecoder:
         if types.name == "GroupMetadata":
             self.consumer_protocol.decode_members(value_fields)
         return CoordinatorRecord(record_type, types.name, key_fields, version, value_fields)
+
+    def _key(self, record_type: int, key: bytes, pos: int) -> dict[str, Any]:
+        known = self._keys.get(key)
+        if known is None:
+            if len(self._keys) >= KEY_CACHE_SIZE:
+                self._keys.clear()
+            known = self._keys[key] = self._reader(record_type, "key", 0).read(key, pos)[0]
+        return dict(known)
 
     def _reader(self, record_type: int, side: str, version: int) -> MessageReader:
         reader = self._readers.get((record_type, side, version))
