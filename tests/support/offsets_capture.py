@@ -87,8 +87,8 @@ class _Driver:
             self.leave(name)
 
 
-def _classic(driver: _Driver, scenario: str, strategy: str) -> None:
-    settings = {**CLASSIC, "partition.assignment.strategy": strategy}
+def _join_and_leave(driver: _Driver, scenario: str, settings: dict[str, Any]) -> None:
+    """a alone, b joins, b leaves: a handoff each way."""
     driver.join(scenario, "a", settings)
     driver.settle(scenario, "a alone", {"a": PARTITIONS})
     driver.join(scenario, "b", settings)
@@ -98,33 +98,14 @@ def _classic(driver: _Driver, scenario: str, strategy: str) -> None:
     driver.close_all()
 
 
-def _static_classic(driver: _Driver, scenario: str) -> None:
-    settings = {**CLASSIC, "partition.assignment.strategy": "range"}
+def _static_restart(driver: _Driver, scenario: str, settings: dict[str, Any]) -> None:
+    """Two static members; b closes (classic: no LeaveGroup; KIP-848: epoch -2) and comes back
+    under its instance id with a new member id."""
     driver.join(scenario, "a", {**settings, "group.instance.id": f"{scenario}-a"})
     driver.join(scenario, "b", {**settings, "group.instance.id": f"{scenario}-b"})
     driver.settle(scenario, "a and b", {"a": 2, "b": 2})
-    driver.leave("b")  # a static member's close sends no LeaveGroup: the group waits for it
-    driver.join(scenario, "b2", {**settings, "group.instance.id": f"{scenario}-b"})
-    driver.settle(scenario, "b restarted", {"a": 2, "b2": 2})
-    driver.close_all()
-
-
-def _consumer_protocol(driver: _Driver, scenario: str) -> None:
-    driver.join(scenario, "a", CONSUMER_PROTOCOL)
-    driver.settle(scenario, "a alone", {"a": PARTITIONS})
-    driver.join(scenario, "b", CONSUMER_PROTOCOL)
-    driver.settle(scenario, "b joined", {"a": 2, "b": 2})
     driver.leave("b")
-    driver.settle(scenario, "b left", {"a": PARTITIONS})
-    driver.close_all()
-
-
-def _static_consumer_protocol(driver: _Driver, scenario: str) -> None:
-    driver.join(scenario, "a", {**CONSUMER_PROTOCOL, "group.instance.id": f"{scenario}-a"})
-    driver.join(scenario, "b", {**CONSUMER_PROTOCOL, "group.instance.id": f"{scenario}-b"})
-    driver.settle(scenario, "a and b", {"a": 2, "b": 2})
-    driver.leave("b")  # epoch -2: a static member's temporary leave
-    driver.join(scenario, "b2", {**CONSUMER_PROTOCOL, "group.instance.id": f"{scenario}-b"})
+    driver.join(scenario, "b2", {**settings, "group.instance.id": f"{scenario}-b"})
     driver.settle(scenario, "b restarted", {"a": 2, "b2": 2})
     driver.close_all()
 
@@ -144,9 +125,13 @@ def _aborted_commit(kafka: KafkaCluster, capture: Capture) -> None:
     consumer.close()
 
 
-SCENARIOS = {"eager": lambda d, s: _classic(d, s, "range"),
-             "cooperative": lambda d, s: _classic(d, s, "cooperative-sticky"),
-             "static": _static_classic, "consumer": _consumer_protocol, "static_consumer": _static_consumer_protocol}
+SCENARIOS = {  # scenario -> (how its members come and go, their settings)
+    "eager": (_join_and_leave, {**CLASSIC, "partition.assignment.strategy": "range"}),
+    "cooperative": (_join_and_leave, {**CLASSIC, "partition.assignment.strategy": "cooperative-sticky"}),
+    "static": (_static_restart, {**CLASSIC, "partition.assignment.strategy": "range"}),
+    "consumer": (_join_and_leave, CONSUMER_PROTOCOL),
+    "static_consumer": (_static_restart, CONSUMER_PROTOCOL),
+}
 
 
 def capture_offsets(kafka: KafkaCluster, suffix: str) -> Capture:
@@ -155,10 +140,10 @@ def capture_offsets(kafka: KafkaCluster, suffix: str) -> Capture:
     kafka.seed_partitions(topic, PARTITIONS, 50)
     groups = {name: f"broker-log-{name}-{suffix}" for name in (*SCENARIOS, "transactional")}
     capture = Capture(topic, groups, started_ms=int(time.time() * 1000))
-    for name, drive in SCENARIOS.items():
+    for name, (drive, settings) in SCENARIOS.items():
         driver = _Driver(kafka, capture)
         try:
-            drive(driver, name)
+            drive(driver, name, settings)
         finally:
             driver.close_all()
     _aborted_commit(kafka, capture)
