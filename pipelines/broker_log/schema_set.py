@@ -63,13 +63,18 @@ def _jar_schemas(jar: Path, wanted) -> list[MessageSchema]:
         return [parse_schema(archive.read(n).decode("utf-8")) for n in sorted(names)]
 
 
-@functools.lru_cache(maxsize=4)
 def schema_set(kafka_version: str | None = None) -> SchemaSet:
     """The schemas of ``kafka_version`` (default: the pinned one), from the jars the set-up fetched
-    (a version other than the pinned one: ``ensure_kafka_jars(version)`` first)."""
-    from lens_runtime.jvm_deps import kafka_jars_of, pinned_versions
+    (a version other than the pinned one: ``ensure_kafka_jars(version)`` first). Read once per process."""
+    from lens_runtime.jvm_deps import pinned_versions
 
-    version = kafka_version or pinned_versions().kafka
+    return _schema_set(kafka_version or pinned_versions().kafka)
+
+
+@functools.lru_cache(maxsize=4)
+def _schema_set(version: str) -> SchemaSet:
+    from lens_runtime.jvm_deps import kafka_jars_of
+
     jars = {j.name: j for j in kafka_jars_of(version)}
     return schemas_from_jars(version, jars[f"kafka-group-coordinator-{version}.jar"],
                              jars[f"kafka-clients-{version}.jar"])
