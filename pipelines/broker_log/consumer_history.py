@@ -92,6 +92,17 @@ class _GroupWalk:
             kind = RECORD_KINDS[row["name"]][row["value"] is None]
             target = _partitions(row["value"]["topicPartitions"], self.names) if kind == "member_target" else None
             self.events.append(_event(row, kind, target=target))
+            if kind == "group_deleted":  # a group of the same name may come back: it starts over
+                self._forget_everyone(row)
+
+    def _forget_everyone(self, row: dict[str, Any]) -> None:
+        context = {"offsets_partition": row["offsets_partition"], "offset": row["offset"], "member_epoch": None}
+        for key in sorted(self.book.owner):
+            self.book.release(key, row["timestamp_ms"], "removed", context)
+        self.book.released.clear()  # no handoff from one incarnation of the group to the next
+        self.members.clear()
+        self.assignments.clear()
+        self.left_static.clear()
 
     def _member(self, row: dict[str, Any]) -> None:
         member_id, value = row["key"]["memberId"], row["value"]

@@ -76,5 +76,8 @@ def _schema_set(version: str) -> SchemaSet:
     from lens_runtime.jvm_deps import kafka_jars_of
 
     jars = {j.name: j for j in kafka_jars_of(version)}
-    return schemas_from_jars(version, jars[f"kafka-group-coordinator-{version}.jar"],
-                             jars[f"kafka-clients-{version}.jar"])
+    wanted = (f"kafka-group-coordinator-{version}.jar", f"kafka-clients-{version}.jar")
+    missing = [name for name in wanted if name not in jars]
+    if missing:
+        raise ValueError(f"Kafka {version}'s jar set lacks {', '.join(missing)}: the broker source reads its schemas there")
+    return schemas_from_jars(version, jars[wanted[0]], jars[wanted[1]])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pipelines.broker_log.classic_history import classic_generations, classic_ownership_changes
 from pipelines.broker_log.commit_window import KEEP_REASONS, kept_commits
+from pipelines.broker_log.consumer_history import consumer_events, consumer_ownership_changes
 
 
 def _member(member_id: str, partitions: list[int], instance: str | None = None) -> dict:
@@ -75,3 +76,25 @@ def test_a_deleted_offset_is_kept_and_a_nameless_topic_keeps_nothing():
     commits.append({**commits[-1], "committed_offset": None, "at_ms": 5000, "offset": 99})
     kept = kept_commits(commits, [{"topic": None, "partition": 0, "at_ms": 1500}])
     assert [k["reasons"] for k in kept] == [["checkpoint"], ["deleted", "latest"]]
+
+
+def _consumer_row(offset: int, at: int, name: str, key: dict, value: dict | None) -> dict:
+    return {"group_id": "g", "record_type": 0, "name": name, "key": {"groupId": "g", **key}, "version": 0,
+            "value": value, "offsets_partition": 0, "offset": offset, "timestamp_ms": at}
+
+
+def _assignment(epoch: int, assigned: list[int]) -> dict:
+    return {"memberEpoch": epoch, "previousMemberEpoch": epoch - 1, "state": 0,
+            "assignedPartitions": [{"topicId": "T", "partitions": assigned}], "partitionsPendingRevocation": []}
+
+
+def test_a_deleted_consumer_group_starts_over_when_its_name_comes_back():
+    rows = [_consumer_row(0, 1000, "ConsumerGroupCurrentMemberAssignment", {"memberId": "m"}, _assignment(1, [0])),
+            _consumer_row(1, 2000, "ConsumerGroupMetadata", {}, None),
+            _consumer_row(2, 3000, "ConsumerGroupCurrentMemberAssignment", {"memberId": "n"}, _assignment(1, [0]))]
+    changes = consumer_ownership_changes(rows, {"T": "t"})
+    assert [(c["kind"], c["previous_owner"], c["owner"], c["release_kind"]) for c in changes] == [
+        ("assigned", None, "m", None), ("released", "m", None, "removed"), ("assigned", None, "n", None)]
+    assert [e["kind"] for e in consumer_events(rows, {})] == ["partitions_assigned", "group_deleted",
+                                                              "partitions_assigned"]
+    assert consumer_events(rows, {})[0]["assigned"][0]["topic"] is None  # an id no source names stays unnamed
