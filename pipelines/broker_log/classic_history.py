@@ -120,6 +120,8 @@ def classic_ownership_changes(generations: list[dict[str, Any]]) -> list[dict[st
         for key in [k for k in book.owner if k not in owners]:
             kind = "revoked" if book.owner[key].member_id in members else "removed"
             book.release(key, gen["synced_ms"], kind, context)
+        if gen["kind"] == "deleted":
+            book.released.clear()  # no handoff from one incarnation of the group to the next
         eager = gen["kind"] == "generation" and gen["rebalance_protocol"] == "eager"
         for key, member in sorted(owners.items()):
             book.assign(key, member["member_id"], member["instance_id"], gen["synced_ms"], context, again=eager)

@@ -30,6 +30,9 @@ def test_a_gap_in_generations_counts_failed_rounds_and_a_tombstone_starts_over()
     assert [g["kind"] for g in generations] == ["generation", "generation", "deleted", "generation"]
     assert [g["failed_rounds"] for g in generations] == [None, 2, None, None]
     assert generations[2]["left"] == ["a"] and generations[3]["joined"] == ["b"]
+    changes = classic_ownership_changes(generations)
+    assert [(c["partition"], c["kind"], c["previous_owner"], c["owner"]) for c in changes][-3:] == [
+        (0, "released", "a", None), (1, "released", "a", None), (0, "assigned", None, "b")]
 
 
 def test_an_assignor_the_lens_does_not_declare_is_not_guessed_eager():
