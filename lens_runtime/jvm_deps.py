@@ -179,5 +179,40 @@ def spark_jars() -> list[Path]:
     return [jar for jar in module_jars("spark") if artifact_name(jar) not in provided]
 
 
-def kafka_classpath() -> str:
-    return ":".join(str(j) for j in module_jars("kafka"))
+def kafka_classpath(version: str | None = None) -> str:
+    """The broker's classpath: the pinned Kafka, or another version fetched by ``ensure_kafka_jars``."""
+    return ":".join(str(j) for j in kafka_jars_of(version or pinned_versions().kafka))
+
+
+def other_kafka_dir(version: str) -> Path:
+    """Where ``ensure_kafka_jars`` keeps a Kafka version other than the pinned one (beside the
+    pinned jars, not inside them: a set-up that refreshes those keeps these)."""
+    return home() / "kafka-versions" / version
+
+
+def kafka_jars_of(version: str) -> list[Path]:
+    """The broker jar set of Kafka ``version``; a LensError naming the fix if it was not fetched."""
+    if version == pinned_versions().kafka:
+        return module_jars("kafka")
+    jars = sorted(other_kafka_dir(version).glob("*.jar"))
+    if not jars:
+        raise LensError(f"Kafka {version}'s jars are not in {other_kafka_dir(version)}: fetch them once with "
+                        f"lens_runtime.jvm_deps.ensure_kafka_jars({version!r}).")
+    return jars
+
+
+def ensure_kafka_jars(version: str) -> list[Path]:
+    """Fetch the broker jar set of Kafka ``version`` (e.g. a newer broker than the pinned one,
+    to read its records and run it in a test): the kafka module's pom with its version overridden,
+    so the set is the pinned one's in every other respect. Downloads only once."""
+    if version == pinned_versions().kafka or any(other_kafka_dir(version).glob("*.jar")):
+        return kafka_jars_of(version)
+    if not re.fullmatch(r"\d+\.\d+\.\d+", version):
+        raise LensError(f"{version!r} is not a Kafka release number such as 4.4.0")
+    staging = other_kafka_dir(version).with_name(f"{version}.partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    maven(JVM_DIR / "kafka" / "pom.xml", "dependency:copy-dependencies", f"-Dkafka.version={version}",
+          f"-Djars.output={staging}")
+    (staging / "kafka").rename(other_kafka_dir(version))
+    shutil.rmtree(staging, ignore_errors=True)
+    return kafka_jars_of(version)

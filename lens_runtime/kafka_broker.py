@@ -86,6 +86,7 @@ class EmbeddedKafka:
     die_with_parent: bool = True
     sasl_users: dict[str, str] | None = None  # user -> password of a SASL_PLAINTEXT (PLAIN) listener
     sasl_port: int | None = None
+    kafka_version: str | None = None  # None: the pinned Kafka; another: its jars from jvm_deps.ensure_kafka_jars
     pid: int | None = None
     _owns_workdir: bool = field(default=False, repr=False)
     _proc: subprocess.Popen | None = field(default=None, repr=False)
@@ -153,7 +154,7 @@ class EmbeddedKafka:
             "java", f"-Xmx{self.heap}", "-Xms128m", "-XX:+UseG1GC", "-XX:TieredStopAtLevel=1",
             "-Djava.awt.headless=true", f"-Dlog4j2.configurationFile={LOG4J2}",
             f"-Dkafka.logs.dir={self.workdir}", f"-Dlens.broker.log={self.log_path}",
-            "-cp", kafka_classpath(), main, *args,
+            "-cp", kafka_classpath(self.kafka_version), main, *args,
         ]
         # PR_SET_PDEATHSIG fires when the *thread* that forked the child ends, not the process: a
         # broker (re)started from a short-lived thread was stopped as soon as that thread returned

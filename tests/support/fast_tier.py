@@ -28,6 +28,7 @@ JVM_FIXTURES = frozenset({"spark", "kafka"})
 NOT_FAST: dict[str, str] = {
     "tests/airflow/test_dags_in_process.py": "dag.test() runs the pipeline's stages in-process (Spark)",
     "tests/foundation/test_embedded_kafka.py": "starts EmbeddedKafka itself",
+    "tests/broker_log/test_kafka_serde_oracle.py": "Kafka's own serde runs in a JVM (tests/support/kafka_serde.py)",
     "tests/scenarios/test_interrupt.py": "a scenario run in a child process starts its own broker",
     "tests/foundation/test_cli.py::test_user_errors_print_one_line_without_a_trace":
         "`kafka up` checks the Java version (java -version) before it finds the port taken",
