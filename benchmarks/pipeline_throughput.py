@@ -323,10 +323,11 @@ def run_size(events: int, cores: int, keep: bool) -> None:
             with PeakMemory(spark) as mem, delta_commits(spark, config) as made:
                 took = {stage: timed_stage(spark, config, stage)[0] for stage in STAGES}
             incremental = pipeline_seconds(took)
+            by_stage = ", ".join(f"{stage} {took[stage]:.1f} s ({took[stage] / full_took[stage]:.0%})"
+                                 for stage in STAGES)
             print(f"incremental over {extra:,} new events ({extra / n:.1%}, {label}): {incremental:.1f} s = "
-                  f"{incremental / total:.1%} of the full run (without the SQL build)  {mem}\n    by stage: " + ", ".join(
-                      f"{stage} {took[stage]:.1f} s ({took[stage] / full_took[stage]:.0%})" for stage in STAGES)
-                  + f"\n    {commits_line(made)}", flush=True)
+                  f"{incremental / total:.1%} of the full run (without the SQL build)  {mem}\n    by stage: "
+                  + by_stage + f"\n    {commits_line(made)}", flush=True)
 
 
 @dataclass(frozen=True)
@@ -419,8 +420,9 @@ def run_large(shape: LargeShape, history_hours: int, multiples: list[int], new_h
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shape", choices=("small", "large", "eager"), default="small",
-                        help="small: many small groups (--events); large: few large long-lived groups (--history-hours);"
-                             " eager: the same, every partition moved by an eager rebalance every --eager-every-min")
+                        help="small: many small groups (--events); large: few large long-lived groups "
+                             "(--history-hours); eager: the same, every partition moved by an eager rebalance every "
+                             "--eager-every-min")
     parser.add_argument("--events", type=int, action="append", help="small: synthetic events (repeatable); default 1M")
     parser.add_argument("--history-hours", type=int, default=18, help="large: hours of history at 1x (default 18)")
     parser.add_argument("--multiple", type=int, action="append",

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import time
 import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.markup import escape
 
@@ -21,6 +23,12 @@ from lens_cli.recommend_commands import predicted_effects
 from lens_runtime.errors import LensError
 from lens_runtime.paths import home
 from lens_scenarios.consumer_config import ASSIGNORS, COMMIT_STYLES
+
+if TYPE_CHECKING:  # the pipeline's and the runner's types, without importing them at start
+    from pyspark.sql import Row
+
+    from lens_scenarios.runner import RunResult
+    from pipelines.config import PipelineConfig
 
 # (scenario, assignor, commit): the same rolling restart under each protocol, then the
 # fixes (commit-on-revoke, static membership), then a crash.
@@ -96,53 +104,44 @@ def recommendation_lines(costs: list[RunCosts], recommendations: dict[str, dict]
     return lines
 
 
-def run_demo(lake: str | None = None, master: str | None = None,
-             matrix: tuple[tuple[str, str, str], ...] = DEMO_MATRIX, bootstrap: str | None = None) -> int:
-    """The demo; ``bootstrap`` runs it on that Kafka cluster (else the broker rule of every command,
-    ``lens_runtime.broker_choice``: a broker of its own when none is given or running)."""
-    from rich.console import Console
-
-    from lens_cli.live_spark import run_stages, start_spark
+def _play_matrix(console, matrix: tuple[tuple[str, str, str], ...], servers: str, out: Path,
+                 telemetry: str) -> list[tuple[tuple[str, str, str], RunResult]]:
+    """Each run of ``matrix`` on the broker at ``servers``, its progress shown; (its matrix row, its result)."""
     from lens_cli.scenario_commands import run_with_progress
-    from lens_runtime.broker_choice import Fallback, broker_for
     from lens_scenarios.runner import RunOptions
     from lens_scenarios.spec import load
+
+    results = []
+    for i, (name, assignor, commit) in enumerate(matrix, 1):
+        console.print(f"\n[bold]Run {i}/{len(matrix)}[/]: {name} under {assignor}, commit {commit}")
+        options = RunOptions(assignor=assignor, commit=commit, out_dir=out / "runs",
+                             bootstrap=servers, telemetry_topic=telemetry)
+        results.append(((name, assignor, commit), run_with_progress(load(name), options, console)))
+    return results
+
+
+def _run_pipeline(console, config: PipelineConfig) -> tuple[dict[str, Row], dict[str, dict]]:
+    """Every stage into ``config``'s lake; gold's costs and the top recommendation, by group name."""
+    from lens_cli.live_spark import run_stages, start_spark
     from pipelines import catalog
     from pipelines import lake as lake_tables
-    from pipelines.config import PipelineConfig, embedded_broker_groups
     from pipelines.gold.costs import read_costs
-    from tuning_report import write_report
 
-    console = Console(highlight=False)
-    started = time.monotonic()
-    out = home() / "demo" / time.strftime("%Y%m%d-%H%M%S")
-    lake_path = lake or str(out / "lake")
-    telemetry = f"rebalance-lens-telemetry-{uuid.uuid4().hex[:6]}"
-    console.rule("[bold]rebalance-lens demo")
-    console.print(f"Output: {out}")
-    with broker_for(bootstrap, Fallback.OWN, say=lambda line: console.print(line, markup=False)) as broker:
-        servers = broker.bootstrap_servers
-        results = []
-        for i, (name, assignor, commit) in enumerate(matrix, 1):
-            console.print(f"\n[bold]Run {i}/{len(matrix)}[/]: {name} under {assignor}, commit {commit}")
-            options = RunOptions(assignor=assignor, commit=commit, out_dir=out / "runs",
-                                 bootstrap=servers, telemetry_topic=telemetry)
-            results.append(((name, assignor, commit), run_with_progress(load(name), options, console)))
+    spark = start_spark(config.spark_settings("rebalance-lens-demo"), console)
+    try:
+        run_stages(spark, config, ("all",), console)
+        # the demo's runs share one cluster: its group names name its groups
+        gold = {group: r for (_cluster, group), r in read_costs(spark, config.lake_path, after_forming=True).items()}
+        top = {r.group_id: r.asDict() for r in lake_tables.read(spark, config.lake_path, catalog.RECOMMENDATIONS)
+               .where("rank = 1").collect()}
+    finally:
+        spark.stop()
+    return gold, top
 
-        console.print("\n[bold]Pipeline[/]: telemetry topic -> bronze -> validated -> silver -> gold -> "
-                      "recommendations -> SQL marts (Delta)")
-        config = PipelineConfig.resolve(bootstrap_servers=servers, topic=telemetry, lake_path=lake_path,
-                                        spark_master=master,
-                                        **(embedded_broker_groups() if broker.embedded else {}))
-        spark = start_spark(config.spark_settings("rebalance-lens-demo"), console)
-        try:
-            run_stages(spark, config, ("all",), console)
-            # the demo's runs share one cluster: its group names name its groups
-            gold = {group: r for (_cluster, group), r in read_costs(spark, lake_path, after_forming=True).items()}
-            top = {r.group_id: r.asDict() for r in lake_tables.read(spark, lake_path, catalog.RECOMMENDATIONS)
-                   .where("rank = 1").collect()}
-        finally:
-            spark.stop()
+
+def _print_costs(console, results: list[tuple[tuple[str, str, str], RunResult]], gold: dict[str, Row],
+                 top: dict[str, dict]) -> None:
+    """Per run, gold beside ground truth, its top recommendation, and what the runs showed."""
     costs = [_costs(*key, run.truth, gold.get(run.manifest["group_id"])) for key, run in results]
     console.print()
     console.print(costs_table(costs))
@@ -154,6 +153,34 @@ def run_demo(lake: str | None = None, master: str | None = None,
         console.print("\n[bold]What the runs showed[/]")
         for sentence in said:
             console.print(f"- {escape(sentence)}")
+
+
+def run_demo(lake: str | None = None, master: str | None = None,
+             matrix: tuple[tuple[str, str, str], ...] = DEMO_MATRIX, bootstrap: str | None = None) -> int:
+    """The demo; ``bootstrap`` runs it on that Kafka cluster (else the broker rule of every command,
+    ``lens_runtime.broker_choice``: a broker of its own when none is given or running)."""
+    from rich.console import Console
+
+    from lens_runtime.broker_choice import Fallback, broker_for
+    from pipelines.config import PipelineConfig, embedded_broker_groups
+    from tuning_report import write_report
+
+    console = Console(highlight=False)
+    started = time.monotonic()
+    out = home() / "demo" / time.strftime("%Y%m%d-%H%M%S")
+    lake_path = lake or str(out / "lake")
+    telemetry = f"rebalance-lens-telemetry-{uuid.uuid4().hex[:6]}"
+    console.rule("[bold]rebalance-lens demo")
+    console.print(f"Output: {out}")
+    with broker_for(bootstrap, Fallback.OWN, say=lambda line: console.print(line, markup=False)) as broker:
+        results = _play_matrix(console, matrix, broker.bootstrap_servers, out, telemetry)
+        console.print("\n[bold]Pipeline[/]: telemetry topic -> bronze -> validated -> silver -> gold -> "
+                      "recommendations -> SQL marts (Delta)")
+        config = PipelineConfig.resolve(bootstrap_servers=broker.bootstrap_servers, topic=telemetry,
+                                        lake_path=lake_path, spark_master=master,
+                                        **(embedded_broker_groups() if broker.embedded else {}))
+        gold, top = _run_pipeline(console, config)
+    _print_costs(console, results, gold, top)
     report = write_report(lake_path, out, progress=lambda m: console.print(f"  {m}", markup=False, soft_wrap=True))
     console.print(f"\nReport: {report}\n        {report.resolve().as_uri()}\nDelta lake: {lake_path}\n"
                   f"Run folders (ground truth, manifests): {out / 'runs'}", markup=False, soft_wrap=True)

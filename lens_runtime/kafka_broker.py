@@ -171,7 +171,8 @@ class EmbeddedKafka:
 
     def start(self) -> "EmbeddedKafka":
         java_major_version()
-        for name, port in (("port", self.port), ("controller_port", self.controller_port), ("sasl_port", self.sasl_port)):
+        ports = (("port", self.port), ("controller_port", self.controller_port), ("sasl_port", self.sasl_port))
+        for name, port in ports:
             if port and port_in_use(port, self.host):
                 raise LensError(f"Port {port} ({name}) on {self.host} is already in use. Stop whatever holds it "
                                 f"(`ss -ltnp 'sport = :{port}'` shows it) or leave the port unset to pick a free one.")

@@ -13,6 +13,7 @@ the broker before it propagates: no process outlives the run.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import time
 import uuid
@@ -110,8 +111,21 @@ def _wait_settled(fleet: Fleet, partitions: int, tick: Callable[[str], None]) ->
     return False
 
 
-def run_scenario(scenario: Scenario, options: RunOptions,
-                 on_progress: Callable[[Progress], None] = lambda _p: None) -> RunResult:
+@dataclass
+class _Run:
+    """One run's names, folder and manifest, fixed before anything starts."""
+
+    scenario: Scenario  # with the run's topic names
+    options: RunOptions
+    run_id: str
+    run_dir: Path
+    group_id: str
+    manifest: dict[str, Any]
+    started_mono: float
+
+
+def _prepare(scenario: Scenario, options: RunOptions) -> _Run:
+    """The scenario checked against the options, the run's names, its folder and the manifest's first keys."""
     if "consumer" in scenario.migrations:
         check_online_upgrade(options.assignor, scenario.name)
     if options.runtime is not None:
@@ -136,80 +150,122 @@ def run_scenario(scenario: Scenario, options: RunOptions,
         "commit_batch_records": scenario.commit_batch_records, "duration_s": scenario.duration_s,
         "start_wall": started_wall,
     }
+    return _Run(scenario, options, run_id, run_dir, group_id, manifest, started_mono)
 
+
+def _broker(stack: contextlib.ExitStack, run: _Run, on_progress: Callable[[Progress], None]) -> str:
+    """The run's bootstrap servers: ``options.bootstrap``, else an embedded broker stopped with ``stack``."""
+    if run.options.bootstrap is not None:
+        return run.options.bootstrap
+    from lens_runtime.kafka_broker import EmbeddedKafka
+
+    on_progress(Progress("starting broker", 0, run.scenario.duration_s, 0, 0, 0, 0, ""))
+    return stack.enter_context(EmbeddedKafka()).bootstrap_servers
+
+
+def _member_spec(run: _Run, bootstrap: str, member: MemberSpec, process: str) -> dict[str, Any]:
+    """What a member process is started with (``lens_scenarios.member``); the first agent member's
+    config (its client id aside) goes into the manifest."""
+    options, scenario = run.options, run.scenario
+    instance = member.group_instance_id and f"{run.group_id}-{member.group_instance_id}"
+    config = member_config(bootstrap=bootstrap, group_id=run.group_id,
+                           assignor=member_assignor(options.assignor, member.group_protocol),
+                           commit=options.commit, client_id=f"{run.run_id}-{process}",
+                           group_instance_id=instance, max_poll_interval_ms=scenario.max_poll_interval_ms,
+                           telemetry_topic=options.telemetry_topic,
+                           session_timeout_ms=options.session_timeout_ms, agent=member.agent,
+                           telemetry_bootstrap=options.telemetry_bootstrap,
+                           remote_assignor=member.remote_assignor)
+    if member.runtime == "java":
+        config = java_config(config)
+    if member.agent:
+        run.manifest.setdefault("consumer_config", {k: v for k, v in config.items() if k != "client.id"})
+    return {"run_dir": str(run.run_dir.resolve()), "member": member.name, "process": process, "agent": member.agent,
+            "topics": [t.name for t in scenario.topics],
+            "subscribe": list(member.topics or scenario.subscribe), "config": config,
+            "processing_ms": scenario.processing_ms, "commit": options.commit,
+            "commit_batch_records": scenario.commit_batch_records}
+
+
+@dataclass
+class _Players:
+    """What plays a run: the member processes, the record stream, the timeline."""
+
+    fleet: Fleet
+    feeder: Feeder
+    timeline: Timeline
+    duration_s: float
+    on_progress: Callable[[Progress], None]
+
+    def report(self, phase: str, elapsed: float = 0.0) -> None:
+        last = self.timeline.log[-1] if self.timeline.log else None
+        self.on_progress(Progress(phase, elapsed, self.duration_s, self.feeder.produced,
+                                  self.fleet.delivered_total(), len(self.fleet.running), self.fleet.assigned_total(),
+                                  f"{last['action']} {last['step']} {','.join(last['members'])}" if last else ""))
+
+
+def _play(run: _Run, players: _Players) -> None:
+    """Start the feeder and the initial members, wait for the group to form, play the timeline
+    for ``duration_s``, then stop every member gracefully."""
+    scenario, fleet, timeline = run.scenario, players.fleet, players.timeline
+    players.feeder.start()
+    for member in scenario.members:
+        fleet.start(member)
+    run.manifest["settled"] = _wait_settled(fleet, scenario.partitions, players.report)
+    run.manifest["timeline_start_mono_ns"] = time.monotonic_ns()
+    run.manifest["timeline_start_wall_ns"] = time.time_ns()
+    timeline.start()
+    end = time.monotonic() + scenario.duration_s
+    while time.monotonic() < end or timeline.is_alive():
+        players.report("running", min(scenario.duration_s, scenario.duration_s - (end - time.monotonic())))
+        time.sleep(0.25)
+    players.report("stopping members", scenario.duration_s)
+    # the end of the run is a scale-in of every member: the handoffs it makes get that cause in truth
+    timeline.log.append({"action": "scale_in", "step": "stop all (end of run)", "members": sorted(fleet.running),
+                         "planned_s": scenario.duration_s,
+                         "at_s": round(time.monotonic() - timeline.started_mono, 3), "wall": time.time()})
+    fleet.stop_all()
+
+
+def _stop_abruptly(players: _Players) -> None:
+    """On an exception or Ctrl-C: cancel the timeline, stop the members (SIGKILL after a short grace)."""
+    players.timeline.cancelled.set()
+    try:
+        players.fleet.stop_all(timeout_s=INTERRUPT_GRACE_S)
+    finally:
+        players.fleet.kill_all()
+
+
+def _write_manifest(run: _Run, players: _Players) -> None:
+    """The manifest's closing keys (what was produced, the actions played, the processes), and its file."""
+    fleet, feeder = players.fleet, players.feeder
+    run.manifest.update({"end_wall": time.time(), "produced": feeder.produced,
+                         "produce_errors": feeder.errors, "actions": players.timeline.log,
+                         "processes": [h.describe() for h in fleet.history],
+                         "client_errors": {h.process: h.errors[:20] for h in fleet.history if h.errors}})
+    (run.run_dir / "manifest.json").write_text(json.dumps(run.manifest, indent=2, default=str))
+
+
+def run_scenario(scenario: Scenario, options: RunOptions,
+                 on_progress: Callable[[Progress], None] = lambda _p: None) -> RunResult:
+    """Play ``scenario`` under ``options`` as the module docstring outlines: broker and topics,
+    feeder and members, the group formed, the timeline played, manifest and ground truth written."""
+    run = _prepare(scenario, options)
     with contextlib.ExitStack() as stack:
-        if options.bootstrap is None:
-            from lens_runtime.kafka_broker import EmbeddedKafka
-
-            on_progress(Progress("starting broker", 0, scenario.duration_s, 0, 0, 0, 0, ""))
-            bootstrap = stack.enter_context(EmbeddedKafka()).bootstrap_servers
-        else:
-            bootstrap = options.bootstrap
-        manifest["bootstrap"] = bootstrap
-        _create_topics(bootstrap, scenario, options.telemetry_topic)
-
-        def spec_for(member: MemberSpec, process: str) -> dict[str, Any]:
-            instance = member.group_instance_id and f"{group_id}-{member.group_instance_id}"
-            config = member_config(bootstrap=bootstrap, group_id=group_id,
-                                   assignor=member_assignor(options.assignor, member.group_protocol),
-                                   commit=options.commit, client_id=f"{run_id}-{process}",
-                                   group_instance_id=instance, max_poll_interval_ms=scenario.max_poll_interval_ms,
-                                   telemetry_topic=options.telemetry_topic,
-                                   session_timeout_ms=options.session_timeout_ms, agent=member.agent,
-                                   telemetry_bootstrap=options.telemetry_bootstrap,
-                                   remote_assignor=member.remote_assignor)
-            if member.runtime == "java":
-                config = java_config(config)
-            if member.agent:
-                manifest.setdefault("consumer_config", {k: v for k, v in config.items() if k != "client.id"})
-            return {"run_dir": str(run_dir.resolve()), "member": member.name, "process": process, "agent": member.agent,
-                    "topics": [t.name for t in scenario.topics],
-                    "subscribe": list(member.topics or scenario.subscribe), "config": config,
-                    "processing_ms": scenario.processing_ms, "commit": options.commit,
-                    "commit_batch_records": scenario.commit_batch_records}
-
-        fleet = Fleet(run_dir, spec_for)
-        feeder = Feeder(bootstrap, scenario.topics, scenario.rate_per_partition)
-        timeline = Timeline(scenario, fleet, options.phase_jitter_s)
-
-        def report(phase: str, elapsed: float = 0.0) -> None:
-            last = timeline.log[-1] if timeline.log else None
-            on_progress(Progress(phase, elapsed, scenario.duration_s, feeder.produced, fleet.delivered_total(),
-                                 len(fleet.running), fleet.assigned_total(),
-                                 f"{last['action']} {last['step']} {','.join(last['members'])}" if last else ""))
-
+        bootstrap = _broker(stack, run, on_progress)
+        run.manifest["bootstrap"] = bootstrap
+        _create_topics(bootstrap, run.scenario, options.telemetry_topic)
+        fleet = Fleet(run.run_dir, functools.partial(_member_spec, run, bootstrap))
+        players = _Players(fleet, Feeder(bootstrap, run.scenario.topics, run.scenario.rate_per_partition),
+                           Timeline(run.scenario, fleet, options.phase_jitter_s), run.scenario.duration_s, on_progress)
         try:
-            feeder.start()
-            for member in scenario.members:
-                fleet.start(member)
-            manifest["settled"] = _wait_settled(fleet, scenario.partitions, report)
-            manifest["timeline_start_mono_ns"] = time.monotonic_ns()
-            manifest["timeline_start_wall_ns"] = time.time_ns()
-            timeline.start()
-            end = time.monotonic() + scenario.duration_s
-            while time.monotonic() < end or timeline.is_alive():
-                report("running", min(scenario.duration_s, scenario.duration_s - (end - time.monotonic())))
-                time.sleep(0.25)
-            report("stopping members", scenario.duration_s)
-            # the end of the run is a scale-in of every member: the handoffs it makes get that cause in truth
-            timeline.log.append({"action": "scale_in", "step": "stop all (end of run)", "members": sorted(fleet.running),
-                                 "planned_s": scenario.duration_s,
-                                 "at_s": round(time.monotonic() - timeline.started_mono, 3), "wall": time.time()})
-            fleet.stop_all()
+            _play(run, players)
         except BaseException:
-            timeline.cancelled.set()
-            try:
-                fleet.stop_all(timeout_s=INTERRUPT_GRACE_S)
-            finally:
-                fleet.kill_all()
+            _stop_abruptly(players)
             raise
         finally:
-            feeder.stop()
-            manifest.update({"end_wall": time.time(), "produced": feeder.produced,
-                             "produce_errors": feeder.errors, "actions": timeline.log,
-                             "processes": [h.describe() for h in fleet.history],
-                             "client_errors": {h.process: h.errors[:20] for h in fleet.history if h.errors}})
-            (run_dir / "manifest.json").write_text(json.dumps(manifest, indent=2, default=str))
-    truth = GroundTruth.load(run_dir)
-    (run_dir / "truth.json").write_text(json.dumps(truth.to_json(), indent=2))
-    return RunResult(run_dir, manifest, truth, time.monotonic() - started_mono)
+            players.feeder.stop()
+            _write_manifest(run, players)
+    truth = GroundTruth.load(run.run_dir)
+    (run.run_dir / "truth.json").write_text(json.dumps(truth.to_json(), indent=2))
+    return RunResult(run.run_dir, run.manifest, truth, time.monotonic() - run.started_mono)

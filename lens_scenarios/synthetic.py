@@ -77,7 +77,8 @@ class Member:
         return self
 
     def _emit(self, kind: str, body: dict[str, Any]) -> "Member":
-        identity = {"agent_id": self.agent_id, "group_id": self.fleet.group, "group_instance_id": self.group_instance_id,
+        identity = {"agent_id": self.agent_id, "group_id": self.fleet.group,
+                    "group_instance_id": self.group_instance_id,
                     "client_id": self.client_id, "host": self.host, "pid": 1000 + len(self.agent_id),
                     "group_protocol": self.group_protocol, "rebalance_protocol": self.rebalance_protocol,
                     "assignor": self.assignor}

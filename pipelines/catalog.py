@@ -182,8 +182,9 @@ HANDOFFS = Table(
         "handoff_id string, cluster_id string, group_id string, topic string, partition bigint, prev_agent_id string, "
         "prev_member_id string, next_agent_id string, next_member_id string, same_owner boolean, "
         "prev_assigned_ms bigint, generation bigint, release_kind string, revoke_ms bigint, assigned_ms bigint, "
-        "first_fetch_ms bigint, first_fetch_offset bigint, first_fetch_window_ms double, first_fetch_timestamp_ms bigint, "
-        "last_processed_at_revoke bigint, committed_at_revoke bigint, uncommitted_at_revoke bigint, "
+        "first_fetch_ms bigint, first_fetch_offset bigint, first_fetch_window_ms double, "
+        "first_fetch_timestamp_ms bigint, last_processed_at_revoke bigint, committed_at_revoke bigint, "
+        "uncommitted_at_revoke bigint, "
         "revoke_callback_ms double, revoke_event_id string, commit_in_revoke boolean, pause_s double, "
         "pause_upper_s double, duplicates bigint, duplicates_upper bigint, "
         "episode_id string, episode_start_ms bigint, cause string, unseen_owner boolean"))
@@ -305,6 +306,7 @@ VERIFICATIONS = Table(
 # The tables the pipeline's stages write (a run of every stage writes each), then the closed loop's.
 TABLES: tuple[Table, ...] = (BRONZE, QUARANTINE, VALIDATION_SUMMARY, STAGE_PROGRESS, EVENTS, SEQUENCES, MEMBER_STATES,
                              COMMITS,
-                             OWNERSHIP, HANDOFFS, EPISODES, MEMBERS, COVERAGE, PROTOCOL_PHASES, PROCESSED, METRICS, FOLD_STATE, REBALANCE_EVENTS, WHAT_IF,
+                             OWNERSHIP, HANDOFFS, EPISODES, MEMBERS, COVERAGE, PROTOCOL_PHASES, PROCESSED, METRICS,
+                             FOLD_STATE, REBALANCE_EVENTS, WHAT_IF,
                              RECOMMENDATIONS)
 CLOSED_LOOP_TABLES: tuple[Table, ...] = (VERIFICATIONS,)

@@ -148,7 +148,8 @@ MARTS: tuple[Migration, ...] = (
     *(Migration(f"marts/{name}", _renamed(_COSTS, _PAUSE))
       for name in ("group_hourly_costs", "group_cause_costs", "member_costs", "host_costs", "rebalance_episodes")),
     Migration("marts/group_daily_costs", _renamed(
-        f"{_COSTS}, paused_partition_s_change pause_change_s", {**_PAUSE, "paused_partition_s_change": POINT_FIGURE_PAUSE})),
+        f"{_COSTS}, paused_partition_s_change pause_change_s",
+        {**_PAUSE, "paused_partition_s_change": POINT_FIGURE_PAUSE})),
     Migration("marts/episode_handoffs", _renamed(
         "paused_s pause_s, paused_upper_s pause_upper_s", {"paused_s": POINT_FIGURE_PAUSE})),
     Migration("marts/config_comparison", _renamed(

@@ -20,7 +20,8 @@ Group = tuple[str, str]  # (cluster_id, group_id): catalog.GROUP_KEY
 
 
 def changed_groups(spark: SparkSession, config: PipelineConfig, after_batch: int, upto_batch: int) -> list[Group]:
-    """Groups (``catalog.GROUP_KEY``) with events validated in (after_batch, upto_batch], or with events since ``config.since_ms``.
+    """Groups (``catalog.GROUP_KEY``) with events validated in (after_batch, upto_batch], or with events
+    since ``config.since_ms``.
 
     A list, not a DataFrame: the reads and writes downstream take it as a literal list,
     which Delta skips files by (a join skips none). No batch in the range and no ``since_ms``:

@@ -34,7 +34,8 @@ def known_runs(spark: SparkSession, lake_path: str, agents: DataFrame, batch_id:
             .join(F.broadcast(agents), "agent_id", "left_semi"))
     latest = Window.partitionBy("agent_id").orderBy(F.desc("validate_batch"))
     runs = (rows.withColumn("_n", F.row_number().over(latest)).where("_n = 1")
-            .select("agent_id", "group_id", F.explode("runs").alias("r")).select("agent_id", "group_id", "r.lo", "r.hi"))
+            .select("agent_id", "group_id", F.explode("runs").alias("r"))
+            .select("agent_id", "group_id", "r.lo", "r.hi"))
     return None if runs.limit(1).isEmpty() else runs
 
 
@@ -106,7 +107,8 @@ def prune(spark: SparkSession, lake_path: str) -> int:
     rows = lake.read(spark, lake_path, table)
     latest = (rows.where(F.col("validate_batch") <= done).groupBy("agent_id")
               .agg(F.max("validate_batch").alias("latest")))
-    stale = rows.join(latest, "agent_id").where(F.col("validate_batch") < F.col("latest")).select("agent_id", "validate_batch")
+    stale = (rows.join(latest, "agent_id").where(F.col("validate_batch") < F.col("latest"))
+             .select("agent_id", "validate_batch"))
     count = stale.count()
     if count:
         (DeltaTable.forPath(spark, table.location(lake_path)).alias("t")

@@ -174,7 +174,8 @@ def rules(config: PipelineConfig) -> list[Rule]:
         Rule("implausible_time", E.ExpectColumnValuesToBeBetween(column="event_time_ms",
                                                                  min_value=config.min_event_time_ms)),
         Rule("time_far_from_kafka", E.ExpectColumnValuesToBeBetween(
-            column="event_lag_ms", min_value=-config.max_clock_skew_s * 1000, max_value=config.max_event_delay_s * 1000)),
+            column="event_lag_ms", min_value=-config.max_clock_skew_s * 1000,
+            max_value=config.max_event_delay_s * 1000)),
         Rule("negative_offset", E.ExpectColumnValuesToBeBetween(column="min_offset", min_value=0)),
         Rule("sequence_gap", E.ExpectColumnValuesToBeBetween(column="seq_gap", min_value=0, max_value=0),
              quarantine=False),
@@ -329,6 +330,81 @@ def _suspects(validator: Validator, typed: DataFrame) -> DataFrame:
     return checked.where(validator.suspect).select(*validator.inputs(checked))
 
 
+def _id_stats(landed: DataFrame) -> Row:
+    """The batch's rows, event ids and distinct ids.
+
+    Ids compared by a 64-bit hash, a narrower shuffle than the id strings (this count took
+    33.5 s at 10M events with strings, 17.1 s with hashes). As many distinct hashes as ids
+    proves the ids distinct; a collision only sends the batch through the exact repeat search."""
+    return landed.agg(F.count("*").alias("rows"), F.count("event_id").alias("ids"),
+                      F.count_distinct(F.when(F.col("event_id").isNotNull(), F.xxhash64("event_id")))
+                      .alias("distinct_ids")).first()
+
+
+def _earlier_events(spark: SparkSession, lake_path: str, landed: DataFrame, batch_id: int) -> DataFrame | None:
+    """The events of earlier batches an event of this one could repeat, None when there are none.
+
+    A resent event is the same event: same group, same time, so the same event date. Only
+    those dates' files of earlier batches are read for repeats, not the groups' history."""
+    scope = (landed.where(F.col("group_id").isNotNull()).select(*catalog.GROUP_KEY, "event_date").distinct()
+             .collect())
+    if not scope:
+        return None
+    groups = sorted({(r.cluster_id, r.group_id) for r in scope})
+    dates = sorted({r.event_date for r in scope if r.event_date})
+    earlier = (lake.rows_of(spark, lake_path, catalog.EVENTS, catalog.GROUP_KEY, groups)
+               .where((F.col("validate_batch") < batch_id) & F.col("event_date").isin(dates)))
+    if not dates or earlier.limit(1).isEmpty():
+        return None
+    return earlier
+
+
+def _sequence_findings(landed: DataFrame, known: DataFrame | None) -> tuple[list[Row], list[dict[str, Any]]]:
+    """The batch's sequence gaps, and the rows the timeline rules check (``timeline_rows``)."""
+    gaps = sequences.gaps(landed.select("agent_id", "seq", *BRONZE_KEYS), known).collect()
+    conflicts = sequences.group_conflicts(landed.select("agent_id", "group_id", *BRONZE_KEYS), known)
+    return gaps, timeline_rows(gaps, conflicts.collect() if conflicts is not None else [])
+
+
+def _quarantine(spark: SparkSession, lake_path: str, batch: DataFrame, batch_id: int,
+                reasons: dict[tuple, list[str]]) -> DataFrame:
+    """Write the quarantined rows with their reasons (the table is created on the first batch);
+    their bronze keys and reasons."""
+    bad = spark.createDataFrame([(*k, v) for k, v in sorted(reasons.items())],
+                                f"{catalog.ddl_of(catalog.KAFKA_PLACE)}, reasons array<string>")
+    if reasons or not lake.exists(spark, lake_path, catalog.QUARANTINE):
+        quarantined = batch.join(F.broadcast(bad), list(BRONZE_KEYS)).select(
+            *catalog.BRONZE.column_names(), "reasons", F.lit(batch_id).cast("bigint").alias("validate_batch"))
+        if not reasons:  # create the table empty, without reading the batch to join it with nothing
+            quarantined = spark.createDataFrame([], quarantined.schema)
+        lake.insert_new(spark, lake_path, catalog.QUARANTINE, quarantined)
+    return bad
+
+
+def _drop_repeats(spark: SparkSession, config: PipelineConfig, batch_id: int, good: DataFrame,
+                  earlier: DataFrame | None, delete: bool) -> int:
+    """How many ``good`` rows repeat an event id; with ``delete``, those rows leave events."""
+    with lake.spilled(spark, _repeats(good, earlier), f"{config.checkpoint_path}/validate_repeats") as repeats:
+        n_repeats = repeats.count()
+        if delete and n_repeats:
+            _delete_landed(spark, config.lake_path, batch_id, repeats)
+    return n_repeats
+
+
+def _keep_or_drop(spark: SparkSession, lake_path: str, batch_id: int, passed: bool, bad: DataFrame | None,
+                  known: DataFrame | None) -> None:
+    """A failed batch's events all leave; a passed one's quarantined rows (``bad``) leave and its
+    agents' sequence runs are recorded."""
+    of_batch = F.expr(f"validate_batch = {int(batch_id)}")
+    if not passed:
+        lake.delete_rows(spark, lake_path, catalog.EVENTS, of_batch)
+        return
+    if bad is not None:
+        _delete_landed(spark, lake_path, batch_id, bad.select(*BRONZE_KEYS))
+    kept = lake.read(spark, lake_path, catalog.EVENTS).where(of_batch).select("agent_id", "group_id", "seq")
+    sequences.record(spark, lake_path, batch_id, kept, known)
+
+
 def validate_batch(spark: SparkSession, config: PipelineConfig, validator: Validator,
                    batch: DataFrame, batch_id: int) -> dict[str, Any]:
     """Validate one bronze batch, write quarantine, events and the summary; the summary row.
@@ -343,60 +419,25 @@ def validate_batch(spark: SparkSession, config: PipelineConfig, validator: Valid
     """
     lake_path = config.lake_path
     this_batch = f"validate_batch = {int(batch_id)}"  # the rows of this batch, in events and in the summary
-    of_batch = F.expr(this_batch)
     # Replacing the batch's rows also drops what a crashed attempt landed, in the same commit.
     # A lake written before a column joined events (later_version_json) gets it here (replace_where merges schemas).
     lake.replace_where(spark, lake_path, catalog.EVENTS, _event_rows(validator, parse(batch), batch_id), this_batch)
-    landed = lake.read(spark, lake_path, catalog.EVENTS).where(of_batch)
-    # Ids compared by a 64-bit hash, a narrower shuffle than the id strings (this count took
-    # 33.5 s at 10M events with strings, 17.1 s with hashes). As many distinct hashes as ids
-    # proves the ids distinct; a collision only sends the batch through the exact repeat search.
-    stats = landed.agg(F.count("*").alias("rows"), F.count("event_id").alias("ids"),
-                       F.count_distinct(F.when(F.col("event_id").isNotNull(), F.xxhash64("event_id")))
-                       .alias("distinct_ids")).first()
-    rows = stats["rows"]
-    scope = (landed.where(F.col("group_id").isNotNull()).select(*catalog.GROUP_KEY, "event_date").distinct()
-             .collect())
-    earlier = None
-    if scope:
-        # A resent event is the same event: same group, same time, so the same event date. Only
-        # those dates' files of earlier batches are read for repeats, not the groups' history.
-        groups = sorted({(r.cluster_id, r.group_id) for r in scope})
-        dates = sorted({r.event_date for r in scope if r.event_date})
-        earlier = (lake.rows_of(spark, lake_path, catalog.EVENTS, catalog.GROUP_KEY, groups)
-                   .where((F.col("validate_batch") < batch_id) & F.col("event_date").isin(dates)))
-        if not dates or earlier.limit(1).isEmpty():
-            earlier = None
+    landed = lake.read(spark, lake_path, catalog.EVENTS).where(F.expr(this_batch))
+    stats = _id_stats(landed)
+    earlier = _earlier_events(spark, lake_path, landed, batch_id)
     known = sequences.known_runs(spark, lake_path, landed.select("agent_id").distinct(), batch_id)
-    gaps = sequences.gaps(landed.select("agent_id", "seq", *BRONZE_KEYS), known).collect()
-    conflicts = sequences.group_conflicts(landed.select("agent_id", "group_id", *BRONZE_KEYS), known)
-    timeline = timeline_rows(gaps, conflicts.collect() if conflicts is not None else [])
+    gaps, timeline = _sequence_findings(landed, known)
     reasons, failures = validator.check(_suspects(validator, landed.where(F.col(SUSPECTED_BY).isNotNull())), timeline)
-    bad = spark.createDataFrame([(*k, v) for k, v in sorted(reasons.items())],
-                                f"{catalog.ddl_of(catalog.KAFKA_PLACE)}, reasons array<string>")
-    if reasons or not lake.exists(spark, lake_path, catalog.QUARANTINE):
-        quarantined = batch.join(F.broadcast(bad), list(BRONZE_KEYS)).select(
-            *catalog.BRONZE.column_names(), "reasons", F.lit(batch_id).cast("bigint").alias("validate_batch"))
-        if not reasons:  # create the table empty, without reading the batch to join it with nothing
-            quarantined = spark.createDataFrame([], quarantined.schema)
-        lake.insert_new(spark, lake_path, catalog.QUARANTINE, quarantined)
+    bad = _quarantine(spark, lake_path, batch, batch_id, reasons)
+    rows = stats["rows"]
     passed = len(reasons) <= config.max_bad_row_fraction * rows
     good = landed.select("event_id", *BRONZE_KEYS)
     if reasons:
         good = good.join(F.broadcast(bad), list(BRONZE_KEYS), "left_anti")
     n_repeats, valid = 0, rows - len(reasons)
     if stats["distinct_ids"] < stats["ids"] or earlier is not None:  # some event id may repeat
-        with lake.spilled(spark, _repeats(good, earlier), f"{config.checkpoint_path}/validate_repeats") as repeats:
-            n_repeats = repeats.count()
-            if passed and n_repeats:
-                _delete_landed(spark, lake_path, batch_id, repeats)
-    if not passed:
-        lake.delete_rows(spark, lake_path, catalog.EVENTS, of_batch)
-    else:
-        if reasons:
-            _delete_landed(spark, lake_path, batch_id, bad.select(*BRONZE_KEYS))
-        kept = lake.read(spark, lake_path, catalog.EVENTS).where(of_batch).select("agent_id", "group_id", "seq")
-        sequences.record(spark, lake_path, batch_id, kept, known)
+        n_repeats = _drop_repeats(spark, config, batch_id, good, earlier, delete=passed)
+    _keep_or_drop(spark, lake_path, batch_id, passed, bad if reasons else None, known)
     summary = {"validate_batch": batch_id, "rows": rows, "quarantined": len(reasons), "valid": valid,
                "duplicates": n_repeats, "new_events": valid - n_repeats,
                "sequence_gaps": failures.get("sequence_gap", 0),
@@ -413,7 +454,8 @@ def timeline_rows(gaps: list[Row], conflicts: list[Row]) -> list[dict[str, Any]]
     for found, column in ((gaps, "seq_gap"), (conflicts, "agent_group")):
         for r in found:
             key = tuple(r[k] for k in BRONZE_KEYS)
-            rows.setdefault(key, {**dict(zip(BRONZE_KEYS, key)), "seq_gap": None, "agent_group": None})[column] = r[column]
+            row = rows.setdefault(key, {**dict(zip(BRONZE_KEYS, key)), "seq_gap": None, "agent_group": None})
+            row[column] = r[column]
     return list(rows.values())
 
 

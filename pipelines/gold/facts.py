@@ -4,9 +4,10 @@
 Why Spark owns the cut: most events are progress and commits, each touching many
 partitions; Spark explodes their typed body columns natively and ``runs`` sums them before
 any row reaches Python, so the Python fold reads a few flat rows per ownership interval and
-parses no JSON. A cut in Python would move every event through Arrow into the workers first. The one thing that crosses partitions, whether a member had stalled when it
-reported progress, is decided here from its own events: a stall (a move to the stale state)
-lasts until the member is next assigned, revoked or lost anything.
+parses no JSON. A cut in Python would move every event through Arrow into the workers first.
+The one thing that crosses partitions, whether a member had stalled when it reported progress,
+is decided here from its own events: a stall (a move to the stale state) lasts until the member
+is next assigned, revoked or lost anything.
 
 Most facts are progress and commits, and the fold only sums them into their member's latest
 interval: ``runs`` sums each run of them (a member's facts of one kind between two facts that
@@ -39,7 +40,8 @@ FACT_DDL = ("cluster_id string, group_id string, topic string, partition bigint,
             "event_time_ms bigint, "
             "agent_id string, seq bigint, member_id string, group_instance_id string, host string, client_id string, "
             "generation bigint, position bigint, last_processed_offset bigint, committed_offset bigint, lag bigint, "
-            "processed bigint, log_end bigint, max_rate double, interval_ms double, moved_ms bigint, callback_ms double, revoke_committed boolean, "
+            "processed bigint, log_end bigint, max_rate double, interval_ms double, moved_ms bigint, "
+            "callback_ms double, revoke_committed boolean, "
             "offset bigint, first_ms bigint, first_offset bigint, offset_error string, request_error string, "
             "in_revoke boolean, window_ms double, timestamp_ms bigint, stalled boolean, uncommitted bigint, "
             "uncommitted_samples bigint")
@@ -95,7 +97,8 @@ def facts(events: DataFrame, stall_rows: DataFrame) -> DataFrame:
     changes = (events.where(F.col("kind").isin(list(CHANGES)))
                .select(*env, F.explode("partitions_change.partitions").alias("p"),
                        F.col("partitions_change.callback_ms").alias("callback_ms"),
-                       F.coalesce("partitions_change.commit_on_revoke.committed", F.lit(False)).alias("revoke_committed"))
+                       F.coalesce("partitions_change.commit_on_revoke.committed", F.lit(False))
+                       .alias("revoke_committed"))
                .select("*", "p.topic", "p.partition", "p.position", "p.last_processed_offset", "p.committed_offset"))
     fetches = (events.where("kind = 'first_fetch'")
                .select(*env, "first_fetch.topic", "first_fetch.partition", "first_fetch.offset",
@@ -143,9 +146,9 @@ def runs(rows: DataFrame) -> DataFrame:
     interval a member's fact updates, and whether the next owner has read, change only there)
     and at ``before_ms``, where the fold keeps its state. What the fold takes from a run equals
     what it takes from its facts one by one: the sum of records, the first log end and its
-    time, the last position, offsets and lag, the highest rate, interval and ``moved_ms``; of commits the
-    highest offset, and the highest at the earliest millisecond (``PartitionFold.feed``). Stalled progress and failed commits, which
-    the fold ignores, are dropped here.
+    time, the last position, offsets and lag, the highest rate, interval and ``moved_ms``; of commits
+    the highest offset, and the highest at the earliest millisecond (``PartitionFold.feed``). Stalled
+    progress and failed commits, which the fold ignores, are dropped here.
     """
     upto = (Window.partitionBy(*GROUP_KEY, "topic", "partition").orderBy("event_time_ms", "agent_id", "seq")
             .rowsBetween(Window.unboundedPreceding, Window.currentRow))
@@ -157,7 +160,8 @@ def runs(rows: DataFrame) -> DataFrame:
                 .agg(F.max(F.struct("event_time_ms", "seq", "position", "last_processed_offset", "lag")).alias("last"),
                      F.sum("processed").alias("processed"), F.max("max_rate").alias("max_rate"),
                      F.max("interval_ms").alias("interval_ms"), F.max("moved_ms").alias("moved_ms"),
-                     F.sum("uncommitted").alias("uncommitted"), F.sum("uncommitted_samples").alias("uncommitted_samples"),
+                     F.sum("uncommitted").alias("uncommitted"),
+                     F.sum("uncommitted_samples").alias("uncommitted_samples"),
                      F.min(F.when(F.col("log_end").isNotNull(), F.struct("event_time_ms", "seq", "log_end")))
                      .alias("first"))
                 .select(*keys, "last.*", "processed", "max_rate", "interval_ms", "moved_ms", "uncommitted",

@@ -26,7 +26,8 @@ from pipelines.gold.protocol_phases import protocol_phases
 from pipelines.gold.unseen import coverage_by_hour, rounds_of, split
 
 # What the pass reads of each ownership interval (``catalog.OWNERSHIP``).
-INTERVAL_FIELDS = ("cluster_id", "group_id", "assign_event_id", "topic", "partition", "agent_id", "member_id", "assigned_ms",
+INTERVAL_FIELDS = ("cluster_id", "group_id", "assign_event_id", "topic", "partition", "agent_id", "member_id",
+                   "assigned_ms",
                    "release_kind", "released_ms", "release_event_id", "callback_ms", "commit_in_revoke",
                    "last_processed_at_release", "committed_at_release", "committed_max", "generation",
                    "first_fetch_ms", "first_fetch_offset", "first_fetch_window_ms", "first_fetch_timestamp_ms",

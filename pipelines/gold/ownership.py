@@ -19,9 +19,10 @@ says how fast the log grew. ``last_progress_position`` is the position at the ow
 records handed out by then) and ``max_progress_interval_ms`` the longest time it took between
 two of its progress ticks: a crashed owner's silence is measured against it
 (``pipelines.gold.handoffs``); ``last_record_after_ms`` is the tick before the last one that
-counted records processed (handed out, in the default processing mode): its last record came later. ``committed_max`` is the highest offset the owner committed for the partition while
-it held it and until the next owner's first fetch: with auto-commit librdkafka
-commits after the revoke callback, and that commit decides where the next owner starts.
+counted records processed (handed out, in the default processing mode): its last record came
+later. ``committed_max`` is the highest offset the owner committed for the partition while it held
+it and until the next owner's first fetch: with auto-commit librdkafka commits after the revoke
+callback, and that commit decides where the next owner starts.
 ``uncommitted_sum`` over ``uncommitted_samples``: the records processed but not committed,
 on average over the owner's progress ticks (what the what-if's uncommitted window is read from).
 A member that stalled past ``max.poll.interval.ms`` (moved to the stale state) no longer
@@ -50,6 +51,36 @@ def _known(offset: int | None) -> int | None:
     return None if offset is None or offset == OFFSET_UNKNOWN else offset
 
 
+def _released(row: dict[str, Any], f: dict[str, Any]) -> None:
+    """The owner's revoke or lost callback closes its interval (a lost one after an unreleased close too)."""
+    if row["release_kind"] in (None, "unreleased"):
+        row.update(release_kind=RELEASING[f["kind"]], release_event_id=f["event_id"], released_ms=f["event_time_ms"],
+                   callback_ms=f["callback_ms"], commit_in_revoke=bool(f["revoke_committed"]),
+                   position_at_release=_known(f["position"]),
+                   last_processed_at_release=_known(f["last_processed_offset"]),
+                   committed_at_release=_known(f["committed_offset"]))
+
+
+def _progress(row: dict[str, Any], f: dict[str, Any]) -> None:
+    """A progress fact of the owner's: records processed, the log end, rates and the uncommitted window."""
+    if f["stalled"]:  # a stalled member's progress is not its owner's
+        return
+    row["processed"] += f["processed"]
+    if row["first_progress_log_end"] is None and f["log_end"] is not None:
+        row.update(first_progress_log_end=f["log_end"], first_progress_log_end_ms=f["first_ms"])
+    row.update(last_progress_ms=f["event_time_ms"], last_progress_processed_offset=_known(f["last_processed_offset"]),
+               last_progress_lag=f["lag"], last_progress_position=_known(f["position"]))
+    if f["max_rate"] is not None:
+        row["max_rate_per_s"] = max(row["max_rate_per_s"] or 0.0, f["max_rate"])
+    if f["interval_ms"] is not None:  # .get: a state kept before the column
+        row["max_progress_interval_ms"] = max(row.get("max_progress_interval_ms") or 0.0, f["interval_ms"])
+    if f["moved_ms"] is not None:
+        row["last_record_after_ms"] = max(row.get("last_record_after_ms") or f["moved_ms"], f["moved_ms"])
+    if f["uncommitted_samples"]:  # .get: a state kept before the columns
+        row["uncommitted_sum"] = (row.get("uncommitted_sum") or 0) + f["uncommitted"]
+        row["uncommitted_samples"] = (row.get("uncommitted_samples") or 0) + f["uncommitted_samples"]
+
+
 class PartitionFold:
     """One partition's ownership intervals, fed its facts in order (``feed``), resumable from
     ``state()``: a fold restored from the state of another, fed the facts that came after,
@@ -64,66 +95,64 @@ class PartitionFold:
         return i, (self.intervals[i] if i >= 0 else None)
 
     def feed(self, f: dict[str, Any]) -> None:
-        kind, agent, t = f["kind"], f["agent_id"], f["event_time_ms"]
-        i, row = self._latest(agent)
+        kind, agent = f["kind"], f["agent_id"]
         if kind == "partitions_assigned":
-            before = self.intervals[-1] if self.intervals else None
-            if before is not None:
-                if before["release_kind"] is None:
-                    before["release_kind"] = "unreleased"
-                before["next_assigned_ms"] = t
-            opened = dict.fromkeys(INTERVAL_COLUMNS)
-            opened.update({c: f[c] for c in ("cluster_id", "group_id", "topic", "partition", "agent_id", "member_id",
-                                              "group_instance_id", "host", "client_id", "generation")})
-            opened.update(assign_event_id=f["event_id"], assigned_ms=t, processed=0, commit_in_revoke=False)
-            self.intervals.append(opened)
-            self.latest_of[agent] = len(self.intervals) - 1
-        elif row is None:
+            self._assigned(f)
             return
-        elif kind in RELEASING:
-            if row["release_kind"] in (None, "unreleased"):
-                row.update(release_kind=RELEASING[kind], release_event_id=f["event_id"], released_ms=t,
-                           callback_ms=f["callback_ms"], commit_in_revoke=bool(f["revoke_committed"]),
-                           position_at_release=_known(f["position"]),
-                           last_processed_at_release=_known(f["last_processed_offset"]),
-                           committed_at_release=_known(f["committed_offset"]))
+        i, row = self._latest(agent)
+        if row is None:
+            return
+        if kind in RELEASING:
+            _released(row, f)
         elif kind == "first_fetch":
-            if row["first_fetch_ms"] is None:
-                row.update(first_fetch_ms=t, first_fetch_offset=_known(f["offset"]),
-                           first_fetch_window_ms=f["window_ms"] or 0.0, first_fetch_timestamp_ms=f["timestamp_ms"])
-                if i > 0:
-                    self.intervals[i - 1]["next_first_fetch_ms"] = t
+            self._first_fetch(i, row, f)
         elif kind == "progress":
-            if f["stalled"]:  # a stalled member's progress is not its owner's
-                return
-            row["processed"] += f["processed"]
-            if row["first_progress_log_end"] is None and f["log_end"] is not None:
-                row.update(first_progress_log_end=f["log_end"], first_progress_log_end_ms=f["first_ms"])
-            row.update(last_progress_ms=t, last_progress_processed_offset=_known(f["last_processed_offset"]),
-                       last_progress_lag=f["lag"], last_progress_position=_known(f["position"]))
-            if f["max_rate"] is not None:
-                row["max_rate_per_s"] = max(row["max_rate_per_s"] or 0.0, f["max_rate"])
-            if f["interval_ms"] is not None:  # .get: a state kept before the column
-                row["max_progress_interval_ms"] = max(row.get("max_progress_interval_ms") or 0.0, f["interval_ms"])
-            if f["moved_ms"] is not None:
-                row["last_record_after_ms"] = max(row.get("last_record_after_ms") or f["moved_ms"], f["moved_ms"])
-            if f["uncommitted_samples"]:  # .get: a state kept before the columns
-                row["uncommitted_sum"] = (row.get("uncommitted_sum") or 0) + f["uncommitted"]
-                row["uncommitted_samples"] = (row.get("uncommitted_samples") or 0) + f["uncommitted_samples"]
-        elif (kind == "commit" and f["request_error"] is None and f["offset_error"] is None
-              and _known(f["offset"]) is not None):
-            # Counts until the next owner's first fetch. Facts come in order, so a later one has
-            # not happened; an earlier one came before every commit of a run (a first fetch ends
-            # a run), so of a run only the commits at that very millisecond count.
-            nxt = self.intervals[i + 1] if i + 1 < len(self.intervals) else None
-            deadline = None if nxt is None else nxt["first_fetch_ms"]
-            counted = (f["offset"] if deadline is None or t <= deadline
-                       else f["first_offset"] if f["first_ms"] <= deadline else None)
-            if counted is not None:
-                row["committed_max"] = max(row["committed_max"] if row["committed_max"] is not None
-                                           else OFFSET_UNKNOWN, counted)
-            if f["in_revoke"]:
-                row["commit_in_revoke"] = True
+            _progress(row, f)
+        elif kind == "commit":
+            self._commit(i, row, f)
+
+    def _assigned(self, f: dict[str, Any]) -> None:
+        """A new interval opens; the partition's previous one, if still open, was never released."""
+        t = f["event_time_ms"]
+        before = self.intervals[-1] if self.intervals else None
+        if before is not None:
+            if before["release_kind"] is None:
+                before["release_kind"] = "unreleased"
+            before["next_assigned_ms"] = t
+        opened = dict.fromkeys(INTERVAL_COLUMNS)
+        opened.update({c: f[c] for c in ("cluster_id", "group_id", "topic", "partition", "agent_id", "member_id",
+                                          "group_instance_id", "host", "client_id", "generation")})
+        opened.update(assign_event_id=f["event_id"], assigned_ms=t, processed=0, commit_in_revoke=False)
+        self.intervals.append(opened)
+        self.latest_of[f["agent_id"]] = len(self.intervals) - 1
+
+    def _first_fetch(self, i: int, row: dict[str, Any], f: dict[str, Any]) -> None:
+        """The owner's first fetch of interval ``i`` (``row``), which the previous interval's handoff ends at."""
+        if row["first_fetch_ms"] is None:
+            t = f["event_time_ms"]
+            row.update(first_fetch_ms=t, first_fetch_offset=_known(f["offset"]),
+                       first_fetch_window_ms=f["window_ms"] or 0.0, first_fetch_timestamp_ms=f["timestamp_ms"])
+            if i > 0:
+                self.intervals[i - 1]["next_first_fetch_ms"] = t
+
+    def _commit(self, i: int, row: dict[str, Any], f: dict[str, Any]) -> None:
+        """A successful commit by interval ``i``'s owner (``row``); a failed one, or one of no known offset, counts not.
+
+        Counts until the next owner's first fetch. Facts come in order, so a later one has
+        not happened; an earlier one came before every commit of a run (a first fetch ends
+        a run), so of a run only the commits at that very millisecond count."""
+        if f["request_error"] is not None or f["offset_error"] is not None or _known(f["offset"]) is None:
+            return
+        t = f["event_time_ms"]
+        nxt = self.intervals[i + 1] if i + 1 < len(self.intervals) else None
+        deadline = None if nxt is None else nxt["first_fetch_ms"]
+        counted = (f["offset"] if deadline is None or t <= deadline
+                   else f["first_offset"] if f["first_ms"] <= deadline else None)
+        if counted is not None:
+            row["committed_max"] = max(row["committed_max"] if row["committed_max"] is not None
+                                       else OFFSET_UNKNOWN, counted)
+        if f["in_revoke"]:
+            row["commit_in_revoke"] = True
 
     def state(self) -> dict[str, Any] | None:
         """What a later fold needs (None: nothing): the intervals from the earliest one a later

@@ -7,8 +7,8 @@ partition's facts (``pipelines.gold.facts``) from its state as of the group's ``
 (``catalog.FOLD_STATE``), so a large group spreads over many tasks and no task holds a
 group's history. The group pass (``pipelines.gold.group_pass``) then gives each handoff its
 cause and episode and builds the episodes and members, from the group's rebalance events
-(a small share of its telemetry, which gold keeps in ``catalog.REBALANCE_EVENTS``) and handoffs. Metrics are sums over those and the records
-processed per hour (``catalog.PROCESSED``).
+(a small share of its telemetry, which gold keeps in ``catalog.REBALANCE_EVENTS``) and
+handoffs. Metrics are sums over those and the records processed per hour (``catalog.PROCESSED``).
 
 ``before_ms`` is ``gold_lateness_s`` before the group's newest event: each run folds the
 events from there again, so events up to that late still land
@@ -17,11 +17,12 @@ without a state) is refolded from all its events: the same code from an empty st
 """
 from __future__ import annotations
 
-from functools import reduce
+from dataclasses import dataclass
+from functools import partial, reduce
 from typing import Any
 
 import orjson
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines import catalog, lake
@@ -160,7 +161,8 @@ def _rebalance_events(spark: SparkSession, config: PipelineConfig, groups: list[
     lake_path, table = config.lake_path, catalog.REBALANCE_EVENTS
     after = lake.stage_mark(spark, lake_path, "gold") if lake.exists(spark, lake_path, table) else -1
     new = (lake.read(spark, lake_path, catalog.EVENTS)
-           .where((F.col("validate_batch") > after) & (F.col("validate_batch") <= high) & F.col("kind").isin(GROUP_KINDS))
+           .where((F.col("validate_batch") > after) & (F.col("validate_batch") <= high)
+                  & F.col("kind").isin(GROUP_KINDS))
            .select(*table.column_names()))
     lake.replace_where(spark, lake_path, table, new, f"validate_batch > {int(after)} AND validate_batch <= {int(high)}")
     return lake.rows_of(spark, lake_path, table, GROUP, groups)
@@ -187,20 +189,31 @@ def _stored(spark: SparkSession, config: PipelineConfig, table: catalog.Table, g
     return lake.declared(lake.rows_of(spark, config.lake_path, table, GROUP, groups), table)
 
 
-def run(spark: SparkSession, config: PipelineConfig, progress: Progress = print) -> dict[str, int]:
-    """Gold for the groups with events validated since gold last ran, from their fold states."""
-    todo = pending(spark, config, "gold", progress)
-    if todo is None:
-        return {"groups": 0}
-    high, groups = todo
+def _marks_kept(spark: SparkSession, config: PipelineConfig, groups: list[Group],
+                high: int) -> dict[Group, tuple[int, list[str]]]:
+    """The marks of the groups that continue from their state: none with ``since_ms`` set, and
+    none of a group with a late event."""
     marks = {} if config.since_ms is not None else _marks(spark, config, groups)
     for g in _late(spark, config, marks, high):
         del marks[g]
-    full = [g for g in groups if g not in marks]
-    progress(f"gold: {len(marks)} group(s) from their state, {len(full)} from all their events")
-    window = _window(spark, config, high, full, marks).select(
-        *GROUP, "kind", "event_id", "event_time_ms", "agent_id", "seq", "member_id", "group_instance_id", "host",
-        "client_id", "generation", *FOLD_INPUTS)
+    return marks
+
+
+@dataclass(frozen=True)
+class _Cut:
+    """Where each group's fold starts and which state it keeps: the events it folds (from its
+    state's ``before_ms``, or all), its new ``before_ms`` and the agents stalled then."""
+
+    before_of: dict[Group, int]
+    before: DataFrame  # before_of as a small frame
+    to_fold: DataFrame
+    stall_rows: DataFrame  # cached: unpersist after the stage
+    stalled_then: list[Row]
+
+
+def _cut(spark: SparkSession, config: PipelineConfig, window: DataFrame, groups: list[Group],
+         marks: dict[Group, tuple[int, list[str]]]) -> _Cut:
+    """A group's new ``before_ms`` is ``gold_lateness_s`` before its newest event (never before its old one)."""
     lateness_ms = int(config.gold_lateness_s * 1000)
     newest = {(c, g): t for c, g, t in window.groupBy(*GROUP).agg(F.max("event_time_ms")).collect()}
     previous = {g: marks[g][0] if g in marks else NEVER for g in groups}
@@ -213,69 +226,131 @@ def run(spark: SparkSession, config: PipelineConfig, progress: Progress = print)
                                     f"{GROUP_DDL}, agent_id string")
     stall_rows = stalls(to_fold, carried).cache()
     stalled_then = stalled_at(stall_rows.join(F.broadcast(before), GROUP), F.col("before_ms")).collect()
+    return _Cut(before_of, before, to_fold, stall_rows, stalled_then)
 
-    fold_rows = apply_per_group(_fold_input(spark, config, to_fold, stall_rows, before, marks),
-                                [*GROUP, "topic", "partition"], fold_partition, FOLD_ROW_DDL,
-                                order=["event_time_ms", "agent_id", "seq"])
-    with lake.spilled(spark, fold_rows, spill_path(config, "gold_fold")) as folded:
-        intervals = folded.where(F.col("interval").isNotNull()).select("interval.*")
-        handoffs = folded.where(F.col("handoff").isNotNull()).select("handoff.*")
-        states = folded.where(F.col("state").isNotNull()).select("state.*")
-        kept = sorted(marks)
-        if kept:
-            handoffs = newest_rows(not_superseded(_stored(spark, config, catalog.HANDOFFS, kept), intervals), handoffs,
-                             ["handoff_id"])
-            intervals = newest_rows(_stored(spark, config, catalog.OWNERSHIP, kept), intervals,
-                              [*GROUP, *catalog.OWNERSHIP.keys])
-        seen = window.groupBy(*GROUP, "agent_id").agg(F.max("event_time_ms").alias("ms"))
-        if kept:
-            seen = (seen.unionByName(_stored(spark, config, catalog.MEMBERS, kept)
-                                     .select(*GROUP, "agent_id", F.col("last_seen_ms").alias("ms")))
-                    .groupBy(*GROUP, "agent_id").agg(F.max("ms").alias("ms")))
-        rebalance_events = _rebalance_events(spark, config, groups, high)
-        gap = config.episode_gap_s
 
-        def per_group(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-            events = [r["event"] for r in rows if r["event"] is not None]
-            last_seen = {r["seen"]["agent_id"]: r["seen"]["ms"] for r in rows if r["seen"] is not None}
-            outputs = group_gold(events, [r["handoff"] for r in rows if r["handoff"] is not None], last_seen, gap,
-                                 [r["interval"] for r in rows if r["interval"] is not None])
-            key = {c: rows[0][c] for c in GROUP}
-            outputs[-1][:] = [{**key, **c} for c in outputs[-1]]
-            empty = dict.fromkeys(name for name, _ in GROUP_OUTPUTS)
-            return [{**empty, name: row} for (name, _), made in zip(GROUP_OUTPUTS, outputs) for row in made]
+def _fold_rows(spark: SparkSession, config: PipelineConfig, cut: _Cut,
+               marks: dict[Group, tuple[int, list[str]]]) -> DataFrame:
+    """The ownership fold per partition (``fold_partition``): its intervals, handoffs and states."""
+    return apply_per_group(_fold_input(spark, config, cut.to_fold, cut.stall_rows, cut.before, marks),
+                           [*GROUP, "topic", "partition"], fold_partition, FOLD_ROW_DDL,
+                           order=["event_time_ms", "agent_id", "seq"])
 
-        group_input = (rebalance_events.select(*GROUP, F.struct(*ENVELOPE_FOR_LOGIC).alias("event"))
-                       .unionByName(handoffs.select(*GROUP, F.struct(*handoffs.columns).alias("handoff")),
-                                    allowMissingColumns=True)
-                       .unionByName(seen.select(*GROUP, F.struct("agent_id", "ms").alias("seen")),
-                                    allowMissingColumns=True)
-                       .unionByName(intervals.select(*GROUP, F.struct(*INTERVAL_FIELDS).alias("interval")),
-                                    allowMissingColumns=True))
-        with lake.spilled(spark, apply_per_group(group_input, GROUP, per_group, GROUP_ROW_DDL),
-                          spill_path(config, "gold_groups")) as grouped:
-            of = {name: grouped.where(F.col(name).isNotNull()).select(f"{name}.*") for name, _ in GROUP_OUTPUTS}
-            of["coverage"] = of["coverage"].select(*GROUP, F.timestamp_millis("hour_start_ms").alias("hour_start"),
-                                                   "covered_s", "owned_s")
-            processed = records_processed(window)
-            if kept:
-                since = spark.createDataFrame([(*g, _hour_of(marks[g][0])) for g in kept],
-                                              f"{GROUP_DDL}, from_ms bigint")
-                processed = processed.unionByName(
-                    _stored(spark, config, catalog.PROCESSED, kept).join(F.broadcast(since), GROUP)
-                    .where(F.col("hour_start") < F.timestamp_millis("from_ms")).drop("from_ms"))
-            lake.replace_scope(spark, config.lake_path, catalog.OWNERSHIP, intervals, groups)
-            for name, table in GROUP_OUTPUTS:
-                lake.replace_scope(spark, config.lake_path, table, of[name], groups)
-            with lake.spilled(spark, processed, spill_path(config, "gold_processed")) as hours:
-                lake.replace_scope(spark, config.lake_path, catalog.PROCESSED, hours, groups)
-                lake.replace_scope(spark, config.lake_path, catalog.METRICS,
-                                   group_metrics(of["handoff"], of["episode"], hours, of["coverage"]), groups)
-            counts = grouped.agg(*[F.count(name).alias(f"{name}s") for name, _ in GROUP_OUTPUTS]).first().asDict()
-        group_states = spark.createDataFrame(
-            [(*g, None, None, b, None, sorted(r.agent_id for r in stalled_then if (r.cluster_id, r.group_id) == g))
-             for g, b in before_of.items()], catalog.FOLD_STATE.ddl())
-        lake.replace_scope(spark, config.lake_path, catalog.FOLD_STATE, states.unionByName(group_states), groups)
-    stall_rows.unpersist()
+
+@dataclass(frozen=True)
+class _Folded:
+    """The fold's output, the groups' stored rows that this run did not fold again joined in,
+    and when each agent was last seen."""
+
+    intervals: DataFrame
+    handoffs: DataFrame
+    states: DataFrame
+    seen: DataFrame
+
+
+def _with_stored(spark: SparkSession, config: PipelineConfig, folded: DataFrame, window: DataFrame,
+                 kept: list[Group]) -> _Folded:
+    """``folded``'s rows by table, with the stored rows of the ``kept`` groups (those continuing from their state)."""
+    intervals = folded.where(F.col("interval").isNotNull()).select("interval.*")
+    handoffs = folded.where(F.col("handoff").isNotNull()).select("handoff.*")
+    states = folded.where(F.col("state").isNotNull()).select("state.*")
+    if kept:
+        handoffs = newest_rows(not_superseded(_stored(spark, config, catalog.HANDOFFS, kept), intervals), handoffs,
+                               ["handoff_id"])
+        intervals = newest_rows(_stored(spark, config, catalog.OWNERSHIP, kept), intervals,
+                                [*GROUP, *catalog.OWNERSHIP.keys])
+    seen = window.groupBy(*GROUP, "agent_id").agg(F.max("event_time_ms").alias("ms"))
+    if kept:
+        seen = (seen.unionByName(_stored(spark, config, catalog.MEMBERS, kept)
+                                 .select(*GROUP, "agent_id", F.col("last_seen_ms").alias("ms")))
+                .groupBy(*GROUP, "agent_id").agg(F.max("ms").alias("ms")))
+    return _Folded(intervals, handoffs, states, seen)
+
+
+def group_rows(gap_s: float, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The group pass over one group's rows (its rebalance events, handoffs, agents last seen and
+    intervals): its rows of each of ``GROUP_OUTPUTS``."""
+    events = [r["event"] for r in rows if r["event"] is not None]
+    last_seen = {r["seen"]["agent_id"]: r["seen"]["ms"] for r in rows if r["seen"] is not None}
+    outputs = group_gold(events, [r["handoff"] for r in rows if r["handoff"] is not None], last_seen, gap_s,
+                         [r["interval"] for r in rows if r["interval"] is not None])
+    key = {c: rows[0][c] for c in GROUP}
+    outputs[-1][:] = [{**key, **c} for c in outputs[-1]]
+    empty = dict.fromkeys(name for name, _ in GROUP_OUTPUTS)
+    return [{**empty, name: row} for (name, _), made in zip(GROUP_OUTPUTS, outputs) for row in made]
+
+
+def _group_input(rebalance_events: DataFrame, fold: _Folded) -> DataFrame:
+    """One frame of what the group pass reads, each kind of row in a struct column of its own."""
+    handoffs = fold.handoffs
+    return (rebalance_events.select(*GROUP, F.struct(*ENVELOPE_FOR_LOGIC).alias("event"))
+            .unionByName(handoffs.select(*GROUP, F.struct(*handoffs.columns).alias("handoff")),
+                         allowMissingColumns=True)
+            .unionByName(fold.seen.select(*GROUP, F.struct("agent_id", "ms").alias("seen")),
+                         allowMissingColumns=True)
+            .unionByName(fold.intervals.select(*GROUP, F.struct(*INTERVAL_FIELDS).alias("interval")),
+                         allowMissingColumns=True))
+
+
+def _processed(spark: SparkSession, config: PipelineConfig, window: DataFrame,
+               marks: dict[Group, tuple[int, list[str]]]) -> DataFrame:
+    """The records processed per hour: this run's hours, and the stored ones before them."""
+    processed = records_processed(window)
+    kept = sorted(marks)
+    if kept:
+        since = spark.createDataFrame([(*g, _hour_of(marks[g][0])) for g in kept], f"{GROUP_DDL}, from_ms bigint")
+        processed = processed.unionByName(
+            _stored(spark, config, catalog.PROCESSED, kept).join(F.broadcast(since), GROUP)
+            .where(F.col("hour_start") < F.timestamp_millis("from_ms")).drop("from_ms"))
+    return processed
+
+
+def _write_gold(spark: SparkSession, config: PipelineConfig, grouped: DataFrame, intervals: DataFrame,
+                processed: DataFrame, groups: list[Group]) -> dict[str, int]:
+    """Replace the groups' ownership, group pass tables, records processed and metrics; the rows per output."""
+    of = {name: grouped.where(F.col(name).isNotNull()).select(f"{name}.*") for name, _ in GROUP_OUTPUTS}
+    of["coverage"] = of["coverage"].select(*GROUP, F.timestamp_millis("hour_start_ms").alias("hour_start"),
+                                           "covered_s", "owned_s")
+    lake.replace_scope(spark, config.lake_path, catalog.OWNERSHIP, intervals, groups)
+    for name, table in GROUP_OUTPUTS:
+        lake.replace_scope(spark, config.lake_path, table, of[name], groups)
+    with lake.spilled(spark, processed, spill_path(config, "gold_processed")) as hours:
+        lake.replace_scope(spark, config.lake_path, catalog.PROCESSED, hours, groups)
+        lake.replace_scope(spark, config.lake_path, catalog.METRICS,
+                           group_metrics(of["handoff"], of["episode"], hours, of["coverage"]), groups)
+    return grouped.agg(*[F.count(name).alias(f"{name}s") for name, _ in GROUP_OUTPUTS]).first().asDict()
+
+
+def _write_states(spark: SparkSession, config: PipelineConfig, states: DataFrame, cut: _Cut,
+                  groups: list[Group]) -> None:
+    """Replace the groups' fold states: each partition's, and the group's ``before_ms`` with the agents stalled then."""
+    group_states = spark.createDataFrame(
+        [(*g, None, None, b, None, sorted(r.agent_id for r in cut.stalled_then if (r.cluster_id, r.group_id) == g))
+         for g, b in cut.before_of.items()], catalog.FOLD_STATE.ddl())
+    lake.replace_scope(spark, config.lake_path, catalog.FOLD_STATE, states.unionByName(group_states), groups)
+
+
+def run(spark: SparkSession, config: PipelineConfig, progress: Progress = print) -> dict[str, int]:
+    """Gold for the groups with events validated since gold last ran, from their fold states."""
+    todo = pending(spark, config, "gold", progress)
+    if todo is None:
+        return {"groups": 0}
+    high, groups = todo
+    marks = _marks_kept(spark, config, groups, high)
+    full = [g for g in groups if g not in marks]
+    progress(f"gold: {len(marks)} group(s) from their state, {len(full)} from all their events")
+    window = _window(spark, config, high, full, marks).select(
+        *GROUP, "kind", "event_id", "event_time_ms", "agent_id", "seq", "member_id", "group_instance_id", "host",
+        "client_id", "generation", *FOLD_INPUTS)
+    cut = _cut(spark, config, window, groups, marks)
+    with lake.spilled(spark, _fold_rows(spark, config, cut, marks), spill_path(config, "gold_fold")) as folded:
+        fold = _with_stored(spark, config, folded, window, sorted(marks))
+        group_input = _group_input(_rebalance_events(spark, config, groups, high), fold)
+        with lake.spilled(spark, apply_per_group(group_input, GROUP, partial(group_rows, config.episode_gap_s),
+                                                 GROUP_ROW_DDL), spill_path(config, "gold_groups")) as grouped:
+            counts = _write_gold(spark, config, grouped, fold.intervals, _processed(spark, config, window, marks),
+                                 groups)
+        _write_states(spark, config, fold.states, cut, groups)
+    cut.stall_rows.unpersist()
     lake.set_stage_mark(spark, config.lake_path, "gold", high)
     return {"groups": len(groups), "from_state": len(marks), "refolded": len(full), **counts}

@@ -194,8 +194,9 @@ def _leaving(i: dict[str, Any]) -> dict[str, Any]:
 def _arriving(i: dict[str, Any]) -> dict[str, Any]:
     """Interval ``i``'s handoff from a previous owner nobody saw, before it is cut (``_from_unseen``)."""
     row = dict.fromkeys(HANDOFF_COLUMNS)
-    row.update({c: i[c] for c in ("cluster_id", "group_id", "topic", "partition", "assigned_ms", "generation", "first_fetch_ms",
-                                  "first_fetch_offset", "first_fetch_window_ms", "first_fetch_timestamp_ms")},
+    row.update({c: i[c] for c in ("cluster_id", "group_id", "topic", "partition", "assigned_ms", "generation",
+                                  "first_fetch_ms", "first_fetch_offset", "first_fetch_window_ms",
+                                  "first_fetch_timestamp_ms")},
                handoff_id=f">{i['assign_event_id']}:{i['topic']}/{i['partition']}", next_agent_id=i["agent_id"],
                next_member_id=i["member_id"])
     return row
@@ -321,7 +322,8 @@ def _unseen_spans(mine: list[dict[str, Any]], tp: TP, handoffs: list[dict[str, A
                             for h in handoffs):
         i = _round_at(rounds, last["released_ms"])
         if i < len(rounds) and tp not in rounds[i].assigned and (rounds[i].eager or i + 1 < len(rounds)):
-            spans += _minus_rounds(rounds[i].end_ms, group_end, rounds, heartbeat_ms)  # nobody instrumented took it back
+            # nobody instrumented took it back
+            spans += _minus_rounds(rounds[i].end_ms, group_end, rounds, heartbeat_ms)
     return spans
 
 

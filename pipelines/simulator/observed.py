@@ -124,6 +124,64 @@ class Settled:
     target: Assignment
 
 
+_Live = dict[str, tuple[str | None, frozenset[str]]]  # agent -> (group.instance.id, subscription)
+_Holdings = dict[str, frozenset[TopicPartition]]  # agent -> what it holds
+
+
+@dataclass
+class _ConsumerHistory:
+    """A KIP-848 group's telemetry replayed: its membership changes (when, the live members after
+    it, their holdings before it), the live members' holdings after each event, when partitions
+    moved, the member ids and the assignor."""
+
+    changes: list[tuple[int, _Live, _Holdings]]
+    held_at: list[tuple[int, _Holdings]]
+    move_times: list[int]
+    member_id: dict[str, str]  # agent -> the member id the broker gave it
+    assignor: str = "uniform"
+
+
+def _consumer_history(ordered: list[dict[str, Any]]) -> _ConsumerHistory:
+    """The history of ``ordered`` (a group's events in time order) under the consumer protocol."""
+    owned: dict[str, frozenset[TopicPartition]] = defaultdict(frozenset)  # agent -> what it holds now
+    live: _Live = {}
+    history = _ConsumerHistory([], [], [], {})
+    for e in ordered:
+        kind, agent = e["kind"], e["agent_id"]
+        if e["group_protocol"] != "consumer":
+            continue
+        if e["member_id"]:
+            history.member_id[agent] = e["member_id"]
+        leaving = kind == "state_transition" and body_of(e)["to_state"] in LEAVING_STATES
+        if kind == "member_config" or (leaving and agent in live):
+            before = {a: owned[a] for a in live}
+            if kind == "member_config":
+                live[agent] = (e["group_instance_id"], frozenset(body_of(e)["topics"]))
+            else:
+                live.pop(agent)
+            history.changes.append((e["event_time_ms"], dict(live), before))
+        elif kind in CHANGES:
+            history.move_times.append(e["event_time_ms"])
+            parts = frozenset((p["topic"], p["partition"]) for p in body_of(e)["partitions"])
+            owned[agent] = owned[agent] | parts if kind == "partitions_assigned" else owned[agent] - parts
+            if e["assignor"] not in (None, "", "broker-default"):
+                history.assignor = e["assignor"]
+        history.held_at.append((e["event_time_ms"], {a: owned[a] for a in live}))
+    return history
+
+
+def _reconciling(history: _ConsumerHistory, i: int, until: int | None, quiet_ms: int) -> bool:
+    """Whether a member was still reconciling on either side of change ``i`` (which lasts ``until``)."""
+    at = history.changes[i][0]
+    previous = history.changes[i - 1][0] if i else None
+    moves = [t for t in history.move_times if (previous is None or t >= previous) and (until is None or t < until)]
+    quiet_before = [t for t in moves if t < at]
+    quiet_after = [t for t in moves if t >= at]
+    return ((previous is not None and at - previous < quiet_ms)
+            or (bool(quiet_before) and at - quiet_before[-1] < quiet_ms)
+            or (until is not None and bool(quiet_after) and until - quiet_after[-1] < quiet_ms))
+
+
 def consumer_rounds(events: Iterable[dict[str, Any]], quiet_ms: int = 250) -> list[Settled]:
     """A KIP-848 group's settled assignments, one per membership or subscription change.
 
@@ -137,52 +195,22 @@ def consumer_rounds(events: Iterable[dict[str, Any]], quiet_ms: int = 250) -> li
     on that side are no target."""
     ordered = sorted(events, key=lambda e: (e["event_time_ms"], e["agent_id"], e["seq"]))
     counts = partition_counts(ordered)
-    owned: dict[str, frozenset[TopicPartition]] = defaultdict(frozenset)  # agent -> what it holds now
-    live: dict[str, tuple[str | None, frozenset[str]]] = {}  # agent -> (group.instance.id, subscription)
-    member_id: dict[str, str] = {}  # agent -> the member id the broker gave it
-    changes: list[tuple[int, dict[str, tuple[str | None, frozenset[str]]], dict[str, frozenset[TopicPartition]]]] = []
-    held_at: list[tuple[int, dict[str, frozenset[TopicPartition]]]] = []  # live members' holdings after each event
-    assignor = "uniform"
-    move_times: list[int] = []
-    for e in ordered:
-        kind, agent = e["kind"], e["agent_id"]
-        if e["group_protocol"] != "consumer":
-            continue
-        if e["member_id"]:
-            member_id[agent] = e["member_id"]
-        leaving = kind == "state_transition" and body_of(e)["to_state"] in LEAVING_STATES
-        if kind == "member_config" or (leaving and agent in live):
-            before = {a: owned[a] for a in live}
-            if kind == "member_config":
-                live[agent] = (e["group_instance_id"], frozenset(body_of(e)["topics"]))
-            else:
-                live.pop(agent)
-            changes.append((e["event_time_ms"], dict(live), before))
-        elif kind in CHANGES:
-            move_times.append(e["event_time_ms"])
-            parts = frozenset((p["topic"], p["partition"]) for p in body_of(e)["partitions"])
-            owned[agent] = owned[agent] | parts if kind == "partitions_assigned" else owned[agent] - parts
-            if e["assignor"] not in (None, "", "broker-default"):
-                assignor = e["assignor"]
-        held_at.append((e["event_time_ms"], {a: owned[a] for a in live}))
+    history = _consumer_history(ordered)
+    member_id, changes = history.member_id, history.changes
     out = []
     for i, (at, members, before) in enumerate(changes):
         until = changes[i + 1][0] if i + 1 < len(changes) else None
-        after = [held for t, held in held_at if t >= at and (until is None or t < until)]
+        after = [held for t, held in history.held_at if t >= at and (until is None or t < until)]
         if not after or not members or any(a not in member_id for a in members):
             continue
-        moves = [t for t in move_times if (i == 0 or t >= changes[i - 1][0]) and (until is None or t < until)]
-        quiet_before = [t for t in moves if t < at]
-        quiet_after = [t for t in moves if t >= at]
-        if (i and at - changes[i - 1][0] < quiet_ms) or (quiet_before and at - quiet_before[-1] < quiet_ms) or (
-                until is not None and quiet_after and until - quiet_after[-1] < quiet_ms):
+        if _reconciling(history, i, until, quiet_ms):
             continue  # a member was still reconciling at a change: that side is no settled target
         final = after[-1]
         topics = set().union(*(subscription for _, subscription in members.values()))
         wanted = sorted((t, p) for t, n in counts.items() if t in topics for p in range(n))
         if sorted(tp for a in members for tp in final.get(a, ())) != wanted:
             continue  # not settled before the next change
-        out.append(Settled(at, assignor,
+        out.append(Settled(at, history.assignor,
                            tuple(sorted((Member(member_id[a], gid, sub) for a, (gid, sub) in members.items()),
                                         key=lambda m: m.member_id)),
                            {member_id[a]: set(tps) for a, tps in before.items() if a in members},
@@ -267,6 +295,81 @@ def _epoch_of(e: dict[str, Any], started: list[int], since_ms: int) -> int | Non
     return next((b for b in started if b > e["generation"]), None) if e["event_time_ms"] >= since_ms else None
 
 
+@dataclass(frozen=True)
+class _Rollout:
+    """A migrating group's changes (``mixed_steps``) and its callbacks: which were made while their
+    member was closing, the epoch each change started and each epoch's callbacks."""
+
+    changes: list[dict[str, Any]]
+    callbacks: list[dict[str, Any]]
+    closing: set[int]  # the id() of each callback made while its member was closing
+    epoch: int  # the classic generation before the first change
+    bumps: list[int | None]  # the epoch each change started, None when it started none
+    of_epoch: dict[int, list[dict[str, Any]]]  # a started epoch's callbacks, its closing members' aside
+
+    def effect_ms(self, i: int) -> int:
+        """When change ``i`` took effect: a leave when it was made; a join at its epoch's first
+        callback (or its member's first, if earlier)."""
+        c = self.changes[i]
+        if c["kind"] != "member_config":
+            return c["event_time_ms"]
+        own = [e["event_time_ms"] for e in self.callbacks if e["agent_id"] == c["agent_id"]][:1]
+        return min([e["event_time_ms"] for e in self.of_epoch.get(self.bumps[i], [])] + own,
+                   default=c["event_time_ms"])
+
+    def held_at(self, t: int) -> dict[str, set[TopicPartition]]:
+        return _held_at(self.callbacks, self.closing, t)
+
+
+def _rollout(ordered: list[dict[str, Any]], ids: dict[str, str], starts: list[dict[str, Any]],
+             leaves: list[dict[str, Any]], first: int, last: int) -> _Rollout:
+    """The changes from the first leave (at ``first``) to the last start (at ``last``), and the
+    callbacks read with them."""
+    marks = {id(e) for e in starts + leaves}
+    changes = [e for e in ordered if id(e) in marks and first <= e["event_time_ms"] <= last and e["agent_id"] in ids]
+    callbacks = [e for e in ordered if e["kind"] in CHANGES]
+    leaving_at = {e["agent_id"]: e["event_time_ms"] for e in leaves}
+    closing = {id(e) for e in callbacks if e["event_time_ms"] >= leaving_at.get(e["agent_id"], e["event_time_ms"] + 1)}
+    epoch = max((e["generation"] for e in callbacks if e["event_time_ms"] < first), default=-1)  # the classic one
+    bumps = _epochs_started(changes, callbacks, epoch)
+    started = sorted(b for b in bumps if b is not None)
+    of_epoch = {b: [e for e in callbacks if id(e) not in closing and _epoch_of(e, started, first) == b]
+                for b in started}
+    return _Rollout(changes, callbacks, closing, epoch, bumps, of_epoch)
+
+
+def _apply_change(c: dict[str, Any], member_id: str, bump: int | None, live: dict[str, MixedMember],
+                  away: set[str]) -> Join | Leave:
+    """The change ``c`` made to the group: ``live`` and ``away`` (static members that closed and keep
+    their place until replaced) updated in place."""
+    agent = c["agent_id"]
+    if c["kind"] == "member_config":
+        joiner = _mixed_member(c, member_id)
+        for a in [a for a in away if joiner.member.group_instance_id == live[a].member.group_instance_id]:
+            del live[a]
+            away.discard(a)
+        live[agent] = joiner
+        return Join(joiner)
+    # a dynamic member's leave that started no epoch: the next change finished its round (P2)
+    static = live[agent].member.group_instance_id is not None
+    change = Leave(member_id, settles=bump is not None or static)
+    if static:
+        away.add(agent)
+    if agent not in away:
+        del live[agent]
+    return change
+
+
+def _revokes(callbacks: list[dict[str, Any]], live: dict[str, MixedMember]) -> Revokes:
+    """The live members' non-empty revoke callbacks among ``callbacks`` (an epoch's)."""
+    revokes: Revokes = {}
+    for e in callbacks:
+        if e["kind"] != "partitions_assigned" and e["agent_id"] in live and _parts(e):
+            member = live[e["agent_id"]].member.member_id
+            revokes[member] = revokes.get(member, ()) + (frozenset(_parts(e)),)
+    return revokes
+
+
 def mixed_steps(events: Iterable[dict[str, Any]]) -> list[MixedStep]:
     """A migrating group's changes from its first leave (the first step of a rollout) to its last start
     (the leaves after it are the run's end), each with the group just before it took effect (a join:
@@ -281,23 +384,8 @@ def mixed_steps(events: Iterable[dict[str, Any]]) -> list[MixedStep]:
     if not leaves or not starts:
         return []
     first, last = leaves[0]["event_time_ms"], starts[-1]["event_time_ms"]
-    marks = {id(e) for e in starts + leaves}
-    changes = [e for e in ordered if id(e) in marks and first <= e["event_time_ms"] <= last and e["agent_id"] in ids]
-    callbacks = [e for e in ordered if e["kind"] in CHANGES]
-    leaving_at = {e["agent_id"]: e["event_time_ms"] for e in leaves}
-    closing = {id(e) for e in callbacks if e["event_time_ms"] >= leaving_at.get(e["agent_id"], e["event_time_ms"] + 1)}
-    epoch = max((e["generation"] for e in callbacks if e["event_time_ms"] < first), default=-1)  # the classic one
-    bumps = _epochs_started(changes, callbacks, epoch)
-    started = sorted(b for b in bumps if b is not None)
-    of_epoch = {b: [e for e in callbacks if id(e) not in closing and _epoch_of(e, started, first) == b] for b in started}
-
-    def effect_ms(i: int) -> int:
-        c = changes[i]
-        if c["kind"] != "member_config":
-            return c["event_time_ms"]
-        own = [e["event_time_ms"] for e in callbacks if e["agent_id"] == c["agent_id"]][:1]
-        return min([e["event_time_ms"] for e in of_epoch.get(bumps[i], [])] + own, default=c["event_time_ms"])
-
+    rollout = _rollout(ordered, ids, starts, leaves, first, last)
+    changes, bumps, epoch = rollout.changes, rollout.bumps, rollout.epoch
     classic = next(("classic:" + e["assignor"] for e in ordered if e["group_protocol"] == "classic"), "classic:range")
     live = {e["agent_id"]: _mixed_member(e, ids[e["agent_id"]]) for e in starts
             if e["event_time_ms"] < first and e["agent_id"] in ids}
@@ -305,27 +393,12 @@ def mixed_steps(events: Iterable[dict[str, Any]]) -> list[MixedStep]:
     end = next((e["event_time_ms"] for e in leaves if e["event_time_ms"] > last), ordered[-1]["event_time_ms"] + 1)
     out = []
     for i, c in enumerate(changes):
-        held = _held_at(callbacks, closing, effect_ms(i))
+        held = rollout.held_at(rollout.effect_ms(i))
         group = MixedGroup(classic, tuple(live.values()), {m.member.member_id: set(held[a]) for a, m in live.items()},
                            epoch, converted=any(m.kind == "consumer" for m in live.values()))
-        agent = c["agent_id"]
-        if c["kind"] == "member_config":
-            joiner = _mixed_member(c, ids[agent])
-            change: Join | Leave = Join(joiner)
-            for a in [a for a in away if joiner.member.group_instance_id == live[a].member.group_instance_id]:
-                del live[a]
-                away.discard(a)
-            live[agent] = joiner
-        else:  # a dynamic member's leave that started no epoch: the next change finished its round (P2)
-            change = Leave(ids[agent], settles=bumps[i] is not None or live[agent].member.group_instance_id is not None)
-            away |= {agent} if live[agent].member.group_instance_id is not None else set()
-            live = {a: m for a, m in live.items() if a != agent or a in away}
-        revokes: Revokes = {}
-        for e in of_epoch.get(bumps[i], []):
-            if e["kind"] != "partitions_assigned" and e["agent_id"] in live and _parts(e):
-                member = live[e["agent_id"]].member.member_id
-                revokes[member] = revokes.get(member, ()) + (frozenset(_parts(e)),)
-        settled = _held_at(callbacks, closing, effect_ms(i + 1) if i + 1 < len(changes) else end)
+        change = _apply_change(c, ids[c["agent_id"]], bumps[i], live, away)
+        revokes = _revokes(rollout.of_epoch.get(bumps[i], []), live)
+        settled = rollout.held_at(rollout.effect_ms(i + 1) if i + 1 < len(changes) else end)
         out.append(MixedStep(c["event_time_ms"], change, group, bumps[i], revokes,
                              {m.member.member_id: set(settled[a]) for a, m in live.items() if a not in away}))
         epoch = bumps[i] or epoch

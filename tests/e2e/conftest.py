@@ -75,8 +75,8 @@ def land(kafka, spark, tmp_path_factory, plan: list[tuple[str, str]],
     events: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in lake.read(spark, config.lake_path, catalog.EVENTS).select(*ENVELOPE).collect():
         events[r.group_id].append(r.asDict())
-    recommendations = [r.asDict(recursive=True) for r in
-                       lake.read(spark, config.lake_path, catalog.RECOMMENDATIONS).orderBy("group_id", "rank").collect()]
+    recommendations = [r.asDict(recursive=True) for r in lake.read(spark, config.lake_path, catalog.RECOMMENDATIONS)
+                       .orderBy("group_id", "rank").collect()]
     phases: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in lake.read(spark, config.lake_path, catalog.PROTOCOL_PHASES).orderBy("start_ms").collect():
         phases[r.group_id].append(r.asDict())

@@ -12,6 +12,7 @@ def test_gold_intervals_equal_the_per_event_reference(spark, landed):
     assert_gold_intervals_equal_reference(spark, landed["config"])
 
 
-@pytest.mark.slow  # four runs of validate, silver and gold (~2-3 min): ./lens test -m slow tests/e2e/test_gold_slices.py
+# four runs of validate, silver and gold (~2-3 min): ./lens test -m slow tests/e2e/test_gold_slices.py
+@pytest.mark.slow
 def test_the_scenarios_in_four_incremental_runs_give_one_runs_gold(spark, landed, tmp_path):
     assert_sliced_gold_equals(spark, landed["config"], tmp_path, slices=4)

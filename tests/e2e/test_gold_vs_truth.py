@@ -141,7 +141,8 @@ def test_partial_adoption_gold_sees_around_the_members_without_the_agent(landed)
     for h in rows:  # no handoff between two instrumented owners has a plain owner's holding inside it
         if h["prev_agent_id"] and h["next_agent_id"]:
             inside = [i for i in plain if (i.topic, i.partition) == (h["topic"], h["partition"])
-                      and h["prev_assigned_ms"] * 1_000_000 < i.start_wall_ns and i.end_wall_ns < h["assigned_ms"] * 1_000_000]
+                      and h["prev_assigned_ms"] * 1_000_000 < i.start_wall_ns
+                      and i.end_wall_ns < h["assigned_ms"] * 1_000_000]
             assert not inside, (h, inside)
     to_plain = [t for t in truth.handoffs if t.prev_instrumented and not t.next_instrumented]
     from_plain = [t for t in truth.handoffs if not t.prev_instrumented and t.next_instrumented]
@@ -166,7 +167,8 @@ def test_partial_adoption_gold_sees_around_the_members_without_the_agent(landed)
     # over the window the agent watched: from the first round that gave an instrumented member a
     # partition (before it, plain members that formed the group held it since a time nothing shows)
     since = first_ms * 1_000_000
-    clipped = [(max(i.start_wall_ns, since), i.end_wall_ns, i.instrumented) for i in truth.held if i.end_wall_ns > since]
+    clipped = [(max(i.start_wall_ns, since), i.end_wall_ns, i.instrumented)
+               for i in truth.held if i.end_wall_ns > since]
     want = sum(e - s for s, e, mine in clipped if mine) / sum(e - s for s, e, _ in clipped)
     assert day["coverage"] == pytest.approx(want, abs=0.01), (day["covered_s"], day["owned_s"], want)
 

@@ -116,6 +116,7 @@ def test_each_closed_loop_check_shows_predicted_against_measured(landed, spark, 
         section = section[:section.index("</section>")]
         assert f'id="g{n}-checks"' in section, check["group_id"]
         row = (f"{check['predicted_duplicates_saved']:,.0f} / {check['measured_duplicates_saved']:,.0f}</td>\n"
-               f"      <td class=\"n\">{check['predicted_pause_saved_s']:,.1f} / {check['measured_pause_saved_s']:,.1f}</td>\n"
+               f"      <td class=\"n\">{check['predicted_pause_saved_s']:,.1f} / "
+               f"{check['measured_pause_saved_s']:,.1f}</td>\n"
                f"      <td>{'yes' if check['holds'] else 'no'}</td>")
         assert row in section, (check["group_id"], row)

@@ -233,12 +233,14 @@ def test_a_lake_of_the_landed_head_reads_the_same_figures_under_the_new_names(sp
 
     gold_tables = [m for m in migrations.GOLD if lake.exists(spark, config.lake_path, migrations.TABLES[m.path])]
     assert {m.path for m in gold_tables} >= {"gold/handoffs", "gold/metrics", "gold/what_if", "gold/recommendations"}
-    older_gold = {m.path: [r.asDict(recursive=True) for r in
-                           lake.read(spark, config.lake_path, migrations.TABLES[m.path]).collect()] for m in gold_tables}
+    older_gold = {m.path: [r.asDict(recursive=True)
+                           for r in lake.read(spark, config.lake_path, migrations.TABLES[m.path]).collect()]
+                  for m in gold_tables}
     read_as_marts = {t.path: pl.read_delta(t.location(config.lake_path)).to_dicts()  # timestamps as the marts have them
                      for t in (catalog.HANDOFFS, catalog.METRICS)}
     marts_root = Path(sql_build.marts_path(config.lake_path))
-    older_marts = {m.path: pl.read_delta(str(marts_root / m.path.split("/", 1)[1])).to_dicts() for m in migrations.MARTS}
+    older_marts = {m.path: pl.read_delta(str(marts_root / m.path.split("/", 1)[1])).to_dicts()
+                   for m in migrations.MARTS}
 
     said: list[str] = []
     run_pipeline(spark, config, progress=said.append)

@@ -50,7 +50,8 @@ def test_no_secret_in_any_output(spark, world, kafka):
     # the positive control: what the agents emit is found by the same searches
     assert topic_containing(kafka.bootstrap_servers, world.config.topic, marker) > 0
     tables = tables_containing(spark, lake_dir, marker)
-    print(f"\nthe marker is in {len(tables)} tables: {sorted(tables)}; {len(world.secret.log_lines)} log lines searched")
+    print(f"\nthe marker is in {len(tables)} tables: {sorted(tables)}; "
+          f"{len(world.secret.log_lines)} log lines searched")
     assert {"bronze/telemetry_raw", "silver/events", "gold/members", "marts/agent_telemetry_quality",
             "marts/member_costs"} <= set(tables), tables
     assert files_containing(world.report, marker)

@@ -11,7 +11,8 @@ from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 from pipelines.lake import LITERAL_SETTINGS, sql_literal
 
 FIXED = ["a'b", "a\\'b", "\\", "\\\\'", "'", "''", "\\u0027", "\\047", "x\x00y", "\n\r\t\x1b", "'; DROP TABLE t; --",
-         "/* c */", "--", "${x}", "a${spark.sql.shuffle.partitions}", "${env:HOME}", ":group_id", "?", "é😀\u202e", "\\'; SELECT 1; --", "'||'", ""]
+         "/* c */", "--", "${x}", "a${spark.sql.shuffle.partitions}", "${env:HOME}", ":group_id", "?", "é😀\u202e",
+         "\\'; SELECT 1; --", "'||'", ""]
 
 
 def _drawn(examples: int) -> list[str]:

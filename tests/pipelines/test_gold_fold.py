@@ -63,7 +63,8 @@ def cut(spark) -> dict[str, dict[str, list[list[dict]]]]:
     from the fleets' events parsed as validation parses them."""
     values = [(json.dumps(e),) for fleet in FLEETS.values() for e in fleet.events]
     events = parse(spark.createDataFrame(values, "value string"))
-    cut_facts = facts(events, stalls(events, spark.createDataFrame([], "cluster_id string, group_id string, agent_id string")))
+    no_stalls = spark.createDataFrame([], "cluster_id string, group_id string, agent_id string")
+    cut_facts = facts(events, stalls(events, no_stalls))
     sources = {"facts": cut_facts, "runs": runs(cut_facts.withColumn("before_ms", F.lit(NEVER)))}
     out: dict[str, dict[str, list[list[dict]]]] = {}
     for name, df in sources.items():
@@ -138,7 +139,8 @@ def fleets_lake(spark, kafka, tmp_path_factory):
     """Every fleet above, validated on a real topic, and gold from one run over all of it."""
     config = fresh_config(kafka, tmp_path_factory.mktemp("fold"))
     # the builders draw event ids from one seeded generator, so fleets repeat each other's ids: made unique here
-    kafka.feed(config.topic, [(e["agent_id"], json.dumps({**e, "event_id": uuid.uuid5(uuid.NAMESPACE_URL, name + e["event_id"]).hex}),
+    kafka.feed(config.topic, [(e["agent_id"],
+                               json.dumps({**e, "event_id": uuid.uuid5(uuid.NAMESPACE_URL, name + e["event_id"]).hex}),
                                e["event_time_ms"]) for name, fleet in FLEETS.items() for e in fleet.events])
     for stage in ("ingest", "validate", "gold"):
         run_stage(spark, config, stage, progress=lambda _m: None)
@@ -169,7 +171,8 @@ def test_gold_keeps_a_fold_state_per_partition_and_per_group(spark, fleets_lake)
 def _frame(spark, rows: list[dict], table: catalog.Table):
     """``rows`` as a DataFrame of ``table``'s schema (the pure pass's whole numbers in its double columns)."""
     fields = table.schema().fields
-    return spark.createDataFrame([tuple(float(r[f.name]) if isinstance(f.dataType, DoubleType) and r.get(f.name) is not None
+    return spark.createDataFrame([tuple(float(r[f.name])
+                                        if isinstance(f.dataType, DoubleType) and r.get(f.name) is not None
                                         else r.get(f.name) for f in fields) for r in rows], table.schema())
 
 
@@ -210,8 +213,9 @@ def test_a_late_owners_events_replace_the_stored_handoffs_they_disprove(spark, p
     want = group_of(fleet.events, GAP_S)[1]
     assert {h["handoff_id"] for h in stored}.isdisjoint(h["handoff_id"] for h in want), "the case is planted"
     intervals = reference_intervals(fleet.events)
-    kept = newest_rows(not_superseded(_frame(spark, stored, catalog.HANDOFFS), _frame(spark, intervals, catalog.OWNERSHIP)),
-                 _frame(spark, handoffs_of(intervals), catalog.HANDOFFS), ["handoff_id"])
+    kept = newest_rows(not_superseded(_frame(spark, stored, catalog.HANDOFFS),
+                                      _frame(spark, intervals, catalog.OWNERSHIP)),
+                       _frame(spark, handoffs_of(intervals), catalog.HANDOFFS), ["handoff_id"])
     last_seen = {e["agent_id"]: e["event_time_ms"] for e in sorted(fleet.events, key=lambda e: e["event_time_ms"])}
     got = group_gold(fleet.events, [r.asDict() for r in kept.collect()], last_seen, GAP_S, intervals)[0]
     assert sorted((h["handoff_id"], h["unseen_owner"]) for h in got) == sorted(

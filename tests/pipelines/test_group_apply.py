@@ -70,8 +70,9 @@ def _logic_rows(spark, fleets):
     events = [{**e, "body": json.dumps(e["body"])} for f in fleets for e in f.events]
     return spark.createDataFrame([tuple(e[n] for n in ENVELOPE_FOR_LOGIC) for e in events],
                                  "event_id string, kind string, event_time_ms bigint, agent_id string, seq bigint, "
-                                 "cluster_id string, group_id string, member_id string, group_instance_id string, client_id string, "
-                                 "host string, generation bigint, group_protocol string, assignor string, body string")
+                                 "cluster_id string, group_id string, member_id string, group_instance_id string, "
+                                 "client_id string, host string, generation bigint, group_protocol string, "
+                                 "assignor string, body string")
 
 
 def test_ownership_intervals_through_spark_equal_the_pure_function(spark, unique):

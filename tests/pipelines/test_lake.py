@@ -25,7 +25,8 @@ def test_replace_scope_rewrites_only_the_scope_even_with_quotes_in_ids(spark, tm
     # eu's "plain" lost key 2 and changed key 1; the quoted group got a new row; eu's "other", us's "plain"
     # (the same name on another cluster) and the quoted cluster's "other" are outside the scope.
     recomputed = [("eu", "plain", 1, "a2"), ("eu", quoted, 1, "c"), ("eu", quoted, 2, "e")]
-    lake.replace_scope(spark, path, TABLE, spark.createDataFrame(recomputed, ROWS_DDL), [("eu", "plain"), ("eu", quoted)])
+    lake.replace_scope(spark, path, TABLE, spark.createDataFrame(recomputed, ROWS_DDL),
+                       [("eu", "plain"), ("eu", quoted)])
     untouched = [("eu", "other", 1, "d"), ("us", "plain", 1, "f"), (quoted, "other", 1, "g")]
     assert _table(spark, path) == sorted([*recomputed, *untouched])
 

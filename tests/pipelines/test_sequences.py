@@ -66,7 +66,8 @@ def test_gaps_from_kept_runs_equal_gaps_from_every_earlier_number(spark, tmp_pat
                                          "group_id string, seq bigint")
         runs = sequences.known_runs(spark, lake_path, df.select("agent_id").distinct(), b)
         for attempt in range(2 if b == 1 else 1):  # batch 1 again: a replay after a crash that had recorded it
-            got = {r.kafka_offset: r.seq_gap for r in sequences.gaps(df.select("agent_id", "seq", *BRONZE_KEYS), runs).collect()}
+            gaps = sequences.gaps(df.select("agent_id", "seq", *BRONZE_KEYS), runs)
+            got = {r.kafka_offset: r.seq_gap for r in gaps.collect()}
             assert got == want, (b, attempt)
             sequences.record(spark, lake_path, b, df.select("agent_id", "group_id", "seq"), runs)
             runs = sequences.known_runs(spark, lake_path, df.select("agent_id").distinct(), b)

@@ -96,7 +96,8 @@ def test_a_cooperative_round_slower_than_the_round_gap_is_no_unseen_owner():
     """An incremental (cooperative) follow-up round more than ``ROUND_GAP_MS`` after the revoke is
     the same rebalance: without an offset that moved past the previous owner, no unseen owner."""
     fleet = Fleet(group="coop")
-    m1, m2 = (fleet.member(name, assignor="cooperative-sticky", rebalance_protocol="cooperative") for name in ("m1", "m2"))
+    m1, m2 = (fleet.member(name, assignor="cooperative-sticky", rebalance_protocol="cooperative")
+              for name in ("m1", "m2"))
     m1.at(0).joins().assigned(P0, P1, generation=1).fetches(P0, 0).fetches(P1, 0)
     m1.at(5_000).processes(P1, upto=49).commits(P1, 50)
     m2.at(10_000).joins()

@@ -92,7 +92,8 @@ def test_late_event_updates_its_episode(spark, kafka, messy):
     last = lake.read(spark, config.lake_path, catalog.VALIDATION_SUMMARY).orderBy(
         F.desc("validate_batch")).first()
     assert (last["rows"], last["duplicates"], last["new_events"], last["missing_events"]) == (2, 1, 1, 0)
-    updated = lake.read(spark, config.lake_path, catalog.EPISODES).where(f"start_ms <= {crash['end_ms']} AND end_ms >= {crash['start_ms']}")
+    updated = (lake.read(spark, config.lake_path, catalog.EPISODES)
+               .where(f"start_ms <= {crash['end_ms']} AND end_ms >= {crash['start_ms']}"))
     rows = updated.collect()
     # the request moved nothing: the episode's cause stays the crash its handoffs had, and it is among the causes
     assert len(rows) == 1 and rows[0]["cause"] == "crash" and "enforced" in rows[0]["causes"]
@@ -131,12 +132,13 @@ def test_a_replayed_batch_deletes_what_its_crashed_attempt_landed(spark, kafka, 
     monkeypatch.setattr(validate.Validator, "check", crash)
     with pytest.raises(Exception, match="killed after landing"):
         run_pipeline(spark, config, stages=["ingest", "validate"], progress=lambda m: None)
-    assert lake.read(spark, config.lake_path, catalog.EVENTS).count() == sent  # in flight: every parsable row, the bad and the repeat too
+    # in flight: every parsable row, the bad and the repeat too
+    assert lake.read(spark, config.lake_path, catalog.EVENTS).count() == sent
     assert run_pipeline(spark, config, stages=["silver"], progress=lambda m: None)["silver"] == {"groups": 0}
     monkeypatch.undo()
     run_pipeline(spark, config, DATA_STAGES, progress=lambda m: None)
     summary = lake.read(spark, config.lake_path, catalog.VALIDATION_SUMMARY).collect()
     assert [(r["rows"], r["quarantined"], r["duplicates"], r["new_events"]) for r in summary] == \
         [(sent, 1, 1, len(records))]
-    assert sorted(r["event_id"] for r in lake.read(spark, config.lake_path, catalog.EVENTS).collect()) == sorted(e["event_id"]
-                                                                                     for e in fleet.events)
+    landed = lake.read(spark, config.lake_path, catalog.EVENTS).collect()
+    assert sorted(r["event_id"] for r in landed) == sorted(e["event_id"] for e in fleet.events)

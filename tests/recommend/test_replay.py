@@ -43,7 +43,8 @@ def test_a_restart_longer_than_the_session_timeout_rebalances_even_when_static()
 
 
 def test_a_stall_below_max_poll_interval_is_no_rebalance():
-    stalled = [member_row("m1", 0, stalls=[{"began_ms": 5_000, "at_ms": 15_000, "back_ms": 15_100}]), member_row("m2", 0)]
+    stalled = [member_row("m1", 0, stalls=[{"began_ms": 5_000, "at_ms": 15_000, "back_ms": 15_100}]),
+               member_row("m2", 0)]
     impatient = Setup("classic:range", False, session_timeout_ms=6_000, max_poll_interval_ms=7_000)
     lost, back = replay(stalled, PARTITIONS, impatient)  # thrown out at 12 s, back at 15.1 s
     assert (lost.at_ms, back.at_ms) == (12_000, 15_100)
@@ -56,7 +57,8 @@ def test_a_kip848_stall_holds_the_members_own_partitions_for_the_whole_stall():
     """Under KIP-848 the stalled member's partitions waited out its stall and came back to it (librdkafka 2.16,
     Kafka 4.2: 10.0-10.5 s for a 10 s stall, where classic moved them after max.poll.interval.ms): one wait of
     its own partitions when it polls again, nothing else moves."""
-    stalled = [member_row("m1", 0, stalls=[{"began_ms": 5_000, "at_ms": 15_000, "back_ms": 15_100}]), member_row("m2", 0)]
+    stalled = [member_row("m1", 0, stalls=[{"began_ms": 5_000, "at_ms": 15_000, "back_ms": 15_100}]),
+               member_row("m2", 0)]
     (held,) = replay(stalled, PARTITIONS, Setup("consumer:uniform", False, 6_000, 7_000))
     assert (held.at_ms, held.trigger, held.group_rebalance) == (15_100, "poll_interval_exceeded", False)
     assert [(h.kind, h.moved, h.down_s) for h in held.handoffs] == [("held", False, 10.1)] * 3
@@ -67,7 +69,8 @@ def test_static_members_that_leave_for_good_rebalance_only_when_their_session_ex
     (expired,) = replay(leaving, PARTITIONS, _setup("classic:range", static=True))
     assert expired.at_ms == 16_000 and {h.down_s for h in expired.handoffs if h.moved} == {6.0}
     # the whole fleet stopping: the sessions expire after everyone has gone, nobody reads again
-    stopping = [member_row("m1", 0, left=10_500, leave_cause="scale_in"), member_row("m2", 0, left=10_000, leave_cause="scale_in")]
+    stopping = [member_row("m1", 0, left=10_500, leave_cause="scale_in"),
+                member_row("m2", 0, left=10_000, leave_cause="scale_in")]
     assert all(r.handoffs == () for r in replay(stopping, PARTITIONS, _setup("classic:range", static=True)))
 
 

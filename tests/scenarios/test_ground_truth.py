@@ -91,7 +91,8 @@ def test_the_writer_round_trips_and_drops_a_torn_row(tmp_path):
     [meta] = read_meta(tmp_path)
     assert meta.group_protocol == "consumer"
     rows = list(read_deliveries(tmp_path, meta))
-    assert [(r.topic, r.partition, r.offset, r.record_id) for r in rows] == [("orders", 2, 10, 77), ("orders", 2, 11, 78)]
+    assert [(r.topic, r.partition, r.offset, r.record_id) for r in rows] == [("orders", 2, 10, 77),
+                                                                             ("orders", 2, 11, 78)]
     assert [e.kind for e in read_events(tmp_path, meta)] == ["assign"]
 
 

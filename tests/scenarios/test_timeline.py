@@ -11,7 +11,8 @@ from lens_scenarios.timeline import Timeline
 
 SCENARIO = parse({"name": "jittered", "topics": [{"name": "orders", "partitions": 4}], "members": ["a", "b", "c"],
                   "duration_s": 10, "timeline": [
-                      {"at": 0.2, "action": "rolling_restart", "members": ["a", "b", "c"], "down_s": 0.05, "interval_s": 0.1},
+                      {"at": 0.2, "action": "rolling_restart", "members": ["a", "b", "c"], "down_s": 0.05,
+                       "interval_s": 0.1},
                       {"at": 1.5, "action": "scale_in", "members": ["c"]}]}, "test")
 
 

@@ -14,5 +14,6 @@ def test_every_model_lints_clean():
     result = Linter(config=config).lint_path(str(PROJECT / "models"))
     files = result.files
     assert len(files) >= 20  # every .sql model was linted
-    problems = [f"{Path(f.path).name}:{v.line_no} {v.rule_code()} {v.desc()}" for f in files for v in f.get_violations()]
+    problems = [f"{Path(f.path).name}:{v.line_no} {v.rule_code()} {v.desc()}"
+                for f in files for v in f.get_violations()]
     assert problems == []

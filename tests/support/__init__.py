@@ -1,1 +1,2 @@
-"""Helpers the tests share: a Kafka cluster factory, agent group members, telemetry readers, fleets, pipeline configs."""
+"""Helpers the tests share: a Kafka cluster factory, agent group members, telemetry readers, fleets,
+pipeline configs."""

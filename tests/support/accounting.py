@@ -7,7 +7,6 @@ import json
 from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
 
 from pipelines import catalog, lake
 

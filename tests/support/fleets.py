@@ -154,7 +154,8 @@ def quiet_group() -> Fleet:
             m.fetches(p, 0)
         for minute in range(1, 11):
             for p in parts:
-                m.at(minute * 60_000).processes(p, upto=minute * 3_000 - 1, interval_ms=60_000).commits(p, minute * 3_000)
+                (m.at(minute * 60_000).processes(p, upto=minute * 3_000 - 1, interval_ms=60_000)
+                 .commits(p, minute * 3_000))
     return fleet
 
 

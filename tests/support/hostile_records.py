@@ -95,9 +95,10 @@ def _stamp(event: dict[str, Any]) -> int:
 
 hostile_text = st.one_of(
     st.text(min_size=0, max_size=40),
-    st.sampled_from(["'; DROP TABLE events; --", "\" OR 1=1 --", "<script>alert(1)</script>", "<img src=x onerror=alert(1)>",
-                     "a'b\\'c\\\\", "\\", "'", "\"", "`x`", "${jndi:ldap://x/a}", "{{7*7}}", "%s%n", "\x00", "\x1b[31mred",
-                     "line\nbreak\r\n", "tab\there", "\u202eevil", "\u2028\u2029", "😀", "Ω≈ç√", "\ufeffbom", "   ", ""]),
+    st.sampled_from(["'; DROP TABLE events; --", "\" OR 1=1 --", "<script>alert(1)</script>",
+                     "<img src=x onerror=alert(1)>", "a'b\\'c\\\\", "\\", "'", "\"", "`x`", "${jndi:ldap://x/a}",
+                     "{{7*7}}", "%s%n", "\x00", "\x1b[31mred", "line\nbreak\r\n", "tab\there", "\u202eevil",
+                     "\u2028\u2029", "😀", "Ω≈ç√", "\ufeffbom", "   ", ""]),
     st.text(alphabet=st.characters(codec="utf-8", categories=["Cc", "Po", "Sm", "Zs"]), min_size=1, max_size=30),
 )
 
@@ -235,8 +236,8 @@ def deep_nesting(draw: st.DrawFn) -> Case:
 @st.composite
 def invalid_utf8(draw: st.DrawFn) -> Case:
     event = draw(_base())
-    bad = draw(st.sampled_from([b"\xff", b"\xfe\xff", b"\xc3\x28", b"\xe2\x82", b"\xed\xa0\x80", b"\xf8\x88\x80\x80\x80",
-                                b"\x80", b"\xc0\xaf"]))
+    bad = draw(st.sampled_from([b"\xff", b"\xfe\xff", b"\xc3\x28", b"\xe2\x82", b"\xed\xa0\x80",
+                                b"\xf8\x88\x80\x80\x80", b"\x80", b"\xc0\xaf"]))
     name = draw(st.sampled_from(("group_id", "host", "client_id")))
     event[name] = "UTF8MARK"
     return Case(f"{name} with bytes {bad!r}", _record(event, raw=lambda v: v.replace(b"UTF8MARK", b"x" + bad + b"y")),

@@ -75,7 +75,8 @@ class KafkaCluster:
         return count
 
     def seed_partitions(self, topic: str, partitions: int, count: int, start: int = 0) -> set[str]:
-        """``count`` records per partition, valued ``"<partition>-<i>"`` for i from ``start``: ids to count duplicates by."""
+        """``count`` records per partition, valued ``"<partition>-<i>"`` for i from ``start``: ids to count
+        duplicates by."""
         ids = set()
         for p in range(partitions):
             values = [f"{p}-{i}" for i in range(start, start + count)]

@@ -30,7 +30,8 @@ CAPACITY = 50
 class OutageRun:
     group: str
     agents: dict[str, str] = field(default_factory=dict)       # "A"/"B" -> agent id
-    owners: list[tuple[float, str, str, int]] = field(default_factory=list)  # (time, member, assigned|revoked, partition)
+    # (time, member, assigned|revoked, partition)
+    owners: list[tuple[float, str, str, int]] = field(default_factory=list)
     dropped: int = 0   # A's final dropped_total, as its telemetry_stats() says after close
 
     def true_handoffs(self) -> set[tuple[int, str, str]]:

@@ -29,8 +29,9 @@ def _known(offset: int | None) -> int | None:
 
 def _open(event: dict[str, Any], topic: str, partition: int) -> dict[str, Any]:
     row = dict.fromkeys(INTERVAL_COLUMNS)
-    row.update(cluster_id=event["cluster_id"], group_id=event["group_id"], topic=topic, partition=partition, agent_id=event["agent_id"],
-               member_id=event["member_id"], group_instance_id=event["group_instance_id"], host=event["host"],
+    row.update(cluster_id=event["cluster_id"], group_id=event["group_id"], topic=topic, partition=partition,
+               agent_id=event["agent_id"], member_id=event["member_id"], group_instance_id=event["group_instance_id"],
+               host=event["host"],
                client_id=event["client_id"], generation=event["generation"], assign_event_id=event["event_id"],
                assigned_ms=event["event_time_ms"], processed=0, commit_in_revoke=False)
     return row
@@ -116,7 +117,8 @@ def ownership_intervals(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]
     for row, t, offset in commits:
         deadline = row["next_first_fetch_ms"]
         if deadline is None or t <= deadline:
-            row["committed_max"] = max(row["committed_max"] if row["committed_max"] is not None else OFFSET_UNKNOWN, offset)
+            row["committed_max"] = max(row["committed_max"] if row["committed_max"] is not None else OFFSET_UNKNOWN,
+                                       offset)
     return intervals
 
 

@@ -94,6 +94,7 @@ def assert_gold_intervals_equal_reference(spark: SparkSession, config: PipelineC
     columns = catalog.OWNERSHIP.column_names()
     want = sorted(_text(tuple(row[c] for c in columns))
                   for group in by_group.values() for row in reference_intervals(group))
-    got = sorted(_text(tuple(r)) for r in lake.read(spark, config.lake_path, catalog.OWNERSHIP).select(*columns).collect())
+    got = sorted(_text(tuple(r))
+                 for r in lake.read(spark, config.lake_path, catalog.OWNERSHIP).select(*columns).collect())
     assert got == want
 
