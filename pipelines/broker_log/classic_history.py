@@ -63,7 +63,8 @@ def _generation_row(row: dict[str, Any], previous: dict[str, Any] | None) -> dic
     if value is None:
         return {**base, "kind": "deleted", "generation": None, "protocol_type": None, "assignor": None,
                 "rebalance_protocol": None, "leader_id": None, "join_completed_ms": None, "failed_rounds": None,
-                "members": [], "joined": [], "left": sorted(m["member_id"] for m in (previous or {}).get("members", [])),
+                "members": [], "joined": [],
+                "left": sorted(m["member_id"] for m in (previous or {}).get("members", [])),
                 "replaced": []}
     members = [member_row(m) for m in value["members"]]
     before = {m["member_id"]: m for m in (previous or {}).get("members", [])}

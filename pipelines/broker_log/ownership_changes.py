@@ -88,7 +88,8 @@ class OwnerBook:
         self.rows.append({
             "group_id": self.group_id, "protocol": self.protocol, "topic": topic, "topic_id": topic_id,
             "partition": key[1], "kind": kind, "at_ms": at_ms,
-            "owner": holding.member_id if holding else None, "owner_instance_id": holding.instance_id if holding else None,
+            "owner": holding.member_id if holding else None,
+            "owner_instance_id": holding.instance_id if holding else None,
             "previous_owner": previous.member_id if previous else None,
             "previous_instance_id": previous.instance_id if previous else None,
             "previous_since_ms": previous.since_ms if previous else None,

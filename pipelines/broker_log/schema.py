@@ -82,7 +82,8 @@ def parse_schema(text: str) -> MessageSchema:
         structs[common["name"]] = _fields(common["fields"], structs)
     fields = _fields(doc.get("fields", []), structs)
     return MessageSchema(name=doc["name"], kind=doc["type"], api_key=doc.get("apiKey"),
-                         valid=Versions.parse(doc["validVersions"]), flexible=Versions.parse(doc.get("flexibleVersions")),
+                         valid=Versions.parse(doc["validVersions"]),
+                         flexible=Versions.parse(doc.get("flexibleVersions")),
                          fields=fields, structs=structs)
 
 

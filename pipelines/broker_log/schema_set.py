@@ -79,5 +79,6 @@ def _schema_set(version: str) -> SchemaSet:
     wanted = (f"kafka-group-coordinator-{version}.jar", f"kafka-clients-{version}.jar")
     missing = [name for name in wanted if name not in jars]
     if missing:
-        raise ValueError(f"Kafka {version}'s jar set lacks {', '.join(missing)}: the broker source reads its schemas there")
+        raise ValueError(f"Kafka {version}'s jar set lacks {', '.join(missing)}: "
+                         "the broker source reads its schemas there")
     return schemas_from_jars(version, jars[wanted[0]], jars[wanted[1]])
