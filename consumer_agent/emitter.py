@@ -37,6 +37,8 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from consumer_agent.agent_spec import constant
+
 log = logging.getLogger("consumer_agent.telemetry")
 librdkafka_log = logging.getLogger("consumer_agent.telemetry.librdkafka")
 
@@ -65,7 +67,7 @@ UNCLOSED_FLUSH_TIMEOUT_S = 1.0
 DESTROY_TIMEOUT_S = 2.0
 ADMIN_TIMEOUT_S = 5.0
 # How long events wait for the consumer's cluster id before they go without it.
-CLUSTER_ID_WAIT_S = 10.0
+CLUSTER_ID_WAIT_S: float = constant("cluster_id_wait_ms") / 1000
 # Producer-only settings an AdminClient must not receive.
 _PRODUCER_ONLY = ("linger.ms", "message.timeout.ms", "acks", "compression.type", "batch.size", "enable.idempotence",
                   "queue.buffering.max.messages", "queue.buffering.max.kbytes", "retries", "delivery.timeout.ms")
@@ -174,7 +176,8 @@ class TelemetryEmitter:
             thread.join(timeout_s + DESTROY_TIMEOUT_S)
 
     # -- emitter thread -----------------------------------------------------------------------
-    def _note_error(self, message: str) -> None:
+    def note_error(self, message: str) -> None:
+        """Count a telemetry failure (any thread); only the first is logged: the host's log is not ours to fill."""
         with self._counters:
             self.errors_total += 1
             self.last_error = message[:500]
@@ -183,7 +186,7 @@ class TelemetryEmitter:
             log.warning("rebalance-lens telemetry: %s (further errors are counted, not logged)", message)
 
     def _on_client_error(self, err: KafkaError) -> None:
-        self._note_error(f"producer: {err}")
+        self.note_error(f"producer: {err}")
 
     def _ensure_topic(self) -> None:
         """Create the topic if missing, without blocking the emitter loop (its timer must keep ticking)."""
@@ -203,10 +206,10 @@ class TelemetryEmitter:
         except KafkaException as exc:
             err = exc.args[0] if exc.args else None
             if not (isinstance(err, KafkaError) and err.code() == KafkaError.TOPIC_ALREADY_EXISTS):
-                self._note_error(f"creating topic {self.topic}: {exc}")
+                self.note_error(f"creating topic {self.topic}: {exc}")
                 return
         except Exception as exc:  # anything else: retry later, never raise
-            self._note_error(f"creating topic {self.topic}: {exc!r}")
+            self.note_error(f"creating topic {self.topic}: {exc!r}")
             return
         self._topic_ready = True
 
@@ -244,7 +247,7 @@ class TelemetryEmitter:
             if err is not None:
                 with self._counters:
                     self.dropped_total += 1
-                self._note_error(f"delivery: {err}")
+                self.note_error(f"delivery: {err}")
             elif health_dropped is not None:
                 self.acknowledged_dropped = max(self.acknowledged_dropped, health_dropped)
                 self.acknowledged_errors = max(self.acknowledged_errors, health_errors or 0)
@@ -272,7 +275,7 @@ class TelemetryEmitter:
             except Exception as exc:
                 with self._counters:
                     self.dropped_total += 1
-                self._note_error(f"produce: {exc!r}")
+                self.note_error(f"produce: {exc!r}")
 
     def _run(self) -> None:
         while True:
@@ -290,7 +293,7 @@ class TelemetryEmitter:
                     self._next_beat = time.monotonic() + self._heartbeat[0]
                     self._heartbeat[1]()
             except Exception as exc:  # the emitter must survive anything
-                self._note_error(f"emitter: {exc!r}")
+                self.note_error(f"emitter: {exc!r}")
             if self._stopping.is_set() and (not self._buffer or not self._topic_ready
                                             or time.monotonic() >= self._stop_deadline):
                 break
@@ -299,7 +302,7 @@ class TelemetryEmitter:
             self._producer.purge()   # what the deadline left undelivered: reported as drops
             self._producer.poll(0)
         except Exception as exc:
-            self._note_error(f"emitter: {exc!r}")
+            self.note_error(f"emitter: {exc!r}")
         finally:
             # The last references: librdkafka destroys the clients here and joins their threads.
             self._producer = self._admin = self._topic_future = self._cluster_admin = self._cluster_future = None
