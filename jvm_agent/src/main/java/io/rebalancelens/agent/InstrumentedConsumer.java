@@ -47,7 +47,7 @@ import org.apache.kafka.common.metrics.KafkaMetric;
  */
 public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
     public static final String AGENT_VERSION = "0.1.0-java";
-    private static final long CLOSE_FLUSH_TIMEOUT_MS = 5_000;
+    private static final long CLOSE_FLUSH_TIMEOUT_MS = AgentSpec.get().longConstant("close_flush_timeout_ms");
 
     private final Consumer<K, V> delegate;
     private final CommitWitness.Slot committedSlot;
@@ -110,10 +110,39 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
                 cooperative ? "cooperative" : "eager", assignor), delegate::groupMetadata, emitter);
         this.processed = new Processed(options.explicitProcessing());
         this.member = new Membership(envelope, processed, groupProtocol, cooperative, options, client);
-        this.progress = new Progress(delegate, member, processed, envelope, emitter, options.progressIntervalMs());
+        ConsumerView view = new View();
+        this.progress = new Progress(view, member, processed, envelope, emitter, options.progressIntervalMs());
         this.enforceOutcome = EnforceOutcome.of(classic, cooperative);
-        this.revokeCommitter = options.commitOnRevoke() ? new RevokeCommitter(member, processed,
-                offsets -> commitSync(offsets), options.commitOnRevokeTimeoutMs()) : null;
+        this.revokeCommitter = options.commitOnRevoke() ? new RevokeCommitter(view, processed,
+                options.commitOnRevokeTimeoutMs()) : null;
+    }
+
+    /** What the agent's helpers see of this consumer: the member's account of it, the client's lag, its commit. */
+    private final class View implements ConsumerView {
+        @Override
+        public Set<TopicPartition> owned() {
+            return member.owned();
+        }
+
+        @Override
+        public long position(TopicPartition tp) {
+            return member.position(tp);
+        }
+
+        @Override
+        public long committed(TopicPartition tp) {
+            return member.committed(tp);
+        }
+
+        @Override
+        public OptionalLong currentLag(TopicPartition tp) {
+            return delegate.currentLag(tp);
+        }
+
+        @Override
+        public void commitSync(Map<TopicPartition, OffsetAndMetadata> offsets) {
+            InstrumentedConsumer.this.commitSync(offsets);
+        }
     }
 
     /** This consumer's agent id: every event it emits carries it, and its seq counts from 0. */
@@ -164,12 +193,9 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
 
     @Override
     public void unsubscribe() {
-        guard(() -> member.startLeaving("unsubscribe"));
+        guard(() -> member.startLeaving(Membership.UNSUBSCRIBE));
         delegate.unsubscribe();  // the Java client runs the final revoke inside unsubscribe()
-        guard(() -> {
-            member.subscribed = false;
-            member.left("unsubscribe");
-        });
+        guard(member::unsubscribed);
     }
 
     /** The agent's listener: record, call the application's listener with the same partitions, record its time. */
@@ -197,7 +223,7 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
         @Override
         public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
             guard(member::enterRevoke);
-            member.inRevoke = true;
+            member.revoking(true);
             Map<String, Object> hold = revokeCommitter != null && !partitions.isEmpty() ? holdRevoke(partitions) : null;
             long start = System.nanoTime();
             try {
@@ -205,7 +231,7 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
                     app.onPartitionsRevoked(partitions);
                 }
             } finally {
-                member.inRevoke = false;
+                member.revoking(false);
                 double ms = (System.nanoTime() - start) / 1e6;
                 guard(() -> member.recordRelease("partitions_revoked", partitions, ms, hold));
             }
@@ -398,14 +424,14 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
     /** The member leaves (the client runs the final revoke inside close); then a bounded flush of the telemetry. */
     private void closing(Runnable close) {
         if (!closed) {
-            guard(() -> member.startLeaving("close"));
+            guard(() -> member.startLeaving(Membership.CLOSE));
         }
         try {
             close.run();
         } finally {
             if (!closed) {
                 closed = true;
-                guard(() -> member.left("close"));
+                guard(() -> member.left(Membership.CLOSE));
                 guard(progress::stop);
                 guard(progress::emitHealth);
                 emitter.close(CLOSE_FLUSH_TIMEOUT_MS);

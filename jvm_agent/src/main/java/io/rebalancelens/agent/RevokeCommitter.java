@@ -21,20 +21,14 @@ import org.apache.kafka.common.TopicPartition;
  * commit event with {@code in_revoke} true.
  */
 final class RevokeCommitter {
-    /** The instrumented synchronous commit (recorded as every commitSync is); may throw the client's error. */
-    interface Commit {
-        void sync(Map<TopicPartition, OffsetAndMetadata> offsets);
-    }
-
-    private final Membership member;
+    private final ConsumerView consumer;
     private final Processed processed;
-    private final Commit commit;
     private final long timeoutMs;
 
-    RevokeCommitter(Membership member, Processed processed, Commit commit, long timeoutMs) {
-        this.member = member;
+    /** {@code consumer}: positions, committed offsets and the instrumented synchronous commit. */
+    RevokeCommitter(ConsumerView consumer, Processed processed, long timeoutMs) {
+        this.consumer = consumer;
         this.processed = processed;
-        this.commit = commit;
         this.timeoutMs = timeoutMs;
     }
 
@@ -45,15 +39,15 @@ final class RevokeCommitter {
         double waitedMs = (System.nanoTime() - start) / 1e6;
         Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
         for (TopicPartition tp : partitions) {
-            long next = processed.frontier(tp, member.position(tp));
-            if (next >= 0 && next != member.committed.getOrDefault(tp, Processed.OFFSET_UNKNOWN)) {
+            long next = processed.frontier(tp, consumer.position(tp));
+            if (next >= 0 && next != consumer.committed(tp)) {
                 offsets.put(tp, new OffsetAndMetadata(next));
             }
         }
         String error = null;
         if (!offsets.isEmpty()) {
             try {
-                commit.sync(offsets);
+                consumer.commitSync(offsets);
             } catch (RuntimeException e) {  // the next owner re-reads; the host's revoke goes on as without us
                 error = e.toString();
             }

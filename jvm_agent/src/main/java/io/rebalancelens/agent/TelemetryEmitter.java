@@ -30,7 +30,7 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
 final class TelemetryEmitter {
     private static final Logger LOG = Logger.getLogger("io.rebalancelens.agent");
     /** How long events wait for the consumer's cluster id before they go without it (as the Python agent). */
-    private static final long CLUSTER_ID_WAIT_MS = 10_000;
+    private static final long CLUSTER_ID_WAIT_MS = AgentSpec.get().longConstant("cluster_id_wait_ms");
     private static final long ADMIN_TIMEOUT_MS = 5_000;
     private static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(2);
     private static final ObjectMapper JSON = new ObjectMapper();
