@@ -6,7 +6,8 @@ buffer keeps the newest ``capacity`` events, the oldest are dropped and counted,
 count is re-reported in ``agent_health`` events until one of them is delivered.
 
 Nothing of the emitter outlives it: when it stops, its thread drains what it can within the
-deadline, then destroys the producer (and the topic-creating admin client) before it
+deadline (waiting in it for the topic's creation still asked of a cluster that reported no error: a
+consumer closed at once keeps its telemetry, as the Java agent's does), then destroys the producer (and the topic-creating admin client) before it
 exits, so ``close`` returns with librdkafka's threads of the telemetry clients gone. Only
 ``close`` waits for that; ``stop`` (a consumer dropped without ``close()``) returns at once.
 The events carry the consumer's cluster id (``cluster_id``: a group is named by its cluster and
@@ -277,6 +278,13 @@ class TelemetryEmitter:
                     self.dropped_total += 1
                 self.note_error(f"produce: {exc!r}")
 
+    def _topic_coming(self) -> bool:
+        """The topic is ready, or its creation is still asked of a telemetry cluster that reported no error:
+        worth waiting for within the stop deadline, so a consumer closed at once keeps its telemetry (as
+        the Java agent's does). A cluster that refuses (an error came) is not waited for: close() stays as
+        fast as the plain client's."""
+        return self._topic_ready or (self._topic_future is not None and self.errors_total == 0)
+
     def _run(self) -> None:
         while True:
             self._wake.wait(0.1)
@@ -294,8 +302,8 @@ class TelemetryEmitter:
                     self._heartbeat[1]()
             except Exception as exc:  # the emitter must survive anything
                 self.note_error(f"emitter: {exc!r}")
-            if self._stopping.is_set() and (not self._buffer or not self._topic_ready
-                                            or time.monotonic() >= self._stop_deadline):
+            if self._stopping.is_set() and (not self._buffer or time.monotonic() >= self._stop_deadline
+                                            or not self._topic_coming()):
                 break
         try:
             self._producer.flush(max(0.0, self._stop_deadline - time.monotonic()))

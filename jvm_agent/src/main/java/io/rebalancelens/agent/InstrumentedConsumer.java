@@ -421,10 +421,16 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
         closing(() -> delegate.close(options));
     }
 
-    /** The member leaves (the client runs the final revoke inside close); then a bounded flush of the telemetry. */
+    /**
+     * The member leaves (with commit-on-revoke, its processed frontier committed first; the client runs the final
+     * revoke inside close); then a bounded flush of the telemetry.
+     */
     private void closing(Runnable close) {
         if (!closed) {
             guard(() -> member.startLeaving(Membership.CLOSE));
+            if (revokeCommitter != null) {
+                guard(revokeCommitter::commitBeforeClose);
+            }
         }
         try {
             close.run();

@@ -2,6 +2,7 @@ package io.rebalancelens.agent;
 
 import static io.rebalancelens.agent.Envelope.body;
 
+import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.Map;
@@ -18,7 +19,7 @@ import org.apache.kafka.common.TopicPartition;
  * it commits the processed frontier synchronously (never past an unmarked record, so a timeout costs duplicates,
  * never losses). In the default mode the records of the previous poll are processed: the frontier is the
  * position. The outcome is the partitions_revoked event's {@code commit_on_revoke}; the commit itself is a
- * commit event with {@code in_revoke} true.
+ * commit event with {@code in_revoke} true. close() commits the same frontier first ({@link #commitBeforeClose}).
  */
 final class RevokeCommitter {
     private final ConsumerView consumer;
@@ -53,5 +54,16 @@ final class RevokeCommitter {
             }
         }
         return body("waited_ms", waitedMs, "timed_out", !drained, "committed", error == null, "error", error);
+    }
+
+    /**
+     * Before close(): commit the owned partitions' processed frontier while the member is still in the group, as
+     * the Python agent does (the agent spec's lens.commit.on.revoke). The revoke close() then runs finds nothing
+     * left to commit; a commit that fails here is tried again there, its error on the partitions_revoked event.
+     */
+    void commitBeforeClose() {
+        if (!consumer.owned().isEmpty()) {
+            commitBeforeHandover(new ArrayList<>(consumer.owned()));
+        }
     }
 }
