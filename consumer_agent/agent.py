@@ -165,7 +165,8 @@ class Agent:
         self.emitter = TelemetryEmitter(options.telemetry_topic, options.producer_config,
                                         options.buffer_max_events, key=self.agent_id,
                                         cluster_config=options.cluster_config,
-                                        heartbeat=(options.progress_interval_ms / 1000, _weakly(self.progress.arm_tick)))
+                                        heartbeat=(options.progress_interval_ms / 1000,
+                                                   _weakly(self.progress.arm_tick)))
 
     # ------------------------------------------------------------------ the consumer's calls
     def subscribed(self, topics: list[str], callbacks: tuple[RebalanceCallback | None, ...]) -> None:

@@ -5,17 +5,18 @@ missing, serialises and produces. When the telemetry cluster is away nothing blo
 buffer keeps the newest ``capacity`` events, the oldest are dropped and counted, and the
 count is re-reported in ``agent_health`` events until one of them is delivered.
 
-Nothing of the emitter outlives it: when it stops, its thread drains what it can within the
-deadline (waiting in it for the topic's creation still asked of a cluster that reported no error: a
-consumer closed at once keeps its telemetry, as the Java agent's does), then destroys the producer (and the topic-creating admin client) before it
-exits, so ``close`` returns with librdkafka's threads of the telemetry clients gone. Only
-``close`` waits for that; ``stop`` (a consumer dropped without ``close()``) returns at once.
-The events carry the consumer's cluster id (``cluster_id``: a group is named by its cluster and
-its group id), which the thread asks the consumer's cluster once, by DescribeCluster from an admin
-client of its own (destroyed once answered): asking the host's consumer from this thread would
-race its ``close()``, and nothing is asked on the application's thread. Until the answer, or
-for at most ``CLUSTER_ID_WAIT_S``, events wait in the buffer; after that they go without it
-(the pipelines read that as one unknown cluster), and the thread keeps asking.
+Nothing of the emitter outlives it: when it stops, its thread drains what it can within the deadline
+(waiting in it for the topic's creation still asked of a cluster that reported no error: a consumer
+closed at once keeps its telemetry, as the Java agent's does), then destroys the producer (and the
+topic-creating admin client) before it exits, so ``close`` returns with librdkafka's threads of the
+telemetry clients gone. Only ``close`` waits for that; ``stop`` (a consumer dropped without
+``close()``) returns at once. The events carry the consumer's cluster id (``cluster_id``: a group is
+named by its cluster and its group id), which the thread asks the consumer's cluster once, by
+DescribeCluster from an admin client of its own (destroyed once answered): asking the host's
+consumer from this thread would race its ``close()``, and nothing is asked on the application's
+thread. Until the answer, or for at most ``CLUSTER_ID_WAIT_S``, events wait in the buffer; after
+that they go without it (the pipelines read that as one unknown cluster), and the thread keeps
+asking.
 
 An emitter still running at interpreter exit gets ``UNCLOSED_FLUSH_TIMEOUT_S`` to drain
 before the interpreter tears down. In a forked child the parent's emitter is inert: its

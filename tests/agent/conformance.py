@@ -11,14 +11,18 @@ are set aside, each with its reason below.
 from __future__ import annotations
 
 import itertools
+import json
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from confluent_kafka import TopicPartition
 
 from consumer_agent import InstrumentedConsumer
 from consumer_agent.lifecycle import REASONS
+from tests.support.jvm_drivers import run_driver
+from tests.support.telemetry_log import TelemetryLog
 
 Event = dict[str, Any]
 STEP_TIMEOUT_S = 60.0
@@ -130,6 +134,35 @@ class Player:
 
     def _close(self, _step: dict[str, Any]) -> None:
         self.consumer.close()
+
+
+def _left(agent_id: str) -> Callable[[TelemetryLog], bool]:
+    """The member's last event: leaving done, after close."""
+    def done(log: TelemetryLog) -> bool:
+        return any(e["kind"] == "state_transition" and e["body"]["to_state"] == "unsubscribed"
+                   and e["body"]["reason"] == REASONS["close"] for e in log.of(agent_id))
+    return done
+
+
+def play_both(kafka: Any, tmp_path: Path, programs: dict[str, dict[str, Any]], telemetry: str,
+              unique: str) -> tuple[list[Event], list[Event]]:
+    """Play ``programs["python"]`` through the Python agent, then ``programs["java"]`` (the same on topics of
+    its own) through the Java agent, both sending to ``telemetry``; each agent's events."""
+    ids = {"python": Player(kafka, programs["python"], telemetry, f"conf-py-{unique}").play()}
+    program = programs["java"]
+    java = {**program, "config": {**program["config"], "java": {
+        **program["config"]["java"], "group.id": f"conf-java-{unique}", "lens.telemetry.topic": telemetry}}}
+    (tmp_path / "program.json").write_text(json.dumps(java))
+    run_driver("ConformanceDriver", [kafka.bootstrap_servers, str(tmp_path / "program.json"),
+                                     str(tmp_path / "out.json")], tmp_path)
+    ids["java"] = json.loads((tmp_path / "out.json").read_text())["agent_id"]
+    log = TelemetryLog(kafka.bootstrap_servers, telemetry)  # validates every event against the schema
+    try:
+        for agent_id in ids.values():
+            log.wait_for(_left(agent_id), 30, f"agent {agent_id}'s close")
+        return log.of(ids["python"]), log.of(ids["java"])
+    finally:
+        log.close()
 
 
 def _stall_as_the_java_client_shows_it(events: list[Event]) -> list[Event]:

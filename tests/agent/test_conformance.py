@@ -11,46 +11,10 @@ aside in conformance.py, each with its reason; the rest must be equal, generatio
 """
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
-import pytest
-
-from consumer_agent.lifecycle import REASONS
 from consumer_agent.redaction import REDACTED
 from tests.agent import conformance
-from tests.support.jvm_drivers import run_driver
-from tests.support.telemetry_log import TelemetryLog
-
-
-def _left(agent_id: str):
-    """The member's last event: leaving done, after close."""
-    def done(log: TelemetryLog) -> bool:
-        return any(e["kind"] == "state_transition" and e["body"]["to_state"] == "unsubscribed"
-                   and e["body"]["reason"] == REASONS["close"] for e in log.of(agent_id))
-    return done
-
-
-def _both(kafka, tmp_path: Path, programs: dict[str, dict[str, Any]], unique: str) -> tuple[list, list]:
-    """Play ``programs["python"]`` through the Python agent, then ``programs["java"]`` (the same on topics of
-    its own) through the Java agent; each agent's events."""
-    telemetry = kafka.create_topic(f"conformance-telemetry-{unique}")
-    ids = {"python": conformance.Player(kafka, programs["python"], telemetry, f"conf-py-{unique}").play()}
-    program = programs["java"]
-    java = {**program, "config": {**program["config"], "java": {
-        **program["config"]["java"], "group.id": f"conf-java-{unique}", "lens.telemetry.topic": telemetry}}}
-    (tmp_path / "program.json").write_text(json.dumps(java))
-    run_driver("ConformanceDriver", [kafka.bootstrap_servers, str(tmp_path / "program.json"),
-                                     str(tmp_path / "out.json")], tmp_path)
-    ids["java"] = json.loads((tmp_path / "out.json").read_text())["agent_id"]
-    log = TelemetryLog(kafka.bootstrap_servers, telemetry)  # validates every event against the schema
-    try:
-        for agent_id in ids.values():
-            log.wait_for(_left(agent_id), 30, f"agent {agent_id}'s close")
-        return log.of(ids["python"]), log.of(ids["java"])
-    finally:
-        log.close()
 
 
 def _same(python: list, java: list, programs: dict[str, dict[str, Any]]) -> None:
@@ -71,7 +35,8 @@ def _topics(kafka, unique: str, partitions: dict[str, int]) -> dict[str, dict[st
 def test_a_members_life_reads_the_same_through_both_agents(kafka, unique, tmp_path):
     programs = {agent: conformance.life(kafka.bootstrap_servers, topics)
                 for agent, topics in _topics(kafka, unique, {"t1": 2, "t2": 2}).items()}
-    python, java = _both(kafka, tmp_path, programs, unique)
+    telemetry = kafka.create_topic(f"conformance-telemetry-{unique}")
+    python, java = conformance.play_both(kafka, tmp_path, programs, telemetry, unique)
     _same(python, java, programs)
     kinds = {e["kind"] for e in java}
     assert kinds == {"member_config", "state_transition", "partitions_assigned", "partitions_revoked",
@@ -90,7 +55,8 @@ def test_a_members_life_reads_the_same_through_both_agents(kafka, unique, tmp_pa
 def test_a_broker_less_config_reads_the_same_through_both_agents(kafka, unique, tmp_path):
     programs = {agent: conformance.broker_less(kafka.bootstrap_servers, {"t1": f"conformance-away-{agent}-{unique}"})
                 for agent in ("python", "java")}  # topics on a cluster that is not there
-    python, java = _both(kafka, tmp_path, programs, unique)
+    telemetry = kafka.create_topic(f"conformance-telemetry-{unique}")
+    python, java = conformance.play_both(kafka, tmp_path, programs, telemetry, unique)
     _same(python, java, programs)
     assert [(e["kind"], e["generation"]) for e in java] == [
         ("member_config", -1), ("state_transition", -1), ("state_transition", -1), ("state_transition", -1)]

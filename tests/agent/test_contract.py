@@ -93,9 +93,10 @@ def test_contract_states_are_member_states_of_both_protocols():
     assert list(ev.KINDS) == SCHEMA["properties"]["kind"]["enum"]
 
 
-@pytest.mark.parametrize("key", ["sasl.password", "ssl.key.location", "ssl.key.password", "sasl.oauthbearer.client.secret",
-                                 "sasl.oauthbearer.token.endpoint.url", "sasl.jaas.config", "ssl.keystore.password",
-                                 "sasl.oauthbearer.client.credentials", "Some.API.Key"])
+@pytest.mark.parametrize("key", ["sasl.password", "ssl.key.location", "ssl.key.password",
+                                 "sasl.oauthbearer.client.secret", "sasl.oauthbearer.token.endpoint.url",
+                                 "sasl.jaas.config", "ssl.keystore.password", "sasl.oauthbearer.client.credentials",
+                                 "Some.API.Key"])
 def test_secrets_are_redacted(key):
     snapshot = redacted_config({key: "s3cr3t", "bootstrap.servers": "b:9092", "on_commit": print})
     assert snapshot[key] == REDACTED

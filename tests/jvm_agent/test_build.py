@@ -40,7 +40,8 @@ def module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, .
         if (folder / "fail").exists():
             jvm_agent_build.REPORTS.mkdir(parents=True, exist_ok=True)
             (jvm_agent_build.REPORTS / "TEST-io.x.ATest.xml").write_text(_FAILED)
-            raise LensError("Maven failed to resolve the pinned jars (jvm/pom.xml). Maven said: There are test failures.")
+            raise LensError("Maven failed to resolve the pinned jars (jvm/pom.xml). Maven said: "
+                            "There are test failures.")
         lib.mkdir(parents=True, exist_ok=True)
         (lib / "kafka-clients.jar").write_text("")
         jar.write_text("")

@@ -25,7 +25,8 @@ final class Envelope {
     private int lastGeneration = (int) AgentSpec.get().longConstant("generation_unknown");
     private String lastMemberId;
 
-    Envelope(String agentId, Map<String, Object> identity, Supplier<ConsumerGroupMetadata> metadata, TelemetryEmitter emitter) {
+    Envelope(String agentId, Map<String, Object> identity, Supplier<ConsumerGroupMetadata> metadata,
+             TelemetryEmitter emitter) {
         this.agentId = agentId;
         this.identity = identity;
         this.metadata = metadata;

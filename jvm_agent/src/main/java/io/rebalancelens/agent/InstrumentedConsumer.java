@@ -95,7 +95,8 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
         String groupProtocol = "consumer".equalsIgnoreCase(String.valueOf(client.get("group.protocol")))
                 ? "consumer" : "classic";
         String strategy = String.valueOf(client.getOrDefault("partition.assignment.strategy",
-                "org.apache.kafka.clients.consumer.RangeAssignor,org.apache.kafka.clients.consumer.CooperativeStickyAssignor"));
+                "org.apache.kafka.clients.consumer.RangeAssignor,"
+                        + "org.apache.kafka.clients.consumer.CooperativeStickyAssignor"));
         boolean classic = "classic".equals(groupProtocol);
         // The classic client rebalances eagerly unless every configured assignor supports COOPERATIVE;
         // the consumer protocol is always incremental.
@@ -462,27 +463,55 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
     @Override public Set<TopicPartition> assignment() { return delegate.assignment(); }
     @Override public Set<String> subscription() { return delegate.subscription(); }
     @Override public void assign(Collection<TopicPartition> partitions) { delegate.assign(partitions); }
-    @Override public void registerMetricForSubscription(KafkaMetric metric) { delegate.registerMetricForSubscription(metric); }
-    @Override public void unregisterMetricFromSubscription(KafkaMetric metric) { delegate.unregisterMetricFromSubscription(metric); }
+    @Override public void registerMetricForSubscription(KafkaMetric metric) {
+        delegate.registerMetricForSubscription(metric);
+    }
+    @Override public void unregisterMetricFromSubscription(KafkaMetric metric) {
+        delegate.unregisterMetricFromSubscription(metric);
+    }
     @Override public long position(TopicPartition tp) { return delegate.position(tp); }
     @Override public long position(TopicPartition tp, Duration timeout) { return delegate.position(tp, timeout); }
-    @Override public Map<TopicPartition, OffsetAndMetadata> committed(Set<TopicPartition> partitions) { return delegate.committed(partitions); }
-    @Override public Map<TopicPartition, OffsetAndMetadata> committed(Set<TopicPartition> partitions, Duration timeout) { return delegate.committed(partitions, timeout); }
+    @Override public Map<TopicPartition, OffsetAndMetadata> committed(Set<TopicPartition> partitions) {
+        return delegate.committed(partitions);
+    }
+    @Override
+    public Map<TopicPartition, OffsetAndMetadata> committed(Set<TopicPartition> partitions, Duration timeout) {
+        return delegate.committed(partitions, timeout);
+    }
     @Override public Uuid clientInstanceId(Duration timeout) { return delegate.clientInstanceId(timeout); }
     @Override public Map<MetricName, ? extends Metric> metrics() { return delegate.metrics(); }
     @Override public List<PartitionInfo> partitionsFor(String topic) { return delegate.partitionsFor(topic); }
-    @Override public List<PartitionInfo> partitionsFor(String topic, Duration timeout) { return delegate.partitionsFor(topic, timeout); }
+    @Override public List<PartitionInfo> partitionsFor(String topic, Duration timeout) {
+        return delegate.partitionsFor(topic, timeout);
+    }
     @Override public Map<String, List<PartitionInfo>> listTopics() { return delegate.listTopics(); }
-    @Override public Map<String, List<PartitionInfo>> listTopics(Duration timeout) { return delegate.listTopics(timeout); }
+    @Override public Map<String, List<PartitionInfo>> listTopics(Duration timeout) {
+        return delegate.listTopics(timeout);
+    }
     @Override public Set<TopicPartition> paused() { return delegate.paused(); }
     @Override public void pause(Collection<TopicPartition> partitions) { delegate.pause(partitions); }
     @Override public void resume(Collection<TopicPartition> partitions) { delegate.resume(partitions); }
-    @Override public Map<TopicPartition, OffsetAndTimestamp> offsetsForTimes(Map<TopicPartition, Long> timestamps) { return delegate.offsetsForTimes(timestamps); }
-    @Override public Map<TopicPartition, OffsetAndTimestamp> offsetsForTimes(Map<TopicPartition, Long> timestamps, Duration timeout) { return delegate.offsetsForTimes(timestamps, timeout); }
-    @Override public Map<TopicPartition, Long> beginningOffsets(Collection<TopicPartition> partitions) { return delegate.beginningOffsets(partitions); }
-    @Override public Map<TopicPartition, Long> beginningOffsets(Collection<TopicPartition> partitions, Duration timeout) { return delegate.beginningOffsets(partitions, timeout); }
-    @Override public Map<TopicPartition, Long> endOffsets(Collection<TopicPartition> partitions) { return delegate.endOffsets(partitions); }
-    @Override public Map<TopicPartition, Long> endOffsets(Collection<TopicPartition> partitions, Duration timeout) { return delegate.endOffsets(partitions, timeout); }
+    @Override public Map<TopicPartition, OffsetAndTimestamp> offsetsForTimes(Map<TopicPartition, Long> timestamps) {
+        return delegate.offsetsForTimes(timestamps);
+    }
+    @Override
+    public Map<TopicPartition, OffsetAndTimestamp> offsetsForTimes(Map<TopicPartition, Long> timestamps,
+                                                                   Duration timeout) {
+        return delegate.offsetsForTimes(timestamps, timeout);
+    }
+    @Override public Map<TopicPartition, Long> beginningOffsets(Collection<TopicPartition> partitions) {
+        return delegate.beginningOffsets(partitions);
+    }
+    @Override
+    public Map<TopicPartition, Long> beginningOffsets(Collection<TopicPartition> partitions, Duration timeout) {
+        return delegate.beginningOffsets(partitions, timeout);
+    }
+    @Override public Map<TopicPartition, Long> endOffsets(Collection<TopicPartition> partitions) {
+        return delegate.endOffsets(partitions);
+    }
+    @Override public Map<TopicPartition, Long> endOffsets(Collection<TopicPartition> partitions, Duration timeout) {
+        return delegate.endOffsets(partitions, timeout);
+    }
     @Override public OptionalLong currentLag(TopicPartition tp) { return delegate.currentLag(tp); }
     @Override public ConsumerGroupMetadata groupMetadata() { return delegate.groupMetadata(); }
     @Override public void wakeup() { delegate.wakeup(); }

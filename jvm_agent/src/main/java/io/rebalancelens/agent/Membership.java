@@ -154,7 +154,8 @@ final class Membership {
     /** The client accepted a subscription: topics, or a regex ({@code pattern} non-null). */
     void recordSubscribe(List<String> topics, String pattern) {
         boolean first = reportedTopics == null;
-        boolean changed = first || !topics.equals(reportedTopics) || !java.util.Objects.equals(pattern, reportedPattern);
+        boolean changed = first || !topics.equals(reportedTopics)
+                || !java.util.Objects.equals(pattern, reportedPattern);
         reportedTopics = topics;
         reportedPattern = pattern;
         subscribed = true;

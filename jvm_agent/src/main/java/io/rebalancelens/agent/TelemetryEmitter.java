@@ -249,7 +249,8 @@ final class TelemetryEmitter {
                 if (error != null) {
                     noteError("emitter: delivery: " + error);
                 } else if (health instanceof Map<?, ?> body) {
-                    acknowledgedDropped = Math.max(acknowledgedDropped, ((Number) body.get("dropped_total")).longValue());
+                    acknowledgedDropped = Math.max(acknowledgedDropped,
+                            ((Number) body.get("dropped_total")).longValue());
                 }
             });
         } catch (Exception e) {

@@ -80,6 +80,16 @@ class RevokeCommitterTest {
     }
 
     @Test
+    void beforeCloseTheOwnedPartitionsAreCommittedAndNothingWithoutThem() {
+        Consumer consumer = new Consumer();
+        new RevokeCommitter(consumer, new Processed(false), 1_000).commitBeforeClose();
+        assertTrue(consumer.commits.isEmpty());
+        consumer.positions.put(A, 7L);
+        new RevokeCommitter(consumer, new Processed(false), 1_000).commitBeforeClose();
+        assertEquals(List.of(Map.of(A, new OffsetAndMetadata(7))), consumer.commits);
+    }
+
+    @Test
     void explicitModeWaitsBoundedThenCommitsWhatIsDoneAndReportsAFailure() {
         Consumer consumer = new Consumer();
         consumer.positions.put(A, 3L);
