@@ -2,7 +2,7 @@
 kind by kind and field by field (ids and times aside), so the Python agent (consumer_agent/) and the Java
 agent (jvm_agent/) cannot drift apart where they read one agent spec and where they do not.
 
-Programs (tests/agent/conformance.py, played by its Player and by tests/jvm_agent/ConformanceDriver.java):
+Programs (tests/support/conformance.py, played by its Player and by tests/jvm_agent/ConformanceDriver.java):
 - a member's life under classic range: assign, a synchronous and an asynchronous commit, commit-on-revoke
   when its subscription changes (revoke), a stall past max.poll.interval.ms (lost, assigned again), close;
 - a broker-less config: a consumer whose cluster never answers, its telemetry sent to one that does.
@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from consumer_agent.redaction import REDACTED
-from tests.agent import conformance
+from tests.support import conformance
 
 
 def _same(python: list, java: list, programs: dict[str, dict[str, Any]]) -> None:

@@ -19,7 +19,7 @@ from consumer_agent import InstrumentedConsumer
 from consumer_agent.redaction import REDACTED
 from lens_runtime.spark_session import spark_log
 from pipelines import catalog, lake
-from tests.agent import conformance
+from tests.support import conformance
 from tests.support.secret_search import files_containing, tables_containing, topic_containing
 
 # The shared hostile lake takes about 5 min to build: its tests are slow (./lens test -m slow tests/hardening).

@@ -18,7 +18,7 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 /**
  * tests/agent/test_conformance.py's Java player (tests/support/jvm_drivers.py runs it): plays a conformance program
- * (tests/agent/conformance.py writes it as JSON) on an InstrumentedConsumer, step by step as the Python player
+ * (tests/support/conformance.py writes it as JSON) on an InstrumentedConsumer, step by step as the Python player
  * plays it on consumer_agent's, and writes the agent id and what the application's listener saw.
  *
  * Arguments: bootstrap program.json out.json
@@ -38,8 +38,8 @@ public final class ConformanceDriver {
         this.program = program;
         Map<String, Object> config = new HashMap<>();
         for (String part : List.of("common", "java")) {
-            program.path("config").path(part).fields().forEachRemaining(e -> config.put(e.getKey(),
-                    e.getValue().isTextual() ? e.getValue().textValue() : e.getValue().toString()));
+            JsonNode settings = program.path("config").path(part);
+            settings.fieldNames().forEachRemaining(key -> config.put(key, settings.get(key).asText()));
         }
         config.put("key.deserializer", ByteArrayDeserializer.class);
         config.put("value.deserializer", ByteArrayDeserializer.class);

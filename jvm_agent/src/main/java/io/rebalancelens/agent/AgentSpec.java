@@ -39,8 +39,8 @@ public final class AgentSpec {
     AgentSpec(JsonNode root) {
         this.root = root;
         Map<String, Option> read = new LinkedHashMap<>();
-        root.path("options").path("keys").fields().forEachRemaining(entry -> read.put(entry.getKey(),
-                option(entry.getKey(), entry.getValue())));
+        JsonNode keys = root.path("options").path("keys");
+        keys.fieldNames().forEachRemaining(key -> read.put(key, option(key, keys.get(key))));  // any Jackson 2
         this.options = Collections.unmodifiableMap(read);
     }
 
@@ -170,9 +170,9 @@ public final class AgentSpec {
     /** The protocol's states, each with the states it may be entered from. */
     public Map<String, Set<String>> enteredFrom(String protocol) {
         Map<String, Set<String>> table = new LinkedHashMap<>();
-        root.path("member_states").path(protocol).path("states").fields().forEachRemaining(state -> table.put(
-                state.getKey(), Collections.unmodifiableSet(new LinkedHashSet<>(strings(state.getValue()
-                        .path("entered_from"))))));
+        JsonNode states = root.path("member_states").path(protocol).path("states");
+        states.fieldNames().forEachRemaining(state -> table.put(state, Collections.unmodifiableSet(
+                new LinkedHashSet<>(strings(states.get(state).path("entered_from"))))));
         return Collections.unmodifiableMap(table);
     }
 
