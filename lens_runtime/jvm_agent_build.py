@@ -7,6 +7,7 @@ An installed wheel has no ``jvm_agent/`` folder: there is nothing to build.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 from lens_runtime.errors import LensError
@@ -22,12 +23,18 @@ def _sources() -> list[Path]:
     return [MODULE / "pom.xml", *(MODULE / "src").rglob("*")]
 
 
+def built_after(outputs: Iterable[Path], sources: Iterable[Path]) -> bool:
+    """Every output exists and no source changed since the oldest of them was built."""
+    outputs = list(outputs)
+    if not all(path.is_file() for path in outputs):
+        return False
+    built = min(path.stat().st_mtime for path in outputs)
+    return all(path.stat().st_mtime <= built for path in sources)
+
+
 def jar_is_current() -> bool:
     """The jar and its runtime classpath exist, and nothing of the module changed since the jar was built."""
-    if not JAR.is_file() or not any(LIB.glob("*.jar")):
-        return False
-    built = JAR.stat().st_mtime
-    return all(path.stat().st_mtime <= built for path in _sources())
+    return any(LIB.glob("*.jar")) and built_after([JAR], _sources())
 
 
 def ensure_agent_jar() -> Path | None:
