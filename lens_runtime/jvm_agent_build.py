@@ -17,6 +17,7 @@ from lens_runtime.paths import CHECKOUT
 MODULE = CHECKOUT / "jvm_agent"
 JAR = MODULE / "target" / "rebalance-lens-agent.jar"
 LIB = MODULE / "target" / "lib"
+JAVAAGENT = MODULE / "target" / "rebalance-lens-javaagent.jar"  # built by the same `mvn package`
 
 
 def _sources() -> list[Path]:

@@ -3,8 +3,8 @@
 Each application is a real one built from Maven Central that knows nothing of rebalance-lens and is a scenario
 member by the fleet's protocol (lens_scenarios/fleet.py): started with the member's spec as its argument, it writes
 the members' truth log (lens_scenarios/truth_log.py), so ``GroundTruth`` judges it as any member. ``command`` runs
-one exactly as a user would, ``java -jar app.jar`` (the plain app: ``java -cp``), with ``-javaagent:`` the only
-addition when asked.
+one as a user would, ``java -jar app.jar`` (the plain app from a flat class path, ``java -cp``), with
+``-javaagent:`` the only addition when asked.
 
 Built by ``ensure_built`` with one Maven run of the apps' reactor, only when a source or pom is newer than the jars,
 and offline once a first build fetched the plugins and dependencies. The matrix's kafka-clients versions are
@@ -22,15 +22,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from confluent_kafka import Consumer, TopicPartition
+
 from lens_runtime.errors import LensError
 from lens_runtime.jvm_agent_build import built_after
 from lens_runtime.jvm_deps import artifact_name, maven
+from lens_scenarios.ground_truth import GroundTruth
 
 APPS = Path(__file__).resolve().with_name("apps")
 MATRIX_POM = APPS / "kafka-clients-matrix" / "pom.xml"
 # The kafka-clients versions the agent is run against: the oldest it is to support, what Spring Boot 3.5 brings,
 # and every 4.x line to the newest.
 KAFKA_CLIENTS_MATRIX = ("3.5.2", "3.9.1", "4.0.2", "4.1.2", "4.2.0", "4.3.1", "4.4.0")
+# run_alone's topic: ids 0..PARTITIONS * PER_PARTITION - 1, id i in partition i % PARTITIONS
+PARTITIONS = 4
+PER_PARTITION = 50
 # A light JVM, as the scenario members run (lens_scenarios/java_member.py).
 JVM_FLAGS = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xmx256m")
 
@@ -94,10 +100,9 @@ def kafka_clients_classpath(version: str) -> list[Path]:
 
 
 def plain_classpath(kafka_clients: str) -> str:
-    """The plain application's class path with kafka-clients ``kafka-clients`` in place of the one it was built with.
-    Its own slf4j-api (2.x, slf4j-simple's) comes first."""
+    """The plain application's class path with kafka-clients ``kafka-clients`` in place of the one it was built with."""
     client = kafka_clients_classpath(kafka_clients)
-    replaced = {artifact_name(j) for j in client} - {"slf4j-api"}
+    replaced = {artifact_name(j) for j in client}
     own = [j for j in sorted((PLAIN.jar.parent / "lib").glob("*.jar")) if artifact_name(j) not in replaced]
     return ":".join(str(p) for p in (PLAIN.jar, *own, *client))
 
@@ -112,14 +117,15 @@ def spec(run_dir: Path, process: str, topics: list[str], config: dict[str, Any],
 
 def command(app: App, member_spec: str, javaagent: Path | None = None, jvm: tuple[str, ...] = (),
             kafka_clients: str | None = None) -> list[str]:
-    """``java`` running ``app`` as one member; ``-javaagent:`` the only addition when ``javaagent`` is given.
-    ``kafka_clients``: the plain application on that version instead of its own."""
+    """``java`` running ``app`` as one member; ``-javaagent:`` the only addition when ``javaagent`` is given. The plain
+    application runs from a class path, on ``kafka_clients`` (default: its own), the others as ``java -jar``."""
     agent = (f"-javaagent:{javaagent}",) if javaagent else ()
-    if kafka_clients is None:
-        return ["java", *JVM_FLAGS, *jvm, *agent, "-jar", str(app.jar), member_spec]
-    if app is not PLAIN:
+    if app is PLAIN:
+        classpath = plain_classpath(kafka_clients or PLAIN.kafka_clients)
+        return ["java", *JVM_FLAGS, *jvm, *agent, "-cp", classpath, app.main_class, member_spec]
+    if kafka_clients is not None:
         raise ValueError(f"only the plain application runs on another kafka-clients, not {app.module}")
-    return ["java", *JVM_FLAGS, *jvm, *agent, "-cp", plain_classpath(kafka_clients), app.main_class, member_spec]
+    return ["java", *JVM_FLAGS, *jvm, *agent, "-jar", str(app.jar), member_spec]
 
 
 class Running:
@@ -170,3 +176,33 @@ class Running:
     def agent_lines(self) -> list[str]:
         """What the javaagent printed (one line per reason it stood aside)."""
         return [line for line in self.log.read_text().splitlines() if line.startswith("rebalance-lens javaagent")]
+
+
+def run_alone(kafka, unique: str, run_dir: Path, app: App, settings: dict[str, str] | None = None,
+              config: dict[str, Any] | None = None, **command_options: Any) -> Running:
+    """``app`` as the only member of group ``apps-<unique>`` on a new topic of ids (as the scenarios' feeder writes
+    them), until it processed every record and stopped; ``config``: client settings besides the group's,
+    ``command_options`` go to ``command``."""
+    topic = kafka.create_topic(f"apps-{unique}", partitions=PARTITIONS)
+    producer = kafka.producer()
+    for i in range(PARTITIONS * PER_PARTITION):
+        producer.produce(topic, value=str(i), partition=i % PARTITIONS)
+    producer.flush(30)
+    config = {"bootstrap.servers": kafka.bootstrap_servers, "group.id": f"apps-{unique}",
+              "client.id": f"apps-{unique}", "auto.offset.reset": "earliest", **(config or {})}
+    member_spec = spec(run_dir, "m1.1", [topic], config, processing_ms=1, app=settings)
+    member = Running(command(app, member_spec, **command_options), run_dir / "m1.1.log")
+    member.wait_until(lambda m: m.delivered == PARTITIONS * PER_PARTITION, "every record processed")
+    assert member.stop() == 0, member.log.read_text()[-3000:]
+    return member
+
+
+def committed(kafka, unique: str, truth: GroundTruth) -> dict[int, int]:
+    """What group ``apps-<unique>`` committed on the topic ``truth``'s member read."""
+    topic = truth.processes[0].topics[0]
+    reader = Consumer({"bootstrap.servers": kafka.bootstrap_servers, "group.id": f"apps-{unique}"})
+    try:
+        offsets = reader.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=30)
+    finally:
+        reader.close()
+    return {tp.partition: tp.offset for tp in offsets}

@@ -5,53 +5,11 @@ commits, Spring's container or the listener's acknowledgements). No agent here: 
 add it."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-from confluent_kafka import Consumer, TopicPartition
 
 from lens_scenarios.ground_truth import GroundTruth
 from tests.jvm_agent import framework_apps
-from tests.jvm_agent.framework_apps import BOOT3, BOOT4, PLAIN, STREAMS, App, Running
-
-PARTITIONS = 4
-PER_PARTITION = 50
-
-
-@pytest.fixture(scope="module")
-def built() -> None:
-    framework_apps.ensure_built()
-
-
-def seeded(kafka, unique: str) -> str:
-    """A topic whose records' values are unique ids (as the scenarios' feeder writes them)."""
-    topic = kafka.create_topic(f"apps-{unique}", partitions=PARTITIONS)
-    producer = kafka.producer()
-    for i in range(PARTITIONS * PER_PARTITION):
-        producer.produce(topic, value=str(i), partition=i % PARTITIONS)
-    producer.flush(30)
-    return topic
-
-
-def committed(kafka, group: str, topic: str) -> dict[int, int]:
-    reader = Consumer({"bootstrap.servers": kafka.bootstrap_servers, "group.id": group})
-    try:
-        offsets = reader.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=30)
-    finally:
-        reader.close()
-    return {tp.partition: tp.offset for tp in offsets}
-
-
-def run_alone(kafka, unique: str, tmp_path: Path, app: App, settings: dict[str, str], **command) -> Running:
-    """``app`` as the only member of a new group on a seeded topic, until it processed everything and stopped."""
-    topic = seeded(kafka, unique)
-    config = {"bootstrap.servers": kafka.bootstrap_servers, "group.id": f"apps-{unique}",
-              "client.id": f"apps-{unique}", "auto.offset.reset": "earliest"}
-    spec = framework_apps.spec(tmp_path, "m1.1", [topic], config, processing_ms=1, app=settings)
-    member = Running(framework_apps.command(app, spec, **command), tmp_path / "m1.1.log")
-    member.wait_until(lambda m: m.delivered == PARTITIONS * PER_PARTITION, "every record processed")
-    assert member.stop() == 0, member.log.read_text()[-3000:]
-    return member
+from tests.jvm_agent.framework_apps import BOOT3, BOOT4, PARTITIONS, PER_PARTITION, PLAIN, STREAMS, committed, run_alone
 
 
 def test_each_application_is_built_with_the_kafka_clients_its_framework_brings(built):
@@ -78,5 +36,4 @@ def test_an_application_keeps_the_members_truth_and_commits_what_it_processed(ka
     assert kinds == [("start", 0), ("assign", PARTITIONS), ("closing", 0), ("revoke", PARTITIONS), ("exit", 0)]
     assert all(e.member_id for e in truth.events if e.kind in ("assign", "revoke"))
     # what it processed is committed, by whoever commits in this framework: nothing would be read again
-    topic = truth.processes[0].topics[0]
-    assert committed(kafka, f"apps-{unique}", topic) == {p: PER_PARTITION for p in range(PARTITIONS)}
+    assert committed(kafka, unique, truth) == {p: PER_PARTITION for p in range(PARTITIONS)}
