@@ -14,7 +14,7 @@ import java.util.Objects;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.stream.Collectors;
-import net.bytebuddy.description.field.FieldDescription;
+import net.bytebuddy.description.ByteCodeElement;
 import net.bytebuddy.description.method.MethodDescription;
 import net.bytebuddy.description.type.TypeDefinition;
 import net.bytebuddy.description.type.TypeDescription;
@@ -127,9 +127,9 @@ final class References {
             }
             TypeDescription type = owner.resolve();
             try {
-                if (ref.kind == Kind.METHOD && findMethod(type, ref.name, ref.descriptor) == null) {
+                if (ref.kind == Kind.METHOD && !declared(type, ref.kind, ref.name, ref.descriptor)) {
                     missing.add(simple(ref.owner) + "." + ref.name + arguments(ref.descriptor));
-                } else if (ref.kind == Kind.FIELD && !hasField(type, ref.name, ref.descriptor)) {
+                } else if (ref.kind == Kind.FIELD && !declared(type, ref.kind, ref.name, ref.descriptor)) {
                     missing.add(simple(ref.owner) + "." + ref.name);
                 } else if (ref.kind == Kind.SUPERTYPE) {
                     for (String method : unimplemented(type, ref.user)) {
@@ -167,21 +167,12 @@ final class References {
         return all;
     }
 
-    private static MethodDescription findMethod(TypeDefinition type, String name, String descriptor) {
+    /** Whether {@code type} or a type above it declares the field or method {@code name} {@code descriptor}. */
+    private static boolean declared(TypeDefinition type, Kind kind, String name, String descriptor) {
         for (TypeDefinition t : hierarchy(type)) {
-            for (MethodDescription m : t.getDeclaredMethods()) {
-                if (m.getInternalName().equals(name) && m.getDescriptor().equals(descriptor)) {
-                    return m;
-                }
-            }
-        }
-        return null;
-    }
-
-    private static boolean hasField(TypeDefinition type, String name, String descriptor) {
-        for (TypeDefinition t : hierarchy(type)) {
-            for (FieldDescription f : t.getDeclaredFields()) {
-                if (f.getName().equals(name) && f.getDescriptor().equals(descriptor)) {
+            List<? extends ByteCodeElement> members = kind == Kind.FIELD ? t.getDeclaredFields() : t.getDeclaredMethods();
+            for (ByteCodeElement member : members) {
+                if (member.getInternalName().equals(name) && member.getDescriptor().equals(descriptor)) {
                     return true;
                 }
             }

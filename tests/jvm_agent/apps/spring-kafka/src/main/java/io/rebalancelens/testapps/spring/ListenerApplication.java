@@ -9,18 +9,18 @@ import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.TopicPartition;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
-import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.context.annotation.Bean;
 import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.kafka.config.ContainerCustomizer;
 import org.springframework.kafka.listener.ConcurrentMessageListenerContainer;
 import org.springframework.kafka.listener.ConsumerAwareRebalanceListener;
 import org.springframework.kafka.support.Acknowledgment;
+import org.springframework.stereotype.Component;
 
 /**
- * The listeners, one of four by {@code app.listener-kind} (record or batch, container or manual acknowledgement),
- * and the container's rebalance listener, which writes the callbacks' ground truth. Boot's auto-configured
- * container factory applies the customizer and the {@code spring.kafka.*} properties.
+ * The listeners, record or batch, with container or manual acknowledgement, and the containers' rebalance listener,
+ * which writes the callbacks' ground truth. Boot's auto-configured container factory applies the customizer and the
+ * {@code spring.kafka.*} properties.
  */
 @SpringBootApplication
 public class ListenerApplication {
@@ -32,92 +32,45 @@ public class ListenerApplication {
         return container -> container.getContainerProperties().setConsumerRebalanceListener(new Callbacks(member));
     }
 
-    @Bean
-    @ConditionalOnProperty(name = "app.listener-kind", havingValue = "record-container")
-    RecordListener recordListener(Member member) {
-        return new RecordListener(member);
-    }
-
-    @Bean
-    @ConditionalOnProperty(name = "app.listener-kind", havingValue = "record-manual")
-    AcknowledgingRecordListener acknowledgingRecordListener(Member member) {
-        return new AcknowledgingRecordListener(member);
-    }
-
-    @Bean
-    @ConditionalOnProperty(name = "app.listener-kind", havingValue = "batch-container")
-    BatchListener batchListener(Member member) {
-        return new BatchListener(member);
-    }
-
-    @Bean
-    @ConditionalOnProperty(name = "app.listener-kind", havingValue = "batch-manual")
-    AcknowledgingBatchListener acknowledgingBatchListener(Member member) {
-        return new AcknowledgingBatchListener(member);
-    }
-
     static Delivered delivered(ConsumerRecord<String, String> r) {
         return new Delivered(r.topic(), r.partition(), r.offset(), r.value(), r.timestamp());
     }
 
-    static List<Delivered> delivered(List<ConsumerRecord<String, String>> records) {
-        return records.stream().map(ListenerApplication::delivered).collect(Collectors.toList());
-    }
-
-    /** One record per call; the container commits after the listener returned. */
-    static final class RecordListener {
+    /**
+     * The four listeners; {@code app.<kind>} starts the one the spec asked for (a listener that is not started
+     * builds no consumer). Each processes what it was handed; the manual ones then acknowledge it.
+     */
+    @Component
+    static final class Listeners {
         private final Member member;
 
-        RecordListener(Member member) {
+        Listeners(Member member) {
             this.member = member;
         }
 
-        @KafkaListener(topics = TOPICS)
+        @KafkaListener(id = "record-container", idIsGroup = false, topics = TOPICS, batch = "false",
+                autoStartup = "${app.record-container}")
         void onRecord(ConsumerRecord<String, String> record) throws InterruptedException {
             member.process(List.of(delivered(record)));
         }
-    }
 
-    /** One record per call, acknowledged once processed. */
-    static final class AcknowledgingRecordListener {
-        private final Member member;
-
-        AcknowledgingRecordListener(Member member) {
-            this.member = member;
-        }
-
-        @KafkaListener(topics = TOPICS)
+        @KafkaListener(id = "record-manual", idIsGroup = false, topics = TOPICS, batch = "false",
+                autoStartup = "${app.record-manual}")
         void onRecord(ConsumerRecord<String, String> record, Acknowledgment ack) throws InterruptedException {
-            member.process(List.of(delivered(record)));
+            onRecord(record);
             ack.acknowledge();
         }
-    }
 
-    /** A poll's records per call; the container commits after the listener returned. */
-    static final class BatchListener {
-        private final Member member;
-
-        BatchListener(Member member) {
-            this.member = member;
-        }
-
-        @KafkaListener(topics = TOPICS)
+        @KafkaListener(id = "batch-container", idIsGroup = false, topics = TOPICS, batch = "true",
+                autoStartup = "${app.batch-container}")
         void onBatch(List<ConsumerRecord<String, String>> records) throws InterruptedException {
-            member.process(delivered(records));
-        }
-    }
-
-    /** A poll's records per call, acknowledged once all are processed. */
-    static final class AcknowledgingBatchListener {
-        private final Member member;
-
-        AcknowledgingBatchListener(Member member) {
-            this.member = member;
+            member.process(records.stream().map(ListenerApplication::delivered).collect(Collectors.toList()));
         }
 
-        @KafkaListener(topics = TOPICS)
+        @KafkaListener(id = "batch-manual", idIsGroup = false, topics = TOPICS, batch = "true",
+                autoStartup = "${app.batch-manual}")
         void onBatch(List<ConsumerRecord<String, String>> records, Acknowledgment ack) throws InterruptedException {
-            member.process(delivered(records));
+            onBatch(records);
             ack.acknowledge();
         }
     }

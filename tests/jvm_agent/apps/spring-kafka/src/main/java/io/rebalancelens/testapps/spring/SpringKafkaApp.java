@@ -3,6 +3,7 @@ package io.rebalancelens.testapps.spring;
 import io.rebalancelens.testapps.kit.Member;
 import io.rebalancelens.testapps.kit.MemberSpec;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import org.springframework.boot.SpringApplication;
 import org.springframework.context.ConfigurableApplicationContext;
@@ -32,14 +33,15 @@ public final class SpringKafkaApp implements Member.Application {
         Map<String, Object> properties = new HashMap<>();
         spec.config.forEach((key, value) -> properties.put(key.equals("bootstrap.servers")
                 ? "spring.kafka.bootstrap-servers" : "spring.kafka.consumer.properties[" + key + "]", String.valueOf(value)));
-        String listener = spec.app("listener", "record");
         String ackMode = spec.app("ack-mode", "batch");
-        properties.put("spring.kafka.listener.type", listener.equals("batch") ? "batch" : "single");
+        String kind = spec.app("listener", "record") + "-" + (ackMode.startsWith("manual") ? "manual" : "container");
         properties.put("spring.kafka.listener.ack-mode", ackMode);
         properties.put("spring.kafka.listener.concurrency", "1");
         properties.put("spring.main.banner-mode", "off");
         properties.put("app.topics", String.join(",", spec.subscribe));
-        properties.put("app.listener-kind", listener + "-" + (ackMode.startsWith("manual") ? "manual" : "container"));
+        for (String listener : List.of("record-container", "record-manual", "batch-container", "batch-manual")) {
+            properties.put("app." + listener, String.valueOf(listener.equals(kind)));
+        }
         return properties;
     }
 
