@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from lens_runtime.jvm_agent_build import JAVAAGENT, ensure_agent_jar
-from tests.jvm_agent import framework_apps
+from tests.support import framework_apps
 
 
 @pytest.fixture(scope="session")

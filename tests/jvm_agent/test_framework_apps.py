@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from lens_scenarios.ground_truth import GroundTruth
-from tests.jvm_agent import framework_apps
-from tests.jvm_agent.framework_apps import BOOT3, BOOT4, PARTITIONS, PER_PARTITION, PLAIN, STREAMS, committed, run_alone
+from tests.support import framework_apps
+from tests.support.framework_apps import BOOT3, BOOT4, PARTITIONS, PER_PARTITION, PLAIN, STREAMS, committed, run_alone
 
 
 def test_each_application_is_built_with_the_kafka_clients_its_framework_brings(built):

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.jvm_agent.framework_apps import BOOT3, BOOT4, STREAMS
-from tests.jvm_agent.javaagent_reach import assert_measured, assert_stood_aside, run_with_agent
+from tests.support.framework_apps import BOOT3, BOOT4, STREAMS
+from tests.support.javaagent_reach import assert_measured, assert_stood_aside, run_with_agent
 
 
 @pytest.mark.parametrize("app", [BOOT4, STREAMS], ids=["spring-boot-4-executable-jar", "kafka-streams"])

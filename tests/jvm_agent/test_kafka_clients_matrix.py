@@ -10,8 +10,8 @@ import subprocess
 
 import pytest
 
-from tests.jvm_agent.framework_apps import KAFKA_CLIENTS_MATRIX, PLAIN, kafka_clients_classpath
-from tests.jvm_agent.javaagent_reach import assert_measured, assert_stood_aside, run_with_agent
+from tests.support.framework_apps import KAFKA_CLIENTS_MATRIX, PLAIN, kafka_clients_classpath
+from tests.support.javaagent_reach import assert_measured, assert_stood_aside, run_with_agent
 
 ATTACHES = {"4.1.2", "4.2.0", "4.3.1"}
 # one thing each other version lacks (the check names all): 3.x predates 4.0's API, 4.0 lacks 4.1's

@@ -29,7 +29,7 @@ from lens_runtime.jvm_agent_build import built_after
 from lens_runtime.jvm_deps import artifact_name, maven
 from lens_scenarios.ground_truth import GroundTruth
 
-APPS = Path(__file__).resolve().with_name("apps")
+APPS = Path(__file__).resolve().parents[1] / "jvm_agent" / "apps"
 MATRIX_POM = APPS / "kafka-clients-matrix" / "pom.xml"
 # The kafka-clients versions the agent is run against: the oldest it is to support, what Spring Boot 3.5 brings,
 # and every 4.x line to the newest.

@@ -5,7 +5,7 @@ from pathlib import Path
 from typing import Any
 
 from lens_scenarios.ground_truth import GroundTruth
-from tests.jvm_agent.framework_apps import PARTITIONS, PER_PARTITION, App, Running, committed, run_alone
+from tests.support.framework_apps import PARTITIONS, PER_PARTITION, App, Running, committed, run_alone
 from tests.support.telemetry_log import TelemetryLog
 
 
