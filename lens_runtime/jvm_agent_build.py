@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import sys
 import xml.etree.ElementTree as ET
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +25,7 @@ MODULE = CHECKOUT / "jvm_agent"
 SPEC = CHECKOUT / "consumer_agent" / "agent-spec-v1.json"
 JAR = MODULE / "target" / "rebalance-lens-agent.jar"
 LIB = MODULE / "target" / "lib"
+JAVAAGENT = MODULE / "target" / "rebalance-lens-javaagent.jar"  # built by the same `mvn package`
 REPORTS = MODULE / "target" / "surefire-reports"
 # The pom (its hash) whose plugins and dependencies a build fetched: the next build of it runs offline.
 RESOLVED = MODULE / "target" / "resolved-pom.sha256"
@@ -37,12 +39,18 @@ def _pom_hash() -> str:
     return hashlib.sha256((MODULE / "pom.xml").read_bytes()).hexdigest()
 
 
+def built_after(outputs: Iterable[Path], sources: Iterable[Path]) -> bool:
+    """Every output exists and no source changed since the oldest of them was built."""
+    outputs = list(outputs)
+    if not all(path.is_file() for path in outputs):
+        return False
+    built = min(path.stat().st_mtime for path in outputs)
+    return all(path.stat().st_mtime <= built for path in sources)
+
+
 def jar_is_current() -> bool:
     """The jar and its runtime classpath exist, and nothing of the module changed since the jar was built."""
-    if not JAR.is_file() or not any(LIB.glob("*.jar")):
-        return False
-    built = JAR.stat().st_mtime
-    return all(path.stat().st_mtime <= built for path in _sources())
+    return any(LIB.glob("*.jar")) and built_after([JAR], _sources())
 
 
 @dataclass(frozen=True)
