@@ -188,6 +188,10 @@ def _said(text: str) -> Callable[..., str]:
     return lambda *_: text
 
 
+# Efforts: a setting the agent or client reads (one rolling restart, nothing changes on the wire)
+# is 1; a unique group.instance.id per member is 2; a new assignor is 3 (a classic change of
+# strategy stops the whole group; a protocol change runs a mixed phase and needs the readiness
+# checks first).
 KINDS: tuple[ChangeKind, ...] = (
     ChangeKind("assignor", ("assignor", "session_timeout_ms"), 3, _assignor_title, _assignor_step, _assignor_lines,
                Effect(lambda g, at: ASSIGNORS), _mixed_phase_rollback),
@@ -237,5 +241,5 @@ def moving(a: Config, b: Config) -> list[ChangeKind]:
 
 
 def changes(current: Config, to: Config) -> list[str]:
-    """The consumer settings (``key=value``) that move a group from ``current`` to ``to``."""
+    """The consumer settings (``key=value``) that move a group from ``current`` to ``to``, kind by kind."""
     return [line for kind in KINDS for line in kind.lines(current, to)]
