@@ -268,7 +268,7 @@ WHAT_IF = Table(
         "window_start_ms bigint, window_end_ms bigint, predicted_rebalances bigint, predicted_handoffs bigint, "
         "predicted_partitions_moved bigint, predicted_duplicates double, predicted_pause_s double, "
         "predicted_duplicates_saved double, predicted_pause_saved_s double, "
-        "measured_duplicates double, measured_pause_s double"))
+        "measured_duplicates double, measured_pause_s double, replayed_duplicates double, replayed_pause_s double"))
 RECOMMENDATIONS = Table(
     "gold/recommendations",
     grain="one row per group and recommendation (a change, a warning, or the healthy verdict), ranked",
@@ -283,7 +283,9 @@ RECOMMENDATIONS = Table(
                "predicted_pause_before_s double, predicted_pause_after_s double, predicted_pause_saved_s double, "
                "predicted_pause_saved_pct double, measured_duplicates double, measured_pause_s double, "
                "tradeoff string, confidence string, confidence_reason string, "
-               "predicted_duplicates_mixed_phase double, predicted_pause_mixed_phase_s double"))
+               "predicted_duplicates_mixed_phase double, predicted_pause_mixed_phase_s double, "
+               "replayed_duplicates double, replayed_pause_s double, replayed_duplicates_error_pct double, "
+               "replayed_pause_error_pct double"))
 
 # Written by `recommend --verify` (the closed loop), not by a stage: each row is one
 # recommendation applied to a rerun of the scenario run it was made from, with the saving the

@@ -83,8 +83,12 @@ class Qualifier:
 QUALIFIERS: tuple[Qualifier, ...] = (
     Qualifier("_upper", "suffix", "the most the figure can have been; equal to the figure when exact",
               "duplicates_upper, pause_upper_s"),
-    Qualifier("predicted_", "prefix", "a what-if replay's figure (`gold/what_if`, `gold/recommendations`)",
-              "predicted_pause_s"),
+    Qualifier("predicted_", "prefix", "a what-if's prediction: what a configuration leaves of the measured figure "
+              "(its replay's ratio to the current configuration's replay, times the measured figure; `gold/what_if`, "
+              "`gold/recommendations`)", "predicted_pause_s"),
+    Qualifier("replayed_", "prefix", "a what-if replay's own figure over the observed period, before it is anchored "
+              "to the measured one; the current configuration's, set beside `measured_`, is the model's fit",
+              "replayed_duplicates"),
     Qualifier("measured_", "prefix", "observed: gold's figure set beside a prediction (the midpoint of its "
               "bounds), or a scenario's ground truth (`gold/verifications`)", "measured_duplicates"),
     Qualifier("_saved", "suffix", "the current configuration's figure minus the candidate's",
@@ -99,9 +103,26 @@ QUALIFIERS: tuple[Qualifier, ...] = (
               "pause_change_s"),
     Qualifier("_se", "suffix", "the standard error of a mean over several runs (a closed-loop check with "
               "`--reruns`: the measured saving is the reruns' mean)", "measured_duplicates_saved_se"),
+    Qualifier("_error", "suffix", "the figure minus the measured one (a replay's error on the observed period: "
+              "the model's fit; with `_pct`, in percent of the measured, + where the replay counts more)",
+              "replayed_pause_error_pct"),
     Qualifier("_pct", "unit", "a share in percent of the figure it qualifies (the unit it ends with)",
               "predicted_duplicates_saved_pct"),
 )
+
+# Why a prediction is anchored to the measured figure by the replays' ratio, not their difference.
+ANCHORING = ("A what-if replays the observed period under the current configuration too, and that replay's figure "
+             "differs from the measured one (the model's fit: the demo's KIP-848 run measured 314 duplicates and "
+             "replayed 378). A prediction is what a configuration leaves of the measured figure: `predicted_` = "
+             "`measured_` x the configuration's `replayed_` / the current configuration's `replayed_`, so "
+             "`predicted_..._saved` is a share of what was measured and never more than it. The ratio, not the "
+             "difference of the two replays, because the model's figures are products (a partition's rate x the "
+             "uncommitted window x the handoffs; a pause per handoff x the handoffs): a window or a rate fitted a "
+             "fifth too high makes both replays a fifth too high, which the ratio cancels and the difference would "
+             "carry whole into the saving (378 saved of 314). Where the current configuration's replay costs "
+             "nothing there is no ratio, and a prediction is the measured figure plus what its replay adds (a "
+             "cost, never a saving). The current configuration's `replayed_` figure and its `_error_pct` stand "
+             "beside every prediction as the model's fit; the closed loop judges the anchored saving.")
 
 # What changed for readers of the marts when the vocabulary landed (the one figure that moved).
 FIGURE_CHANGE = ("The pause the marts sum (`pause_s`) is the point figure of every handoff: a bounded pause (a "
@@ -209,6 +230,7 @@ def render_glossary() -> str:
             "", "| qualifier | where | meaning | example |", "|---|---|---|---|"]
     out += [f"| `{q.word}` | {q.place} | {cell(q.meaning)} | `{q.example}` |" for q in QUALIFIERS]
     out += ["", "Qualifiers go around the measure and the unit comes last (`predicted_pause_saved_s`).",
+            "", f"**Predictions, anchored to what was measured.** {ANCHORING}",
             "", f"**Changed with this vocabulary.** {FIGURE_CHANGE} The older names, and what each became, are "
                 "the table in `pipelines/migrations.py`, which renames them in place on an existing lake (one "
                 "line per table says what changed)."]

@@ -22,6 +22,15 @@ def _pct(saved: float, of: float) -> float | None:
     return 100.0 * saved / of if of > 0 else None
 
 
+def fit_columns(w: what_if_module.WhatIf) -> dict[str, float | None]:
+    """The model's fit, beside the measured figures every prediction is anchored to: the current
+    configuration's replay of the observed period and its error in percent of the measured."""
+    replay, seen = w.replayed_baseline, w.measured
+    return {"replayed_duplicates": replay.duplicates, "replayed_pause_s": replay.pause_s,
+            "replayed_duplicates_error_pct": what_if_module.fit_error_pct(replay.duplicates, seen.duplicates),
+            "replayed_pause_error_pct": what_if_module.fit_error_pct(replay.pause_s, seen.pause_s)}
+
+
 def recommendation_row(group: tuple[str, str], rank: int, r: Recommendation, w: what_if_module.WhatIf,
                        lake_path: str) -> dict[str, Any]:
     """``group``: (cluster_id, group_id)."""
@@ -33,7 +42,7 @@ def recommendation_row(group: tuple[str, str], rank: int, r: Recommendation, w: 
                rollout=list(r.rollout), evidence=list(r.evidence),
                evidence_query=r.evidence_query.format(lake=lake_path),
                measured_duplicates=w.measured.duplicates, measured_pause_s=w.measured.pause_s, tradeoff=r.tradeoff,
-               confidence=r.confidence, confidence_reason=r.confidence_reason)
+               confidence=r.confidence, confidence_reason=r.confidence_reason, **fit_columns(w))
     if r.config is not None:
         row.update(target_assignor=r.config.setup.assignor, target_static_membership=r.config.setup.static,
                    target_commit_on_revoke=r.config.commit_on_revoke,

@@ -83,7 +83,8 @@ def enforce_rule(e: Evidence) -> Recommendation | None:
                   "Keep enforce_rebalance for what changes the assignment (a subscription the group has not seen).")
         without = [{**m, "enforced_ms": []} for m in e.members]
         rounds = replay(without, partition_counts(e.intervals), cur.setup, round_ms=fitted.round_ms)
-        priced = price(rounds, fitted, kind_of(cur.setup), cur.commit_on_revoke, cur.setup.session_timeout_ms)
+        priced = e.what_if.anchor(price(rounds, fitted, kind_of(cur.setup), cur.commit_on_revoke,
+                                        cur.setup.session_timeout_ms))
     level, why = confidence(e, cur) if requests else \
         ("medium", "no enforced rebalance was measured here; its cost is simulated")
     return Recommendation("enforce_policy", title, cur if priced else None, change, policy, tuple(evidence),

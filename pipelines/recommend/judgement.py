@@ -90,12 +90,13 @@ def confidence(e: Evidence, config: Config) -> tuple[str, str]:
     """How sure the what-if is of ``config``'s price, and why: its model of the current configuration
     against what gold measured, how many handoffs it was fitted on, and whether the group ran the protocol."""
     f, w = e.what_if.fitted, e.what_if
-    base, seen = w.baseline, w.measured
+    base, seen = w.replayed_baseline, w.measured
     reasons = []
     off = [abs(b - s) / s for b, s in ((base.duplicates, seen.duplicates), (base.pause_s, seen.pause_s)) if s > 0]
     if off and max(off) > TOLERANCE:
-        reasons.append(f"the model of the current configuration is {100 * max(off):.0f}% off what gold measured "
-                       f"({fmt(base.duplicates, base.pause_s)} against {fmt(seen.duplicates, seen.pause_s)})")
+        reasons.append(f"the replay of the current configuration is {100 * max(off):.0f}% off what gold measured "
+                       f"({fmt(base.duplicates, base.pause_s)} against {fmt(seen.duplicates, seen.pause_s)}; the "
+                       "predictions are the replays' ratio applied to the measured figures)")
     if f.pause_observations < 5 or f.window_observations < 5:
         reasons.append(f"the cost model rests on few handoffs ({f.pause_observations} pauses, "
                        f"{f.window_observations} graceful re-deliveries)")

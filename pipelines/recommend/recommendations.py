@@ -51,9 +51,9 @@ def priced_rule(e: Evidence, kind: ChangeKind) -> Recommendation | None:
         return None
     best = max(options, key=lambda c: score(base, e.what_if.priced[c]))
     p = e.what_if.priced[best]
-    evidence = (_churn_line(e), f"Replayed with {'; '.join(kind.lines(cur, best))} the same membership changes cost "
-                                f"{fmt(p.duplicates, p.pause_s)} instead of {fmt(base.duplicates, base.pause_s)} "
-                                "(gold/what_if).")
+    evidence = (_churn_line(e), f"Replayed with {'; '.join(kind.lines(cur, best))}, the same membership changes leave "
+                                f"{fmt(p.duplicates, p.pause_s)} of the measured {fmt(base.duplicates, base.pause_s)} "
+                                "(the replays' ratio applied to the measured figures; gold/what_if).")
     return priced_change(e, kind, best, step_rollout(e, Step(kind.name, cur, best, base, p)), evidence, Q_WHAT_IF)
 
 

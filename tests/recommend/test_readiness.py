@@ -12,7 +12,7 @@ from pipelines.recommend import readiness
 from pipelines.recommend.configuration import BrokerGroups
 from pipelines.recommend.judgement import Evidence
 from pipelines.recommend.rules import recommend
-from pipelines.recommend.what_if import what_if
+from pipelines.recommend.what_if import Measured, what_if
 from pipelines.simulator.cost_model import Priced
 from pipelines.vocabulary import FINDING_CODES, FINDING_KINDS
 from tests.support.fleets import eager_rolling_restarts, phased_eager, scale_out_then_crash
@@ -176,14 +176,17 @@ def test_gold_members_carry_setting_names_never_their_values():
 def _planted_move(fleet: Fleet, today: Priced | None = None):
     """The assignor recommendation that moves ``fleet``'s group to KIP-848 uniform: the group and its
     gold rows are real, the move's price is planted (no small synthetic fleet makes KIP-848 pay on
-    its own: that is the what-if's business), and ``today``'s, the current configuration's, if given."""
+    its own: that is the what-if's business), and ``today``'s, what gold measured, if given (every
+    prediction anchored to it)."""
     intervals, handoffs, episodes, members = gold_of_group(fleet.events, gap_s=10.0)
     w = what_if(members, handoffs, intervals, BrokerGroups())
+    if today is not None:
+        w = dataclasses.replace(w, measured=Measured(today.handoffs, today.duplicates, today.pause_s))
+        w = dataclasses.replace(w, priced={c: w.anchor(p) for c, p in w.replayed.items()})
     uniform = next(c for c in w.priced if c.setup.assignor == "consumer:uniform" and c.setup.static ==
                    w.current.setup.static and c.commit_on_revoke == w.current.commit_on_revoke
                    and c.setup.max_poll_interval_ms == w.current.setup.max_poll_interval_ms)
-    planted = {uniform: Priced(1, 0, 0, 0.0, 0.0)} | ({w.current: today} if today else {})
-    w = dataclasses.replace(w, priced={**w.priced, **planted})
+    w = dataclasses.replace(w, priced={**w.priced, uniform: Priced(1, 0, 0, 0.0, 0.0)})
     found = recommend(Evidence(fleet.group, members, handoffs, episodes, intervals, w, 1.0))
     move = next(r for r in found if r.kind == "assignor")
     assert move.config.setup.assignor == "consumer:uniform"

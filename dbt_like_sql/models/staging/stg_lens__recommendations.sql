@@ -27,5 +27,11 @@ select
     confidence,
     confidence_reason,
     predicted_duplicates_mixed_phase,
-    predicted_pause_mixed_phase_s
+    predicted_pause_mixed_phase_s,
+    measured_duplicates,
+    measured_pause_s,
+    replayed_duplicates,
+    replayed_pause_s,
+    replayed_duplicates_error_pct,
+    replayed_pause_error_pct
 from source

@@ -22,5 +22,7 @@ select
     predicted_duplicates_saved,
     predicted_pause_saved_s,
     measured_duplicates,
-    measured_pause_s
+    measured_pause_s,
+    replayed_duplicates,
+    replayed_pause_s
 from source
