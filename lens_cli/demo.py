@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from rich.markup import escape
 
 from lens_cli.demo_findings import RunCosts, bounds, findings
-from lens_cli.recommend_commands import predicted_effects
+from lens_cli.recommend_commands import predicted_effects, replay_words
 from lens_runtime.errors import LensError
 from lens_runtime.paths import home
 from lens_scenarios.consumer_config import ASSIGNORS, COMMIT_STYLES
@@ -100,6 +100,8 @@ def recommendation_lines(costs: list[RunCosts], recommendations: dict[str, dict]
         effects = [e for e in predicted_effects(r) if e]
         if effects:
             lines.append(f"     predicted: {', '.join(effects)}")
+            if replay := replay_words(r):
+                lines.append(f"     (shares of the measured; the model's own replay of this run: {replay})")
         lines.extend(f"     {escape(line)}" for line in r["config_change"])
     return lines
 

@@ -18,7 +18,7 @@ from typing import Any
 from consumer_agent.contract import GROUP_PROTOCOLS
 from lens_runtime.errors import LensError
 from lens_scenarios.consumer_config import ASSIGNORS, CLASSIC_HEARTBEAT_MS, COMMIT_STYLES
-from pipelines.vocabulary import RECOMMENDATION_KINDS, VERIFIABLE_KINDS
+from pipelines.vocabulary import PLAN_KINDS, RECOMMENDATION_KINDS, VERIFIABLE_KINDS
 
 
 def saving_words(saved: float | None, pct: float | None, unit: str, spec: str) -> str:
@@ -37,6 +37,29 @@ def predicted_effects(r: dict[str, Any]) -> list[str]:
                          ",.1f")]
 
 
+def replay_words(r: dict[str, Any]) -> str:
+    """The current configuration's replay of the observed period and its error against the measured
+    figures (the model's fit): ``378 duplicates (+20%), 11.0 paused partition-s (-11%)``; "" for a row
+    without them (a lake written before them)."""
+    if r.get("replayed_duplicates") is None:
+        return ""
+
+    def off(pct: float | None) -> str:
+        return "" if pct is None else f" ({pct:+.0f}%)"
+
+    return (f"{r['replayed_duplicates']:,.0f} duplicates{off(r['replayed_duplicates_error_pct'])}, "
+            f"{r['replayed_pause_s']:,.1f} paused partition-s{off(r['replayed_pause_error_pct'])}")
+
+
+def fit_line(r: dict[str, Any]) -> str:
+    """What gold measured, which every prediction is a share of, and the model's fit beside it."""
+    if r.get("measured_duplicates") is None or not replay_words(r):
+        return ""
+    return (f"measured {r['measured_duplicates']:,.0f} duplicates, {r['measured_pause_s']:,.1f} paused "
+            f"partition-s (predictions are what a change leaves of these); the model's fit, its replay of the "
+            f"same period: {replay_words(r)}")
+
+
 def print_table(rows: list[dict[str, Any]], console) -> None:
     """The recommendations, best first per group, one block each: reads in 80 columns. A group is
     (cluster_id, group_id): its cluster is named when another cluster has a group of that name."""
@@ -44,12 +67,19 @@ def print_table(rows: list[dict[str, Any]], console) -> None:
 
     console.print("[bold]Recommendations[/], best first per group (savings predicted over the observed window)")
     names = Counter(name for _cluster, name in {(r["cluster_id"], r["group_id"]) for r in rows})
-    group = None
+    group, planned = None, False
     for r in rows:
         if (r["cluster_id"], r["group_id"]) != group:
-            group = (r["cluster_id"], r["group_id"])
+            group, planned = (r["cluster_id"], r["group_id"]), False
             cluster = f" (cluster {escape(group[0] or 'not reported')})" if names[group[1]] > 1 else ""
             console.print(f"\n[bold]group {escape(group[1])}{cluster}[/]")
+            if fit := fit_line(r):
+                console.print(f"  {escape(fit)}", style="dim")
+        if r.get("kind") in PLAN_KINDS:
+            planned = True
+        elif planned and r.get("recommended_config") is not None:  # the changes after a plan are its alternatives
+            console.print("     alternatives to the plan (not in it; each says why the plan chose otherwise):")
+            planned = False
         saving = ", ".join(e for e in predicted_effects(r) if e)
         saving = f"; {saving}" if saving else ""
         console.print(f"  {r['rank']}. [bold]{escape(r['title'])}[/] ({escape(r['confidence'])} confidence){saving}")

@@ -190,8 +190,10 @@ def protocol_phases(phases: pl.DataFrame) -> go.Figure:
 
 
 def what_if(configs: pl.DataFrame) -> go.Figure:
-    """Every configuration replayed on the group's own history: duplicates against pause (down
-    and left is better); the current one ringed, with what was measured beside its replay."""
+    """Every configuration on the group's own history: duplicates against pause (down and left is
+    better). Each candidate is what it would leave of the measured figures (its replay's ratio to the
+    current configuration's replay, applied to them), so the current one sits on what was measured;
+    the current configuration's own replay is drawn beside it as the model's fit."""
     fig = go.Figure()
     others = configs.filter(~pl.col("is_current"))
     fig.add_scatter(x=others["predicted_pause_s"].to_list(), y=others["predicted_duplicates"].to_list(),
@@ -199,14 +201,18 @@ def what_if(configs: pl.DataFrame) -> go.Figure:
                     marker=dict(size=10, color="#4c78a8"),
                     hovertemplate="%{text}<br>pause %{x:.1f} partition-s, duplicates %{y:.0f}<extra></extra>")
     current = configs.filter(pl.col("is_current"))
-    fig.add_scatter(x=current["predicted_pause_s"].to_list(), y=current["predicted_duplicates"].to_list(),
-                    mode="markers", name="current (replayed)", text=current["config"].to_list(),
-                    marker=dict(size=16, color="rgba(0,0,0,0)", line=dict(width=3, color="#e45756")),
-                    hovertemplate="%{text}<br>pause %{x:.1f} partition-s, duplicates %{y:.0f}<extra></extra>")
     measured = current.drop_nulls("measured_duplicates")
     fig.add_scatter(x=measured["measured_pause_s"].to_list(), y=measured["measured_duplicates"].to_list(),
-                    mode="markers", name="current (measured)", marker=dict(size=10, symbol="x", color="#e45756"),
-                    hovertemplate="measured: pause %{x:.1f} partition-s, duplicates %{y:.0f}<extra></extra>")
+                    mode="markers", name="current (measured)", text=measured["config"].to_list(),
+                    marker=dict(size=16, color="rgba(0,0,0,0)", line=dict(width=3, color="#e45756")),
+                    hovertemplate="%{text}<br>measured: pause %{x:.1f} partition-s, duplicates %{y:.0f}<extra></extra>")
+    if "replayed_duplicates" in current.columns:  # marts built before the fit was kept have no replay column
+        replayed = current.drop_nulls("replayed_duplicates")
+        fig.add_scatter(x=replayed["replayed_pause_s"].to_list(), y=replayed["replayed_duplicates"].to_list(),
+                        mode="markers", name="current (replayed: the model's fit)",
+                        marker=dict(size=10, symbol="x", color="#e45756"),
+                        hovertemplate="the model's replay of the observed period: pause %{x:.1f} partition-s, "
+                                      "duplicates %{y:.0f}<extra></extra>")
     # the legend under the x axis title, not over the points (a candidate hid behind it)
     fig.update_layout(**{**LAYOUT, "margin": dict(l=60, r=20, t=40, b=60),
                          "legend": dict(orientation="h", yanchor="top", y=-0.3, x=0)},

@@ -57,7 +57,7 @@ def score(base: Priced, p: Priced) -> float:
                  + (base.pause_s - p.pause_s) / max(base.pause_s, 1.0), 6)
 
 
-def _priced_as(w: WhatIf, config: Config) -> Config | None:
+def priced_as(w: WhatIf, config: Config) -> Config | None:
     """The priced candidate ``config`` is, or the one with its assignor, membership, commits and poll
     interval whose session timeout is nearest (a timeout the grid couples to another setting)."""
     if config in w.priced:
@@ -89,7 +89,7 @@ def _without_free_riders(w: WhatIf, goal: Config, pays: Any) -> Config:
     0.2 of 2.0 paused partition-seconds (six reruns measured 0.2 ± 0.4), a mixed phase and
     readiness fixes for nothing the rules would claim."""
     for kind in sorted(kinds.moving(w.current, goal), key=lambda k: k.effort, reverse=True):
-        without = _priced_as(w, kind.toward(goal, w.current))
+        without = priced_as(w, kind.toward(goal, w.current))
         if (without not in (None, goal, w.current) and pays(w.baseline, w.priced[without])
                 and not pays(w.priced[without], w.priced[goal])):
             return _without_free_riders(w, without, pays)
@@ -104,7 +104,7 @@ def path(w: WhatIf, goal: Config) -> list[Step]:
     while left and at != goal:  # a step's priced configuration can bring a later change with it
         options = []
         for kind in left:
-            nxt = goal if len(left) == 1 else _priced_as(w, kind.toward(at, goal))
+            nxt = goal if len(left) == 1 else priced_as(w, kind.toward(at, goal))
             if nxt is None:
                 return []
             if nxt != at:  # a change the grid prices only with another one waits for it

@@ -4,12 +4,14 @@ KIP-848 yet (``migration_hold``), judged against the plan's target.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pipelines.policy import MAX_WORSE, MIN_DUPLICATES, MIN_PAUSE_S, MIN_SAVING
 from pipelines.recommend import kinds
 from pipelines.recommend.configuration import Config
 from pipelines.recommend.evidence_queries import Q_WHAT_IF
 from pipelines.recommend.judgement import Evidence, Recommendation, confidence, fmt, pays
-from pipelines.recommend.plan import Step, path, score, target
+from pipelines.recommend.plan import Step, priced_as, path, score, target
 from pipelines.recommend.rollout import step_rollout, upgrade
 from pipelines.simulator.assignors import ASSIGNORS
 from pipelines.vocabulary import PLAN_KINDS
@@ -40,14 +42,42 @@ def _step_row(e: Evidence, steps: list[Step], i: int, goal: Config) -> Recommend
                           mixed_phase=mixed if step.migrates else None)
 
 
-def plan_steps(e: Evidence) -> list[Recommendation]:
-    """The staged plan to the configuration that saves the most, when it takes two changes or more
-    (one change is that change's own recommendation)."""
+def plan_of(e: Evidence) -> tuple[Config | None, list[Step]]:
+    """The plan's target and its steps; no step when it takes fewer than two changes (one change is
+    that change's own recommendation)."""
     goal = target(e.what_if, pays)
     steps = path(e.what_if, goal) if goal is not None else []
-    if len(steps) < 2:
-        return []
-    return [_step_row(e, steps, i, goal) for i in range(1, len(steps) + 1)]
+    return goal, steps if len(steps) >= 2 else []
+
+
+def plan_steps(e: Evidence, plan: tuple[Config | None, list[Step]]) -> list[Recommendation]:
+    """The staged plan's rows (``plan``: ``plan_of``), to the configuration that saves the most."""
+    goal, steps = plan
+    return [_step_row(e, steps, i, goal) for i in range(1, len(steps) + 1)] if goal is not None else []
+
+
+def is_step(step: Step, r: Recommendation) -> bool:
+    """``r``'s change is ``step``'s: the same kind, moving its setting to the same value."""
+    setting = kinds.named(step.kind).setting
+    return r.kind == step.kind and r.config is not None and r.config.value(setting) == step.config.value(setting)
+
+
+def _why_not(e: Evidence, goal: Config, r: Recommendation) -> str:
+    """Why the plan chose otherwise than ``r``: what ``r``'s change would leave with the plan's other
+    changes (the target with ``r``'s value of its kind), against the plan's target."""
+    w, kind = e.what_if, kinds.named(r.kind)
+    base, planned = w.baseline, w.priced[goal]
+    instead = priced_as(w, kind.toward(goal, r.config)) if r.config is not None else None
+    if instead is None or instead == goal:
+        return (f"the what-if priced it only on its own; the plan takes the group to "
+                f"{fmt(planned.duplicates, planned.pause_s)}")
+    alt = w.priced[instead]
+    ahead = score(base, alt) - score(base, planned)
+    why = ("the plan saves more" if ahead < 0 else
+           "it saves no more, for more to roll out" if ahead == 0 else
+           "what it adds is less than a change must save")
+    return (f"with the plan's other changes it would leave {fmt(alt.duplicates, alt.pause_s)}, where the plan "
+            f"leaves {fmt(planned.duplicates, planned.pause_s)}: {why}")
 
 
 def _hold_reason(e: Evidence) -> str | None:
@@ -96,3 +126,25 @@ def migration_hold(e: Evidence, plan: list[Recommendation]) -> Recommendation | 
         "Kafka 5.0 makes group.protocol=consumer the default and 6.0 removes the classic protocol from the Java "
         "client: plan the move when the reason below no longer holds.",), (f"{reason[0].upper()}{reason[1:]}.",),
         Q_WHAT_IF, "high", "read from the members' configuration and the what-if")
+
+
+def one_list(e: Evidence, plan: tuple[Config | None, list[Step]], step_rows: list[Recommendation],
+             changes: list[Recommendation]) -> list[Recommendation]:
+    """The plan's steps, then each change on its own: one that is a step of the plan appears once, as
+    that step, which takes its rule's evidence and trade-off; any other is an alternative, titled as
+    one and saying why the plan chose otherwise. Without a plan, the changes as they are."""
+    goal, steps = plan
+    if goal is None or not steps:
+        return changes
+    rows, out = list(step_rows), []
+    for r in changes:
+        at = next((i for i, s in enumerate(steps) if is_step(s, r)), None)
+        if at is not None:
+            step = rows[at]
+            rows[at] = replace(step, evidence=(*step.evidence, *r.evidence), tradeoff=step.tradeoff or r.tradeoff)
+            continue
+        at = next((i for i, s in enumerate(steps, 1) if s.kind == r.kind), None)
+        to = f"step {at} ({step_title(steps[at - 1])})" if at else "the plan"
+        out.append(replace(r, title=f"Alternative to {'step ' + str(at) if at else 'the plan'}: {r.title}",
+                           evidence=(f"An alternative to {to}, not in it: {_why_not(e, goal, r)}.", *r.evidence)))
+    return rows + out

@@ -1,10 +1,12 @@
 """The rules in their order: a group's ranked recommendations (``gold/recommendations``).
 
-Each config change on its own evidence (``recommendations``, one per kind of ``kinds``), the
-staged plan to the configuration that saves the most when it takes two changes or more
-(``plan_rows``), then the warnings (``group_warnings``), which carry no config change of their
-own. So a group without churn, or already on the configuration a rule would pick, gets no
-change: it gets one ``healthy`` row that says why. Every evidence figure comes with the SQL
+The staged plan to the configuration that saves the most when it takes two changes or more
+(``plan_rows``), then each config change on its own evidence (``recommendations``, one per kind
+of ``kinds``): a change that is a step of the plan appears once, as that step, and any other is
+listed as an alternative to the plan with why the plan chose otherwise; then the warnings
+(``group_warnings``), which carry no config change of their own. So a group without churn, or
+already on the configuration a rule would pick, gets no change: it gets one ``healthy`` row
+that says why. Every evidence figure comes with the SQL
 that reproduces it over the lake's tables (``evidence_queries``).
 """
 from __future__ import annotations
@@ -14,7 +16,7 @@ from pipelines.recommend.evidence_queries import Q_COST_BY_CAUSE
 from pipelines.recommend.group_warnings import WARNINGS, coverage_warning, readiness_warning
 from pipelines.recommend.judgement import Evidence, Recommendation, fmt
 from pipelines.recommend.plan import score
-from pipelines.recommend.plan_rows import migration_hold, plan_steps
+from pipelines.recommend.plan_rows import migration_hold, one_list, plan_of, plan_steps
 from pipelines.recommend.recommendations import recommendations
 
 
@@ -26,7 +28,8 @@ def recommend(e: Evidence) -> list[Recommendation]:
         return [low, *[r for rule in WARNINGS if (r := rule(e)) is not None], *ready]
     found = recommendations(e)
     found.sort(key=lambda r: -score(base, r.priced))  # type: ignore[arg-type]
-    found = plan_steps(e) + found  # the plan first, then each change on its own
+    plan = plan_of(e)  # the plan first, each of its changes once, as its step; then the alternatives to it
+    found = one_list(e, plan, plan_steps(e, plan), found)
     warnings = [r for rule in WARNINGS if (r := rule(e)) is not None]
     hold = [h] if (h := migration_hold(e, found)) is not None else []
     if found or warnings:

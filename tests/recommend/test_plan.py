@@ -12,7 +12,7 @@ from pipelines.recommend.plan_rows import migration_hold, step_title
 from pipelines.recommend.what_if import WhatIf
 from pipelines.simulator.cost_model import Priced
 from pipelines.simulator.replay import Setup
-from tests.support.fleets import eager_rolling_restarts
+from tests.support.fleets import eager_rolling_restarts, scale_out_then_crash
 from tests.support.recommending import recommend_fleet
 
 pytestmark = pytest.mark.fast
@@ -139,3 +139,33 @@ def test_a_target_without_static_membership_says_to_remove_it_and_a_step_that_sa
     assert changes(moved, goal) == ["# remove group.instance.id: each member joins as a new dynamic member"]
     assert changes(commit, static) == ["lens.commit.on.revoke=false"]
     assert step_title(steps[2]) == "dynamic membership (remove group.instance.id)"
+
+
+def test_a_change_that_is_a_step_of_the_plan_appears_once_as_that_step():
+    """eager_rolling_restarts: the plan's two steps (commit-on-revoke, static membership) are also the two
+    best single changes; each appears once, as its step, in the rows and in `recommend`'s output."""
+    from rich.console import Console
+
+    from lens_cli.recommend_commands import print_table
+
+    _, found = recommend_fleet(eager_rolling_restarts())
+    changes = [r for r in found if r["recommended_config"] is not None]
+    assert [r["kind"] for r in changes] == ["plan_step", "plan_step"]
+    console = Console(record=True, width=200)
+    print_table(found, console)
+    printed = console.export_text().lower()
+    assert printed.count("commit processed offsets on revoke") == 1
+    assert printed.count("static membership (group.instance.id)") == 1
+
+
+def test_a_change_the_plan_does_not_make_is_listed_as_an_alternative_with_why():
+    """scale_out_then_crash: the plan lowers the session timeout and commits on revoke; a switch to
+    cooperative-sticky is no step of it, and says what it would leave with the plan's other changes."""
+    _, found = recommend_fleet(scale_out_then_crash())
+    steps = [r for r in found if r["kind"] == "plan_step"]
+    alternative = next(r for r in found if r["kind"] == "assignor")
+    assert found.index(alternative) > found.index(steps[-1])
+    assert alternative["title"].startswith("Alternative to the plan: Switch to cooperative-sticky")
+    assert alternative["evidence"][0].startswith("An alternative to the plan, not in it: with the plan's other "
+                                                 "changes it would leave")
+    assert alternative["evidence"][0].endswith("the plan saves more.")
