@@ -74,8 +74,11 @@ def pick(recommendations: list[dict[str, Any]], scenario: Scenario, options: Run
             skipped.append(f"{rec['title']}: {err}")
             continue
         return rec, skipped
+    steps = [r["title"] for r in recommendations if r["kind"] in PLAN_KINDS]
+    planned = (f"; a change that is a step of the staged plan is checked as that step, --step N ({'; '.join(steps)})"
+               if kind is not None and steps else "")
     raise LensError(f"no {kind or 'config'} recommendation a scenario run can apply"
-                    + (f" ({'; '.join(skipped)})" if skipped else "")
+                    + (f" ({'; '.join(skipped)})" if skipped else "") + planned
                     + ": see `rebalance-lens recommend --group` for what was recommended")
 
 

@@ -287,6 +287,14 @@ RECOMMENDATIONS = Table(
                "replayed_duplicates double, replayed_pause_s double, replayed_duplicates_error_pct double, "
                "replayed_pause_error_pct double"))
 
+RECOMMEND_FAILURES = Table(
+    "audit/recommend_failures",
+    grain="one row per group whose last recommend pass raised: the error and where, while every other group's "
+          "what-if and recommendations were written (the group's own are cleared: none computed on its new events)",
+    keys=GROUP_KEY, written_by="recommend",
+    columns=_columns("cluster_id string, group_id string, error string, raised_at string, traceback string, "
+                     "validate_batch bigint"))
+
 # Written by `recommend --verify` (the closed loop), not by a stage: each row is one
 # recommendation applied to a rerun of the scenario run it was made from, with the saving the
 # recommendation predicted beside the one both runs' ground truth measured.
@@ -310,5 +318,5 @@ TABLES: tuple[Table, ...] = (BRONZE, QUARANTINE, VALIDATION_SUMMARY, STAGE_PROGR
                              COMMITS,
                              OWNERSHIP, HANDOFFS, EPISODES, MEMBERS, COVERAGE, PROTOCOL_PHASES, PROCESSED, METRICS,
                              FOLD_STATE, REBALANCE_EVENTS, WHAT_IF,
-                             RECOMMENDATIONS)
+                             RECOMMENDATIONS, RECOMMEND_FAILURES)
 CLOSED_LOOP_TABLES: tuple[Table, ...] = (VERIFICATIONS,)

@@ -36,7 +36,7 @@ from pyspark.sql import functions as F
 
 from lens_runtime.broker_choice import NO_BROKER
 from lens_runtime.errors import LensError
-from pipelines import catalog, lake
+from pipelines import catalog, cluster, lake
 from pipelines.config import PipelineConfig, Progress
 
 Offsets = dict[int, int]  # partition -> offset
@@ -52,7 +52,7 @@ def check_topic(config: PipelineConfig) -> int:
     if not config.bootstrap_servers:
         raise LensError(NO_BROKER)
     try:
-        metadata = _admin(config).list_topics(timeout=15)  # all topics: asking for one would auto-create it
+        metadata = cluster.admin(config).list_topics(timeout=15)  # all topics: asking for one would auto-create it
     except KafkaException as err:
         raise LensError(f"cannot reach Kafka at {config.bootstrap_servers} ({err}): start it with "
                         "`rebalance-lens kafka up` or pass the right --bootstrap") from err
@@ -61,13 +61,6 @@ def check_topic(config: PipelineConfig) -> int:
         raise LensError(f"topic {config.topic!r} does not exist on {config.bootstrap_servers}: start the agent "
                         "(it creates it on first send) or pass --topic with the telemetry topic")
     return len(topic.partitions)
-
-
-def _admin(config: PipelineConfig):
-    from confluent_kafka.admin import AdminClient
-
-    # log_level 4: librdkafka's info lines (a closed client's "purging unserved events") stay off the console
-    return AdminClient({"bootstrap.servers": config.bootstrap_servers, "socket.timeout.ms": 10000, "log_level": 4})
 
 
 @dataclass(frozen=True)
@@ -133,7 +126,7 @@ def _scanned(spark: SparkSession, config: PipelineConfig) -> dict[str, Offsets]:
 def _offsets_for(config: PipelineConfig, partitions: int, spec) -> Offsets:
     from confluent_kafka import TopicPartition
 
-    admin = _admin(config)  # held until the answers are in: a collected client never completes its futures
+    admin = cluster.admin(config)  # held until the answers are in: a collected client never completes its futures
     futures = admin.list_offsets({TopicPartition(config.topic, p): spec for p in range(partitions)},
                                  request_timeout=15)
     return {tp.partition: future.result(timeout=30).offset for tp, future in futures.items()}

@@ -24,10 +24,22 @@ COMMIT_ON_REVOKE = "commit_on_revoke"  # the setting the cost model reads itself
 
 @dataclass(frozen=True)
 class BrokerGroups:
-    """The brokers' KIP-848 group settings: members do not report them (pipeline settings)."""
+    """The KIP-848 group settings the cluster applies to a group (members do not report them): read
+    from the group's cluster (``pipelines.cluster``) or, where they could not be, assumed (the
+    pipeline's settings, Kafka's defaults unless set). ``source`` says which, and why."""
 
     heartbeat_ms: int = 5_000  # group.consumer.heartbeat.interval.ms
     session_timeout_ms: int = 45_000  # group.consumer.session.timeout.ms
+    learned: bool = False
+    source: str = "not read from the group's cluster"  # where they were read; or why they are assumed
+
+    def assumed(self) -> str | None:
+        """The sentence a group priced with assumed settings says (None: read from its cluster)."""
+        if self.learned:
+            return None
+        return (f"KIP-848 is priced with assumed settings, group.consumer.heartbeat.interval.ms={self.heartbeat_ms} "
+                f"and group.consumer.session.timeout.ms={self.session_timeout_ms} (--kip848-heartbeat-ms, "
+                f"--kip848-session-timeout-ms; Kafka's defaults unless set): {self.source}")
 
 
 def kind_of(setup: Setup) -> str:

@@ -5,6 +5,8 @@ intervals), so it runs in Spark's Python workers and in tests alike.
 """
 from __future__ import annotations
 
+import traceback
+from pathlib import Path
 from typing import Any
 
 from pipelines.catalog import RECOMMENDATIONS
@@ -81,3 +83,25 @@ def recommend_group(rows: list[dict[str, Any]], lake_path: str, broker: BrokerGr
     found = recommend(Evidence(group[1], of["members"], covered, of["episodes"], of["intervals"], w, coverage))
     return (what_if_module.rows(group, w),
             [recommendation_row(group, rank, r, w, lake_path) for rank, r in enumerate(found, 1)])
+
+
+def failure_row(group: tuple[str, str], err: BaseException, batch: int) -> dict[str, Any]:
+    """``audit/recommend_failures``' row of a group whose pass raised ``err``: the error in one line,
+    the frame that raised it (file under the project, line, function) and the traceback's last frames."""
+    frames = traceback.extract_tb(err.__traceback__)
+    last = frames[-1] if frames else None
+    where = (f"{'/'.join(Path(last.filename).parts[-3:])}:{last.lineno} in {last.name}" if last else "")
+    tail = "".join(traceback.format_exception(type(err), err, err.__traceback__)[-6:])
+    said = " ".join(f"{type(err).__name__}: {err}".split())  # one line, whatever the message
+    return {"cluster_id": group[0], "group_id": group[1], "error": said[:500], "raised_at": where,
+            "traceback": tail[-4000:], "validate_batch": batch}
+
+
+def recommend_or_fail(rows: list[dict[str, Any]], lake_path: str, broker: BrokerGroups, window_h: float,
+                      batch: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """(what-if rows, recommendation rows, failure rows) of one group: a pass that raises gives one
+    ``audit/recommend_failures`` row and nothing else, so the stage writes every other group's results."""
+    try:
+        return (*recommend_group(rows, lake_path, broker, window_h), [])
+    except Exception as err:  # any fault of one group's pass: named in the quality table, not the stage's end
+        return [], [], [failure_row((rows[0]["cluster_id"], rows[0]["group_id"]), err, batch)]

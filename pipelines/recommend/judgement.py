@@ -101,6 +101,8 @@ def confidence(e: Evidence, config: Config) -> tuple[str, str]:
         reasons.append(f"the cost model rests on few handoffs ({f.pause_observations} pauses, "
                        f"{f.window_observations} graceful re-deliveries)")
     now, then = w.current.setup.assignor.split(":")[0], config.setup.assignor.split(":")[0]
+    if "consumer" in (now, then) and (assumed := w.broker.assumed()) is not None:
+        reasons.append(assumed)
     if now != then:
         reasons.append(f"the group was never seen on group.protocol={then}: its handoff pause is assumed to be "
                        "the one measured here")

@@ -122,9 +122,11 @@ def migration_hold(e: Evidence, plan: list[Recommendation]) -> Recommendation | 
     reason = _hold_reason(e)
     if reason is None:
         return None
+    assumed = e.what_if.broker.assumed()
     return Recommendation("migration_hold", "Do not migrate this group to KIP-848 yet", None, (), (
         "Kafka 5.0 makes group.protocol=consumer the default and 6.0 removes the classic protocol from the Java "
-        "client: plan the move when the reason below no longer holds.",), (f"{reason[0].upper()}{reason[1:]}.",),
+        "client: plan the move when the reason below no longer holds.",),
+        (f"{reason[0].upper()}{reason[1:]}.", *([f"{assumed}."] if assumed else [])),
         Q_WHAT_IF, "high", "read from the members' configuration and the what-if")
 
 

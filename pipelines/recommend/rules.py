@@ -38,5 +38,7 @@ def recommend(e: Evidence) -> list[Recommendation]:
     why = (f"{len(e.churn())} handoffs after the group formed cost {fmt(m.duplicates, m.pause_s)}; no change the "
            f"what-if priced ({len(e.what_if.priced) - 1} configurations) saves {100 * MIN_SAVING:.0f}% of that"
            if e.churn() else "no rebalance after the group formed: nothing to save")
-    return [Recommendation("healthy", "No change recommended", None, (), (), (why,), Q_COST_BY_CAUSE, "high", why),
+    assumed = e.what_if.broker.assumed() if e.what_if.current.setup.assignor.startswith("consumer:") else None
+    evidence = (why, *([f"{assumed}."] if assumed else []))
+    return [Recommendation("healthy", "No change recommended", None, (), (), evidence, Q_COST_BY_CAUSE, "high", why),
             *hold, *ready]

@@ -5,12 +5,12 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines import catalog, lake
+from pipelines import catalog, cluster, lake
 from pipelines.config import PipelineConfig, Progress
 from pipelines.gold.group_apply import apply_per_group
 from pipelines.recommend import window
 from pipelines.recommend.configuration import BrokerGroups
-from pipelines.recommend.group_pass import recommend_group
+from pipelines.recommend.group_pass import recommend_or_fail
 from pipelines.scope import Group, pending
 
 # What the pass reads of each gold table, as SQL expressions (the ownership intervals are the big one).
@@ -24,7 +24,9 @@ SOURCES: dict[str, tuple[catalog.Table, list[str] | None]] = {
     "coverage": (catalog.COVERAGE, [*catalog.GROUP_KEY, "covered_s", "owned_s",
                                     "unix_millis(hour_start) + 3600000 AS hour_end_ms"]),
 }
-OUTPUTS = (("what_if", catalog.WHAT_IF), ("recommendation", catalog.RECOMMENDATIONS))
+OUTPUTS = (("what_if", catalog.WHAT_IF), ("recommendation", catalog.RECOMMENDATIONS),
+           ("failure", catalog.RECOMMEND_FAILURES))
+SAID_FAILURES = 5  # groups named one line each in the stage's output; the rest counted (all in the table)
 ROW_DDL = ", ".join(f"{name} struct<{table.ddl(': ')}>" for name, table in OUTPUTS)
 
 
@@ -54,6 +56,20 @@ def _inputs(spark: SparkSession, config: PipelineConfig, groups: list[Group]) ->
     return combined
 
 
+def group_settings(config: PipelineConfig, groups: list[Group], progress: Progress) -> dict[Group, BrokerGroups]:
+    """The KIP-848 settings each group is priced with: read from the telemetry cluster for the groups
+    on it (``pipelines.cluster``), else the pipeline's settings, assumed and said; one line says which."""
+    learned = cluster.learn(config, groups)
+    assumed = BrokerGroups(config.kip848_heartbeat_ms, config.kip848_session_timeout_ms, False, learned.unread)
+    read = {g: BrokerGroups(s.heartbeat_ms, s.session_timeout_ms, True, s.read_from) for g, s in learned.groups.items()}
+    seen = sorted({(s.heartbeat_ms, s.session_timeout_ms) for s in read.values()})
+    progress(f"recommend: KIP-848 group settings read from the cluster for {len(read)} of {len(groups)} group(s)"
+             + (f" (heartbeat/session ms: {', '.join(f'{h}/{t}' for h, t in seen)})" if seen else "")
+             + (f"; the others assumed {assumed.heartbeat_ms}/{assumed.session_timeout_ms}: {learned.unread}"
+                if len(read) < len(groups) else ""))
+    return {g: read.get(g, assumed) for g in groups}
+
+
 def run(spark: SparkSession, config: PipelineConfig, progress: Progress = print) -> dict[str, int]:
     """What-if and recommendations for the groups with events validated since recommend last ran."""
     todo = pending(spark, config, "recommend", progress)
@@ -61,12 +77,13 @@ def run(spark: SparkSession, config: PipelineConfig, progress: Progress = print)
         return {"groups": 0}
     high, groups = todo
     lake_path = config.lake_path
-    broker = BrokerGroups(config.kip848_heartbeat_ms, config.kip848_session_timeout_ms)
+    settings = group_settings(config, groups, progress)
 
     def recommend(group: list[dict]) -> list[dict]:
-        what_if, recommendations = recommend_group(group, lake_path, broker, config.recommend_window_h)
-        return ([{"what_if": row, "recommendation": None} for row in what_if]
-                + [{"what_if": None, "recommendation": row} for row in recommendations])
+        broker = settings[(group[0]["cluster_id"], group[0]["group_id"])]
+        outputs = recommend_or_fail(group, lake_path, broker, config.recommend_window_h, high)
+        return [{**dict.fromkeys(name for name, _ in OUTPUTS), name: row}
+                for (name, _), rows in zip(OUTPUTS, outputs) for row in rows]
 
     with lake.spilled(spark, apply_per_group(_inputs(spark, config, groups), catalog.GROUP_KEY, recommend, ROW_DDL),
                       f"{config.checkpoint_path}/recommend_rows") as rows:
@@ -74,5 +91,23 @@ def run(spark: SparkSession, config: PipelineConfig, progress: Progress = print)
             lake.replace_scope(spark, lake_path, table, rows.where(F.col(name).isNotNull()).select(f"{name}.*"),
                                groups)
         counts = rows.agg(*[F.count(name).alias(f"{name}s") for name, _ in OUTPUTS]).first().asDict()
+        failed = [r.asDict() for r in rows.where(F.col("failure").isNotNull()).select("failure.*")
+                  .orderBy(*catalog.GROUP_KEY).limit(SAID_FAILURES).collect()] if counts["failures"] else []
+    for line in failure_lines(failed, counts["failures"], len(groups)):
+        progress(line)
     lake.set_stage_mark(spark, lake_path, "recommend", high)
     return {"groups": len(groups), **counts}
+
+
+def failure_lines(failed: list[dict], count: int, groups: int) -> list[str]:
+    """One line per failed group (the first ``SAID_FAILURES``), and one for the rest: which group, what
+    was raised where, and that every other group's results are written."""
+    table = catalog.RECOMMEND_FAILURES.path
+    lines = []
+    for f in failed:
+        cluster = f" (cluster {f['cluster_id']})" if f["cluster_id"] else ""
+        lines.append(f"recommend: group {f['group_id']!r}{cluster} failed: {f['error']} at {f['raised_at']}; "
+                     f"the other {groups - count} group(s) are written, this one's error is in {table}")
+    if count > len(failed):
+        lines.append(f"recommend: {count - len(failed)} more group(s) failed: see {table}")
+    return lines

@@ -61,6 +61,7 @@ class WhatIf:
     priced: dict[Config, Priced]  # the predictions: each replay anchored to the measured figures, current first
     window_ms: tuple[int, int]
     replayed: dict[Config, Priced] | None = None  # the replays' own figures (None: the predictions are)
+    broker: BrokerGroups = BrokerGroups()  # the KIP-848 settings it priced with, read or assumed
 
     @property
     def baseline(self) -> Priced:
@@ -141,7 +142,7 @@ def what_if(members: list[dict[str, Any]], handoffs: list[dict[str, Any]], inter
                  current.setup.session_timeout_ms)
     replays = price_all(configs, members, partition_counts(intervals), fitted)
     times = [m["joined_ms"] for m in members] + [m["last_seen_ms"] for m in members]
-    unanchored = WhatIf(current, fitted, measured(handoffs), replays, (min(times), max(times)), replays)
+    unanchored = WhatIf(current, fitted, measured(handoffs), replays, (min(times), max(times)), replays, broker)
     return replace(unanchored, priced={c: unanchored.anchor(p) for c, p in replays.items()})
 
 

@@ -64,3 +64,10 @@ def test_a_staged_migration_restarts_members_as_the_scenario_restarts_them():
     # the scenario's own timeline follows the last member's return
     [restart] = [a for a in static.timeline if a.kind == "rolling_restart"]
     assert restart.at_s == 2.0 + MIGRATION_AT_S + 3 * (1.0 + MIGRATION_INTERVAL_S)
+
+
+def test_a_kind_that_is_a_step_of_the_plan_points_to_the_step():
+    """A change that is a step of the plan appears only as that step: --kind names the steps to pick from."""
+    scenario, options = load("scale-out-in"), RunOptions(assignor="range")
+    with pytest.raises(LensError, match=r"checked as that step, --step N \(plan_step 1; plan_step 2; migration 3\)"):
+        pick(PLAN[:3], scenario, options, VERIFIABLE, "commit_on_revoke")
