@@ -67,9 +67,10 @@ SETTINGS: tuple[Setting, ...] = (
             "epoch ms: ingest stops, per partition, at the first record with a Kafka timestamp at or after it "
             "(the hourly DAG passes its data interval's end; default: the end of the topic)"),
     Setting("kip848_heartbeat_ms", "LENS_KIP848_HEARTBEAT_MS", "--kip848-heartbeat-ms",
-            "the brokers' group.consumer.heartbeat.interval.ms, to price KIP-848 groups (default 5000)"),
+            "the group.consumer.heartbeat.interval.ms assumed for KIP-848 groups whose cluster's own is not read "
+            "(default 5000; a group on the telemetry cluster is priced with the cluster's)"),
     Setting("kip848_session_timeout_ms", "LENS_KIP848_SESSION_TIMEOUT_MS", "--kip848-session-timeout-ms",
-            "the brokers' group.consumer.session.timeout.ms, to price KIP-848 groups (default 45000)"),
+            "the group.consumer.session.timeout.ms assumed likewise (default 45000)"),
     Setting("recommend_window_h", "LENS_RECOMMEND_WINDOW_H", "--recommend-window",
             "hours of a group's history, up to its last event, that recommend judges it on (default 168: 7 days)"),
     Setting("lock_wait_s", "LENS_LOCK_WAIT_S", "--lock-wait",
@@ -107,8 +108,9 @@ class PipelineConfig:
     agent's buffer and the hourly run's batching delay events by seconds to minutes.
     ``max_clock_skew_s`` / ``max_event_delay_s``: an event's time may be at most this much
     after / before the Kafka timestamp of its record (the agent buffers, clocks drift).
-    ``kip848_heartbeat_ms`` / ``kip848_session_timeout_ms``: the brokers' KIP-848 group
-    settings (members do not report them; the recommend stage prices KIP-848 with them).
+    ``kip848_heartbeat_ms`` / ``kip848_session_timeout_ms``: the KIP-848 group settings assumed
+    for a group whose cluster's own are not read (members do not report them; the recommend stage
+    reads them from the telemetry cluster for the groups on it: ``pipelines.cluster``).
     ``ingest_until_ms``: ingest lands, per partition, the records before the first one whose
     Kafka timestamp is at or after this (epoch ms); None: up to the end of the log. A scheduler
     passes its run's data interval end, so consecutive runs land consecutive slices of the topic.

@@ -4,10 +4,8 @@ simulator effect (and its name in the vocabulary) is priced, recommended, planne
 without another edit."""
 from __future__ import annotations
 
-from datetime import date
 from typing import Any
 
-import polars as pl
 import pytest
 
 from pipelines import vocabulary
@@ -18,8 +16,7 @@ from pipelines.recommend.recommendations import RULES
 from pipelines.simulator.replay import Setup
 from tests.support.fleets import scale_out_then_crash
 from tests.support.recommending import recommend_fleet
-from tuning_report.marts import Fleet
-from tuning_report.page import render
+from tests.support.report_page import page_of
 
 RANGE = Config(Setup("classic:range", False, 45_000, 300_000), False)
 OTHERS = {"assignor": "consumer:uniform", "static": True, "session_timeout_ms": 10_000,
@@ -65,27 +62,6 @@ def planted(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(kinds, "KINDS", (*kinds.KINDS, PLANTED))
 
 
-def _report(rows: list[dict[str, Any]]) -> str:
-    """The report's page over one group whose open recommendations are ``rows`` (the marts it reads
-    besides, empty but for a day of costs)."""
-    key = {"cluster_id": rows[0]["cluster_id"], "group_id": rows[0]["group_id"]}
-    daily = pl.DataFrame([{**key, "day": date(2026, 11, 25), "rebalances": 3, "duplicates": 50, "duplicates_upper": 80,
-                           "pause_s": 70.0, "pause_upper_s": 90.0, "records_processed": 400,
-                           "duplicates_change": None, "covered_s": 1.0, "owned_s": 1.0}])
-
-    def empty(**columns: Any) -> pl.DataFrame:
-        return pl.DataFrame(schema={"cluster_id": pl.String, "group_id": pl.String, **columns})
-
-    fleet = Fleet({"group_daily_costs": daily, "open_recommendations": pl.DataFrame(rows),
-                   "group_cause_costs": empty(cause=pl.String, duplicates=pl.Int64, pause_s=pl.Float64),
-                   "rebalance_episodes": empty(cause=pl.String, duplicates=pl.Int64, pause_s=pl.Float64),
-                   "episode_handoffs": empty(), "group_protocol_phases": empty(), "config_comparison": empty(),
-                   "member_costs": empty(cost_rank=pl.Int64),
-                   "host_costs": empty(duplicates=pl.Int64, pause_s=pl.Float64),
-                   "recommendation_checks": empty(verified_at=pl.Datetime)})
-    return render(fleet, "t", "all the data in the lake")
-
-
 def test_a_planted_kind_is_priced_recommended_planned_and_reported_from_its_declaration(planted):
     """scale_out_then_crash: m2 crashed and its partition waited out the 45 s session timeout. The
     planted kind's effect replays the crash as a leave, so the what-if prices it; it pays, so its
@@ -105,7 +81,7 @@ def test_a_planted_kind_is_priced_recommended_planned_and_reported_from_its_decl
                                                        for line in step["evidence"])
     assert step["rollout"][0].startswith("Canary: apply it to one member") and step["rollout"][-1].startswith("Roll")
 
-    page = _report([r for r in found if r["kind"] != "healthy"])
+    page = page_of([r for r in found if r["kind"] != "healthy"])
     assert step["title"] in page and CLOSE_LINE in page
 
 
