@@ -91,7 +91,8 @@ def print_table(rows: list[dict[str, Any]], console) -> None:
             console.print(f"     trade-off: {escape(r['tradeoff'])}")
 
 
-def _read(args: argparse.Namespace, console) -> list[dict[str, Any]]:
+def _read(args: argparse.Namespace, console) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The recommendations, best first per group, and the groups whose last recommend pass failed."""
     from pyspark.sql import functions as F
 
     from lens_cli.live_spark import start_spark
@@ -105,33 +106,49 @@ def _read(args: argparse.Namespace, console) -> list[dict[str, Any]]:
     if lake.missing_locally(config.lake_path, catalog.RECOMMENDATIONS):
         raise missing
     spark = start_spark(config.spark_settings("rebalance-lens-recommend"), console)
+
+    def rows_of(table: catalog.Table, *order: str) -> list[dict[str, Any]]:
+        if not lake.exists(spark, config.lake_path, table):
+            return []
+        rows = lake.read(spark, config.lake_path, table)
+        rows = rows.where(F.col("group_id") == args.group) if args.group else rows
+        return [r.asDict(recursive=True) for r in rows.orderBy(*order).collect()]
+
     try:
         if not lake.exists(spark, config.lake_path, catalog.RECOMMENDATIONS):
             raise missing
-        rows = lake.read(spark, config.lake_path, catalog.RECOMMENDATIONS)
-        if args.group:
-            rows = rows.where(F.col("group_id") == args.group)
-        found = [r.asDict(recursive=True) for r in rows.orderBy("group_id", "cluster_id", "rank").collect()]
+        found = rows_of(catalog.RECOMMENDATIONS, "group_id", "cluster_id", "rank")
+        failed = rows_of(catalog.RECOMMEND_FAILURES, "group_id", "cluster_id")  # a lake before the table: none
     finally:
         spark.stop()
-    if args.group and not found:
+    if args.group and not found and not failed:
         raise LensError(f"no recommendation for group {args.group!r} in {config.lake_path}: check the group id "
                         "(`rebalance-lens recommend` lists every group)")
-    return found
+    return found, failed
+
+
+def failure_words(f: dict[str, Any]) -> str:
+    """A group whose last recommend pass failed, in one line (``audit/recommend_failures``)."""
+    cluster = f" (cluster {f['cluster_id']})" if f["cluster_id"] else ""
+    return (f"group {f['group_id']}{cluster}: its last recommend pass failed ({f['error']} at {f['raised_at']}); "
+            "no recommendation until a pass succeeds (audit/recommend_failures has the traceback)")
 
 
 def _cmd_recommend(args: argparse.Namespace) -> int:
     from rich.console import Console
+    from rich.markup import escape
 
     if args.verify:
         return _verify(args)
     console = Console(highlight=False, stderr=args.json)  # JSON lines alone on stdout
-    rows = _read(args, console)
+    rows, failed = _read(args, console)
     if args.json:
         for r in rows:
             print(json.dumps(r, default=str))
-        return 0
-    print_table(rows, console)
+    else:
+        print_table(rows, console)
+    for f in failed:  # on stderr with --json: the JSON lines stay recommendations only
+        console.print(f"[red]{escape(failure_words(f))}[/]")
     return 0
 
 

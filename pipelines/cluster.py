@@ -81,11 +81,20 @@ def _group_overrides(client: Any, group_ids: Sequence[str]) -> dict[str, dict[st
     broker, no DESCRIBE_CONFIGS on it) has none, and gets the brokers'."""
     from confluent_kafka.admin import ConfigResource, ResourceType
 
-    if not group_ids:
+    resources = []
+    for name in group_ids:
+        try:
+            resources.append(ConfigResource(ResourceType.GROUP, name))
+        except ValueError:  # a name the Admin API cannot describe (the empty group id): the brokers' apply
+            continue
+    if not resources:
         return {}
-    resources = [ConfigResource(ResourceType.GROUP, g) for g in group_ids]
     out = {}
-    for resource, future in client.describe_configs(resources, request_timeout=TIMEOUT_S).items():
+    try:
+        answers = client.describe_configs(resources, request_timeout=TIMEOUT_S)
+    except Exception:  # noqa: BLE001 (librdkafka refused the request): every group gets the brokers'
+        return {}
+    for resource, future in answers.items():
         try:
             out[resource.name] = _values(future.result(), GROUP_KEYS, overrides_only=True)
         except Exception:  # noqa: BLE001 (librdkafka's KafkaException, or a timeout): the brokers' apply

@@ -26,8 +26,9 @@ def test_the_brokers_settings_and_a_groups_own_are_read_for_the_groups_on_the_cl
     admin.incremental_alter_configs([override])[override].result()
 
     learned = cluster.learn(_config(kafka.bootstrap_servers), [(cluster_id, plain), (cluster_id, own),
-                                                                ("another-cluster", plain)])
-    assert set(learned.groups) == {(cluster_id, plain), (cluster_id, own)}
+                                                                (cluster_id, ""), ("another-cluster", plain)])
+    assert set(learned.groups) == {(cluster_id, plain), (cluster_id, own), (cluster_id, "")}
+    assert learned.groups[(cluster_id, "")] == learned.groups[(cluster_id, plain)]  # no GROUP resource: the brokers'
     brokers = learned.groups[(cluster_id, plain)]
     if kafka.broker is not None:  # the embedded broker's settings (another cluster's are its own)
         assert (brokers.heartbeat_ms, brokers.session_timeout_ms) == (

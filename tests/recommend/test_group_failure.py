@@ -37,3 +37,13 @@ def test_the_stage_says_each_failed_group_in_one_line():
         "recommend: group 'bad' (cluster c1) failed: KeyError: 'm3' at pipelines/simulator/migration.py:88 in "
         "mixed_phase_rounds; the other 3 group(s) are written, this one's error is in audit/recommend_failures"]
     assert failure_lines(failed, 7, 9)[-1] == "recommend: 6 more group(s) failed: see audit/recommend_failures"
+
+
+def test_recommend_names_a_group_whose_last_pass_failed():
+    from lens_cli.recommend_commands import failure_words
+
+    said = failure_words({"cluster_id": "", "group_id": "bad", "error": "KeyError: 'm3'",
+                          "raised_at": "pipelines/simulator/migration.py:88 in mixed_phase_rounds"})
+    assert said == ("group bad: its last recommend pass failed (KeyError: 'm3' at pipelines/simulator/migration.py:88 "
+                    "in mixed_phase_rounds); no recommendation until a pass succeeds (audit/recommend_failures has "
+                    "the traceback)")
