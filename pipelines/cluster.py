@@ -83,9 +83,11 @@ def _group_overrides(client: Any, group_ids: Sequence[str]) -> dict[str, dict[st
 
     resources = []
     for name in group_ids:
+        if not name:  # the empty group id would fail the whole request: the brokers' settings apply to it
+            continue
         try:
             resources.append(ConfigResource(ResourceType.GROUP, name))
-        except ValueError:  # a name the Admin API cannot describe (the empty group id): the brokers' apply
+        except ValueError:  # another name the Admin API refuses to describe: likewise
             continue
     if not resources:
         return {}
