@@ -80,7 +80,8 @@ def _uniform_homogeneous(order: list[str], topics: list[str], partitions: dict[s
 
 def uniform_assign(members: list[Member], partitions: dict[str, int], previous: Assignment | None,
                    topic_ids: TopicIds | None) -> Assignment:
-    """``UniformAssignor.assign``: the homogeneous builder when all subscriptions are equal, else the heterogeneous one."""
+    """``UniformAssignor.assign``: the homogeneous builder when all subscriptions are equal, else the
+    heterogeneous one."""
     if not members:
         return {}
     order = java_order.member_id_order(m.member_id for m in members)

@@ -298,7 +298,8 @@ def replay(members: list[dict[str, Any]], partitions: dict[str, int], setup: Set
                 gone[c.member] = LEAVING[c.kind]
         if rejoin or gone:
             first = next(c for c in batch if c.kind not in (*WAITING, "depart"))
-            _rebalance(g, first.at_ms, first.cause, gone, max((c.down_s for c in batch if c.member in gone), default=0.0))
+            _rebalance(g, first.at_ms, first.cause, gone,
+                       max((c.down_s for c in batch if c.member in gone), default=0.0))
             for member in gone:
                 g.owned.pop(member, None)
         yield from map(reads, g.rebalances)

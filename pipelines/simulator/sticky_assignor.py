@@ -168,7 +168,8 @@ def cooperative_sticky_assign(members: list[Member], partitions: dict[str, int],
     # members with one subscription share their set (neither is changed below): built once per
     # topic and subscription, not per partition and member
     subscribers = {t: [m.member_id for m in members if t in m.subscription] for t in topics}
-    consumers_of: dict[TopicPartition, list[str]] = {(t, p): subscribers[t] for t in topics for p in range(partitions[t])}
+    consumers_of: dict[TopicPartition, list[str]] = {(t, p): subscribers[t]
+                                                     for t in topics for p in range(partitions[t])}
     by_subscription: dict[frozenset[str], set[TopicPartition]] = {}
     for m in members:
         if m.subscription not in by_subscription:
