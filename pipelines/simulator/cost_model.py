@@ -260,7 +260,7 @@ def fit_backlog(ordinary: list[dict[str, Any]], graceful: list[dict[str, Any]], 
         if pause is not None and redelivered is not None:
             excess += pause - prior_of(h)
             in_hand += redelivered + rate.get((h["topic"], int(h["partition"])), 0.0) * pause
-    ticks = [i["max_progress_interval_ms"] for i in intervals if i.get("max_progress_interval_ms")]  # .get: older rows
+    ticks = [i["max_progress_interval_ms"] for i in intervals if i["max_progress_interval_ms"]]
     away_s = (max(ticks) - min(ticks)) / 1000.0 if ticks else 0.0
     share = 1.0 - sum(bool(h["commit_in_revoke"]) for h in graceful) / len(graceful) if graceful else 1.0
     return Backlog(max(0.0, excess) / in_hand if in_hand > 0 else 0.0, away_s, share)

@@ -14,7 +14,8 @@ HEARTBEAT_MS = {"eager": 1_000, "cooperative": 1_000, "consumer": 1_000}
 def _interval(uncommitted_sum: int, samples: int) -> dict:
     """P0 read at 50 records/s for 100 s; ``samples`` ticks saw ``uncommitted_sum`` uncommitted records in all."""
     return {"topic": "t", "partition": 0, "first_fetch_ms": 0, "released_ms": 100_000, "last_progress_ms": 100_000,
-            "processed": 5_000, "uncommitted_sum": uncommitted_sum, "uncommitted_samples": samples}
+            "processed": 5_000, "uncommitted_sum": uncommitted_sum, "uncommitted_samples": samples,
+            "max_progress_interval_ms": 1_000.0}
 
 
 def _revoke(duplicates: int) -> dict:
