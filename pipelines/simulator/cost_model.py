@@ -61,11 +61,13 @@ Fitted from the group's own gold rows, never from constants tuned to our scenari
   partition-s (ground truth, one rerun each). The group's pauses beyond their priors are its members'
   records in hand: ``s_per_record`` is that excess over the records its handoffs left in hand (those
   re-delivered and those that arrived while the partition waited); a handoff's re-delivered records
-  add their share under batch commits and none on revoke, at most ``away_s``, the longest a member
-  was seen away from poll (its longest progress tick interval beyond the group's shortest: the ticks
-  come at the first poll after the agent's timer), since one batch in hand is what a handoff waits
-  for. A group whose members poll often (fast records: rolling-restart's 1 ms a record, 0.03 s away
-  at most) gets no such term, however many records it re-delivers;
+  add their share under batch commits and none on revoke, at most half of ``away_s``, the longest a
+  member was seen away from poll (its longest progress tick interval beyond the group's shortest: the
+  ticks come at the first poll after the agent's timer): a rebalance lands at a uniform moment of the
+  batch in a member's hands. A group whose members poll often (fast records: rolling-restart's 1 ms
+  a record, 0.03 s away at most; scale-out-in's 0.1 s) gets little of it, whatever the excess of its
+  pauses (scale-out-in's, on a loaded machine, would have priced commit-on-revoke 1.0 partition-s
+  without the half, where its reruns measured -0.6 +- 0.3);
 - a static member's return (a bounce): its time away plus what a return took beyond that
   where the group was seen doing it (a handoff from a member to its own restart), else
   one handoff pause;
@@ -143,11 +145,13 @@ class Backlog:
     """What records in the members' hands after a rebalance add to a handoff's pause (module docstring)."""
 
     s_per_record: float  # the group's pause beyond its priors over the records its handoffs left in hand
-    away_s: float  # the longest a member was seen away from poll: one batch in hand, the most a handoff waits
+    away_s: float  # the longest a member was seen away from poll: the longest batch in its hands
     observed_share: float  # of a handoff's uncommitted records, the share the observed period re-delivered
 
     def wait_s(self, records: float) -> float:
-        return min(self.s_per_record * records, self.away_s)
+        """A handoff's expected wait for ``records`` in hand: at most half the longest batch, as a rebalance
+        lands at a uniform moment of the batch a member is in."""
+        return min(self.s_per_record * records, self.away_s / 2)
 
 
 NO_BACKLOG = Backlog(0.0, 0.0, 1.0)
