@@ -114,8 +114,10 @@ class FindingKind:
 
 
 FINDING_KINDS: tuple[FindingKind, ...] = (
-    FindingKind("refused_config_key", "blocking", "a setting librdkafka refuses under group.protocol=consumer"),
-    FindingKind("client_too_old", "blocking", "librdkafka before 2.12, where KIP-848 is not generally available"),
+    FindingKind("refused_config_key", "blocking",
+                "a setting the member's client refuses under group.protocol=consumer"),
+    FindingKind("client_too_old", "blocking", "a client where KIP-848 is not generally available (librdkafka before "
+                "2.12, kafka-clients before 4.0)"),
     FindingKind("client_known_bugs", "warning", "librdkafka before 2.15, with known KIP-848 bugs"),
     FindingKind("sticky_user_data", "blocking", "a librdkafka cooperative-sticky classic group: no online upgrade"),
     FindingKind("cluster_refused", "blocking", "a consumer-protocol member the cluster refused"),
@@ -174,6 +176,24 @@ ASSIGNOR_STRATEGIES: tuple[str, ...] = tuple(dict.fromkeys(a.strategy for a in A
 def assignor(name: str) -> Assignor:
     """The declared assignor named ``name`` (``classic:range``); KeyError for any other."""
     return {a.name: a for a in ASSIGNORS}[name]
+
+
+# The Java client's classic assignor classes by the strategy names librdkafka (and these names) use; a Java
+# member's partition.assignment.strategy, as its agent reports it, lists the classes.
+JAVA_ASSIGNOR_CLASSES: dict[str, str] = {
+    "range": "org.apache.kafka.clients.consumer.RangeAssignor",
+    "roundrobin": "org.apache.kafka.clients.consumer.RoundRobinAssignor",
+    "sticky": "org.apache.kafka.clients.consumer.StickyAssignor",
+    "cooperative-sticky": "org.apache.kafka.clients.consumer.CooperativeStickyAssignor",
+}
+
+
+def classic_strategy(configured: str | None) -> str | None:
+    """The first strategy of a classic member's partition.assignment.strategy in librdkafka's words, whichever
+    client wrote it (``org.apache.kafka.clients.consumer.RangeAssignor, ...`` is ``range``); None when unset."""
+    first = (configured or "").split(",")[0].strip()
+    by_class = {cls: name for name, cls in JAVA_ASSIGNOR_CLASSES.items()}
+    return by_class.get(first, first) or None
 
 
 # gold/metrics.grain: the periods metrics are summed over.

@@ -263,3 +263,14 @@ def test_two_changes_whose_reconciliations_overlapped_match_judged_together(name
     for planted in (dataclasses.replace(second, after=swapped),
                     dataclasses.replace(second, revokes={**second.revokes, first_member: (frozenset({never_held}),)})):
         assert reason([*steps[:i + 1], planted, *steps[i + 2:]], i, verdicts[i], counts) is None
+
+
+def test_r0_a_group_whose_assignments_carry_no_user_data_is_upgraded_at_any_generation():
+    """The 4.2.0 coordinator refuses the conversion only for an assignment with user data ("userData
+    from a custom assignor would be lost"): librdkafka's cooperative-sticky writes some from its second
+    generation, the Java client's assignors never do."""
+    java = dataclasses.replace(_classic_group(["a", "b"], 5, classic="classic:cooperative-sticky"), user_data=False)
+    after, bump = step(java, Join(_member("c'", "consumer")), COUNTS)
+    assert after.converted and bump.rule == "R4" and set(bump.target) == {"a", "b", "c'"}
+    carrying = dataclasses.replace(_classic_group(["a", "b"], 1), user_data=True)
+    assert step(carrying, Join(_member("c'", "consumer")), COUNTS) == (carrying, None)
