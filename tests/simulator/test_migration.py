@@ -66,7 +66,8 @@ def test_a_first_migrant_back_before_its_scale_in_settles_makes_one_bump_and_wai
                       for p2 in (False, True))
     assert len({r.at_ms for r, _ in early}) == len({r.at_ms for r, _ in settled}) - 1 == 5
     first = [h for r, _ in early if r.at_ms == min(r.at_ms for r, _ in early) for h in r.handoffs]
-    assert sorted((h.to, h.kind, h.moved, h.down_s) for h in first if h.to == "m1") == [("m1", "bounce", False, 0.5)] * 2
+    to_m1 = sorted((h.to, h.kind, h.moved, h.down_s) for h in first if h.to == "m1")
+    assert to_m1 == [("m1", "bounce", False, 0.5)] * 2
     assert sorted(h.to for h in first if h.to != "m1") == ["m2", "m2", "m3", "m3"]  # given back, got back
     assert not any(h.moved for h in first)
     # settled first, the scale-in's round hands m1's partitions to the others, as a leaver's (a heartbeat's wait)

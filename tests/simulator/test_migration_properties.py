@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipelines.simulator.assignors import ASSIGNORS, assign
+from pipelines.simulator.assignors import ASSIGNORS
 from pipelines.simulator.cost_model import Fitted
 from pipelines.simulator.group import Assignment, Member, TopicPartition
 from pipelines.simulator.migration import layout_at, mixed_phase_cost, mixed_phase_rounds

@@ -120,7 +120,8 @@ def test_r3_a_static_cross_protocol_restart_moves_nothing_both_ways():
 
 def test_r3_back_to_classic_the_last_consumer_member_replaced_downgrades_without_a_rebalance():
     group = _classic_group(["a", "b"], 2, static=True)
-    group, bumps = _run(group, [Join(_member("a'", "consumer", static=True)), Join(_member("a''", "eager", static=True))])
+    joins = [Join(_member("a'", "consumer", static=True)), Join(_member("a''", "eager", static=True))]
+    group, bumps = _run(group, joins)
     assert bumps == [] and not group.converted and group.target["a''"] == _classic_group(["a", "b"], 2).target["a"]
 
 
@@ -130,7 +131,8 @@ def test_p2_a_migrant_back_before_its_leaves_classic_round_completes_converts_th
     0.8 s): one rebalance, m1 got its own two partitions back and m2, m3 gave back all they held."""
     counts = {"orders": 6}
     members = tuple(_member(n) for n in ("m1", "m2", "m3"))
-    group = MixedGroup("classic:roundrobin", members, assign("classic:roundrobin", [m.member for m in members], counts), 2)
+    owned = assign("classic:roundrobin", [m.member for m in members], counts)
+    group = MixedGroup("classic:roundrobin", members, owned, 2)
     assert group.target == {"m1": {("orders", 0), ("orders", 3)}, "m2": {("orders", 1), ("orders", 4)},
                             "m3": {("orders", 2), ("orders", 5)}}
     pending, bump = step(group, Leave("m1", settles=False), counts)
