@@ -54,7 +54,8 @@ def _event(row: dict[str, Any], kind: str, **fields: Any) -> dict[str, Any]:
             "instance_id": None, "group_epoch": None, "assignment_epoch": None, "assignment_timestamp_ms": None,
             "member_epoch": None, "previous_member_epoch": None, "member_state": None,
             "assigned": None, "pending_revocation": None, "added": None, "removed": None, "target": None,
-            "subscribed_topics": None, "subscribed_regex": None, "replaces_member_id": None}
+            "subscribed_topics": None, "subscribed_regex": None, "replaces_member_id": None,
+            "client_id": None, "client_host": None, "rebalance_timeout_ms": None, "member_protocol": None}
     if row["name"] == "ConsumerGroupMetadata" and row["value"] is not None:
         base["group_epoch"] = value["epoch"]
     if row["name"] == "ConsumerGroupTargetAssignmentMetadata" and row["value"] is not None:
@@ -108,7 +109,9 @@ class _GroupWalk:
         member_id, value = row["key"]["memberId"], row["value"]
         before = self.members.pop(member_id, None)
         if value is None:
-            self.events.append(_event(row, "member_removed", instance_id=(before or {}).get("instanceId")))
+            self.events.append(_event(row, "member_removed", instance_id=(before or {}).get("instanceId"),
+                                      client_id=(before or {}).get("clientId"),
+                                      client_host=(before or {}).get("clientHost")))
             return
         self.members[member_id] = value
         instance = value["instanceId"]
@@ -121,7 +124,10 @@ class _GroupWalk:
         else:
             kind = "member_updated"
         self.events.append(_event(row, kind, instance_id=instance, subscribed_topics=value["subscribedTopicNames"],
-                                  subscribed_regex=value["subscribedTopicRegex"] or None, replaces_member_id=replaces))
+                                  subscribed_regex=value["subscribedTopicRegex"] or None, replaces_member_id=replaces,
+                                  client_id=value["clientId"], client_host=value["clientHost"],
+                                  rebalance_timeout_ms=value["rebalanceTimeoutMs"],
+                                  member_protocol="classic" if value.get("classicMemberMetadata") else "consumer"))
 
     def _assignment(self, row: dict[str, Any]) -> None:
         member_id, value, at = row["key"]["memberId"], row["value"], row["timestamp_ms"]
