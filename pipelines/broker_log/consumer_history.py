@@ -146,9 +146,16 @@ class _GroupWalk:
                                       removed=_grouped(held, self.names)))
             return
         self.assignments[member_id] = value
+        if before.get("memberEpoch") == STATIC_LEAVE_EPOCH:
+            held = set()  # it let its partitions go when it left (below): back under its id, it holds nothing yet
         assigned, pending = _keys(value["assignedPartitions"]), _keys(value["partitionsPendingRevocation"])
         asked = pending - _keys(before.get("partitionsPendingRevocation"))
         released, gained = held - assigned - pending, assigned - held
+        if value["memberEpoch"] == STATIC_LEAVE_EPOCH:  # it stopped reading: its partitions wait for it
+            for key in sorted(held):
+                self.book.release(key, at, "static_leave", context)
+            if instance:
+                self.left_static[instance] = member_id
         for key in sorted(asked):
             self.book.request_revocation(key, at)
         for key in sorted(released):

@@ -5,22 +5,8 @@ from __future__ import annotations
 from pipelines.broker_log.classic_history import classic_generations, classic_ownership_changes
 from pipelines.broker_log.commit_window import KEEP_REASONS, kept_commits
 from pipelines.broker_log.consumer_history import consumer_events, consumer_ownership_changes
-
-
-def _member(member_id: str, partitions: list[int], instance: str | None = None) -> dict:
-    return {"memberId": member_id, "groupInstanceId": instance, "clientId": "c", "clientHost": "/h",
-            "rebalanceTimeout": 300000, "sessionTimeout": 45000, "subscription": b"", "assignment": b"",
-            "subscription_decoded": {"version": 3, "topics": ["t"], "userData": None, "ownedPartitions": [],
-                                     "generationId": -1, "rackId": None},
-            "assignment_decoded": {"version": 3, "assignedPartitions": [{"topic": "t", "partitions": partitions}],
-                                   "userData": None}}
-
-
-def _generation(offset: int, at: int, generation: int, members: list[dict], protocol: str = "range") -> dict:
-    value = None if generation < 0 else {"protocolType": "consumer", "generation": generation, "protocol": protocol,
-                                         "leader": "a", "currentStateTimestamp": at - 5, "members": members}
-    return {"group_id": "g", "record_type": 2, "name": "GroupMetadata", "key": {"group": "g"}, "version": 3,
-            "value": value, "offsets_partition": 0, "offset": offset, "timestamp_ms": at}
+from tests.support.broker_rows import assignment as _assignment, consumer_row as _consumer_row
+from tests.support.broker_rows import generation as _generation, member as _member
 
 
 def test_a_gap_in_generations_counts_failed_rounds_and_a_tombstone_starts_over():
@@ -90,16 +76,6 @@ def test_a_deleted_offset_is_kept_and_a_nameless_topic_keeps_nothing():
     commits.append({**commits[-1], "committed_offset": None, "at_ms": 5000, "offset": 99})
     kept = kept_commits(commits, [{"topic": None, "partition": 0, "at_ms": 1500}])
     assert [k["reasons"] for k in kept] == [["checkpoint"], ["deleted", "latest"]]
-
-
-def _consumer_row(offset: int, at: int, name: str, key: dict, value: dict | None) -> dict:
-    return {"group_id": "g", "record_type": 0, "name": name, "key": {"groupId": "g", **key}, "version": 0,
-            "value": value, "offsets_partition": 0, "offset": offset, "timestamp_ms": at}
-
-
-def _assignment(epoch: int, assigned: list[int]) -> dict:
-    return {"memberEpoch": epoch, "previousMemberEpoch": epoch - 1, "state": 0,
-            "assignedPartitions": [{"topicId": "T", "partitions": assigned}], "partitionsPendingRevocation": []}
 
 
 def test_a_deleted_consumer_group_starts_over_when_its_name_comes_back():
