@@ -228,8 +228,6 @@ ENUMERATIONS: dict[str, tuple[str, ...]] = {
     "release_kinds": RELEASE_KINDS,
     "recommendation_kinds": RECOMMENDATION_KIND_NAMES,
     "confidence_levels": CONFIDENCE_LEVELS,
-    "cause_confidences": CAUSE_CONFIDENCES,
-    "figure_sources": FIGURE_SOURCES,
     "group_protocols": GROUP_PROTOCOLS,
     "group_phases": GROUP_PHASES,
     "assignor_strategies": ASSIGNOR_STRATEGIES,

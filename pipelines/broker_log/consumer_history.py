@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pipelines.broker_log.classic_history import rebalance_protocol
 from pipelines.broker_log.ownership_changes import OwnerBook
 
 # Kafka's modern/MemberState.java: the member state's int8 in CurrentMemberAssignment.
@@ -129,6 +130,12 @@ class _GroupWalk:
                                   rebalance_timeout_ms=value["rebalanceTimeoutMs"],
                                   member_protocol="classic" if value.get("classicMemberMetadata") else "consumer"))
 
+    def _eager_classic(self, member_id: str) -> bool:
+        """A member on the classic protocol inside the group whose assignor revokes everything at each rejoin."""
+        classic = (self.members.get(member_id) or {}).get("classicMemberMetadata")
+        names = [p["name"] for p in (classic or {}).get("supportedProtocols") or []]
+        return bool(names) and rebalance_protocol(names[0]) == "eager"
+
     def _assignment(self, row: dict[str, Any]) -> None:
         member_id, value, at = row["key"]["memberId"], row["value"], row["timestamp_ms"]
         before = self.assignments.pop(member_id, None) or {}
@@ -162,6 +169,9 @@ class _GroupWalk:
             self.book.release(key, at, "revoked", context)
         for key in sorted(gained):
             self.book.assign(key, member_id, instance, at, context)
+        if before and value["memberEpoch"] > before.get("memberEpoch", 0) and self._eager_classic(member_id):
+            for key in sorted(assigned & held):  # it rejoined: an eager client gave everything back first
+                self.book.assign(key, member_id, instance, at, context, again=True)
         self.events.append(_event(
             row, _assignment_kind(value, asked, released, gained), instance_id=instance,
             member_epoch=value["memberEpoch"], previous_member_epoch=value["previousMemberEpoch"],

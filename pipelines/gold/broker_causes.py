@@ -112,7 +112,7 @@ def classic_memberships(generations: list[dict[str, Any]]) -> list[Membership]:
         at = gen["join_completed_ms"] if gen["join_completed_ms"] is not None else gen["synced_ms"]
         now = {m["member_id"]: m for m in gen["members"]}
         replaced = {r["old_member_id"]: r["new_member_id"] for r in gen["replaced"]}
-        for member_id in [] if gen["kind"] == "deleted" else gen["left"]:  # deleted: a conversion or the end
+        for member_id in gen["left"]:  # deleted: the end, or the group converting (``continuing``)
             m = members[member_id]
             timeouts = [t for t in (m["session_timeout_ms"], m["rebalance_timeout_ms"]) if t]
             out.append(Membership("leave", member_id, at, "classic", m["instance_id"], m["client_id"],

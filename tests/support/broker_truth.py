@@ -152,3 +152,59 @@ def compare(run_dir: Path, view: BrokerView) -> list[Match]:
     truth = json.loads((Path(run_dir) / "truth.json").read_text())
     ids = _ids_of(truth)
     return [Match(h, _chain(h, view.handoffs, ids)) for h in truth["handoffs"]]
+
+
+@dataclass
+class Summary:
+    """What ``compare`` found for one run, as the report prints it."""
+
+    handoffs: int
+    matched: int
+    inside: int  # both figures within the broker's bounds
+    duplicates_width: float  # the mean of duplicates_upper - duplicates over the matched handoffs with an upper bound
+    pause_width_s: float
+    open_pause: int  # matched handoffs whose pause has no upper bound yet
+    causes_exact: tuple[int, int]  # (right, of) the exact causes of the handoffs a timeline action explains
+    causes_probable: tuple[int, int]
+    formation: tuple[int, int]  # (called start, of) the handoffs no action explains (the truth's ``start``)
+    pause_error_s: float | None  # KIP-848 revocations: the most |pause_s - truth| (the point figure)
+    estimate_error_s: float | None  # ... and the most |pause_estimate_s - truth|
+
+    def line(self) -> str:
+        def most(x: float | None) -> str:
+            return "-" if x is None else f"{x:.3f}"
+        return (f"{self.inside}/{self.handoffs} inside (matched {self.matched}), widths {self.duplicates_width:.1f} "
+                f"records, {self.pause_width_s:.2f} s ({self.open_pause} open), causes exact "
+                f"{self.causes_exact[0]}/{self.causes_exact[1]}, probable {self.causes_probable[0]}/"
+                f"{self.causes_probable[1]}, formation {self.formation[0]}/{self.formation[1]}, KIP-848 pause "
+                f"error {most(self.pause_error_s)} s, estimate {most(self.estimate_error_s)} s")
+
+
+def _widths(matched: list[Match], low: str, high: str) -> tuple[float, int]:
+    spans = [m.total(high) - m.total(low) for m in matched if m.total(high) is not None]
+    return (sum(spans) / len(spans) if spans else 0.0), len(matched) - len(spans)
+
+
+def summarize(matches: list[Match]) -> Summary:
+    """The run's figures: containment, widths, causes, KIP-848 pause errors. Causes are checked where
+    a timeline action explains the handoff: the truth calls the others ``start`` (whatever came
+    before the first action, the group forming and settling as the scenario judged it), which the log
+    shows as joins: ``start`` where they came together, else a ``scale_out`` (``formation`` counts them)."""
+    matched = [m for m in matches if m.chain]
+    timed = [m for m in matched if m.truth["cause"] != "start"]
+    formed = [m for m in matched if m.truth["cause"] == "start"]
+
+    def causes(confidence: str) -> tuple[int, int]:
+        mine = [m for m in timed if m.chain[-1]["cause_confidence"] == confidence]
+        return sum(m.chain[-1]["cause"] == m.truth["cause"] for m in mine), len(mine)
+
+    told = [m for m in matched if len(m.chain) == 1 and m.chain[0]["protocol"] == "consumer"
+            and m.chain[0]["broker_release"] == "revoked"]
+    return Summary(
+        len(matches), len(matched), sum(m.duplicates_inside and m.pause_inside for m in matched),
+        _widths(matched, "duplicates", "duplicates_upper")[0], *_widths(matched, "pause_s", "pause_upper_s"),
+        causes("exact"), causes("probable"),
+        (sum(m.chain[-1]["cause"] == "start" for m in formed), len(formed)),
+        max((abs(m.chain[0]["pause_s"] - m.truth["pause_s"]) for m in told), default=None),
+        max((abs(m.chain[0]["pause_estimate_s"] - m.truth["pause_s"]) for m in told
+             if m.chain[0]["pause_estimate_s"] is not None), default=None))
