@@ -179,7 +179,7 @@ def membership_causes(memberships: list[Membership], seen: Seen) -> Causes:
     formed = start_joins([j.event() for j in joins], JOIN_BURST_S)
     silent = [m for m in leaves if m.timeout_ms and m.at_ms - seen.before(m.member_id, m.at_ms) >= m.timeout_ms]
     graceful = [m for m in leaves if m not in silent]
-    pairs = restarts([j.event() for j in joins], [m.event(seen.before(m.member_id, m.at_ms)) for m in graceful])
+    pairs = restarts([j.event() for j in joins], [m.event() for m in graceful])
     returns = {m.member_id: _return_of(m, joins, seen) for m in silent}
     out: Causes = {}
     for m in graceful:

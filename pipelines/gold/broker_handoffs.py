@@ -59,6 +59,8 @@ LOG_END_FIELDS: tuple[str, ...] = ("topic", "partition", "at_ms", "log_end")
 LOG_START_MS = 0
 # The ownership changes that are handoffs: a new owner (or an eager round's same one) after a previous one.
 HANDOFF_KINDS: tuple[str, ...] = ("assigned", "reassigned", "replaced")
+# A group converting between the classic and consumer protocols rewrites its records in one write.
+CONVERSION_MS = 1_000
 TP = tuple[str, int]
 
 
@@ -276,7 +278,27 @@ def _ordered(changes: Iterable[dict[str, Any]]) -> dict[TP, list[dict[str, Any]]
     for c in changes:
         if c["topic"] is not None:
             by_tp[(c["topic"], c["partition"])].append(c)
-    return {tp: sorted(cs, key=lambda c: (c["at_ms"], c["offsets_partition"], c["offset"])) for tp, cs in by_tp.items()}
+    return {tp: continued(sorted(cs, key=lambda c: (c["at_ms"], c["offsets_partition"], c["offset"])))
+            for tp, cs in by_tp.items()}
+
+
+def continued(changes: list[dict[str, Any]], window_ms: int = CONVERSION_MS) -> list[dict[str, Any]]:
+    """One partition's changes (log order) with each owner's tenure carried across a conversion between
+    the classic and consumer protocols: the group's records are rewritten (the old kind's released, the
+    new kind's assigned without a previous owner) while its members hold on; a member that stopped before
+    the conversion (a static member between its close and its replacement) did so in its first tenure."""
+    ended: dict[str, tuple[int, int, str]] = {}  # member -> (released at, since, protocol) of its last tenure
+    carried: dict[tuple[str, int], int] = {}  # (member, since in the new records) -> since before the conversion
+    out = []
+    for c in changes:
+        if c["previous_owner"] is not None and c["release_kind"] is not None:
+            ended[c["previous_owner"]] = (c["released_ms"], c["previous_since_ms"], c["protocol"])
+        before = ended.get(c["owner"]) if c["previous_owner"] is None and c["owner"] is not None else None
+        if before and before[2] != c["protocol"] and abs(c["at_ms"] - before[0]) <= window_ms:
+            carried[(c["owner"], c["at_ms"])] = carried.get((c["owner"], before[1]), before[1])
+        since = carried.get((c["previous_owner"], c["previous_since_ms"]))
+        out.append(c if since is None else {**c, "previous_since_ms": since})
+    return out
 
 
 def _is_handoff(change: dict[str, Any]) -> bool:

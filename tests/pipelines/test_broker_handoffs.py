@@ -125,3 +125,18 @@ def test_log_ends_read_a_sample_on_the_safe_side():
     assert ends.at_least(("t", 0), 1500) == 200 and ends.at_most(("t", 0), 1500) == 100
     assert ends.at_least(("t", 0), 2500) is None and ends.at_most(("t", 0), 500) is None
     assert ends.produced_between(("t", 0), 150) == (1000, 2000)
+
+
+def test_a_tenure_carries_across_the_groups_conversion_to_the_consumer_protocol():
+    """A static classic member closed (no leave), its replacement on the consumer protocol converts the
+    group: the classic records release its partition, the consumer records hold it from the conversion,
+    then hand it on. It stopped before the conversion: its tenure began with its classic assignment."""
+    classic_release = _change(protocol="classic", kind="released", owner=None, previous_since_ms=1_000,
+                              at_ms=10_000, released_ms=10_000, release_kind="removed", revoke_requested_ms=None)
+    converted = _change(kind="assigned", owner="A", previous_owner=None, previous_since_ms=None, at_ms=10_000,
+                        released_ms=None, release_kind=None, revoke_requested_ms=None, offset=2)
+    handed = _change(kind="assigned", owner="B", previous_since_ms=10_000, at_ms=11_000, released_ms=10_500,
+                     release_kind="removed", revoke_requested_ms=None, offset=3)
+    changes = [classic_release, converted, handed]
+    (row,) = broker_handoffs(changes, A_COMMITS, _log_ends(changes, A_COMMITS))
+    assert row["prev_assigned_ms"] == 1_000 and row["stopped_after_ms"] == 7_000
