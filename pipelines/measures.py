@@ -56,6 +56,14 @@ MEASURES: tuple[Measure, ...] = (
             "Handoffs to or from them are split there (`unseen_owner`) and never priced across them; the figures "
             "count only what the agent saw, and no change is priced below 0.9 (the group gets the `coverage` "
             "warning instead)"),
+    Measure("broker_covered_s", "partition-seconds",
+            "partition-seconds of ownership the broker's log shows: every member's, whatever it runs, each tenure "
+            "from its assignment to its partition's next change (`gold/coverage`, `gold/metrics`; null where no "
+            "broker source reads the cluster)"),
+    Measure("broker_coverage", "share (0 to 1)",
+            "`broker_covered_s` / `owned_s`: the share of the group's partition-time seen by the broker, beside "
+            "`coverage`, the share seen exactly by the agent (where both saw a handoff the agent's figures win; "
+            "`owned_s` is then the larger of the agent's estimate and the broker's)"),
     Measure("join_s", "seconds",
             "a rebalance episode's join and sync: its slowest member's time waiting for the group (classic: from "
             "entering `joining`, after its revoke callback under eager, to its assign callback; KIP-848: until its "
