@@ -6,12 +6,11 @@ from pipelines.broker_log.classic_history import classic_generations, classic_ow
 from pipelines.broker_log.consumer_history import consumer_events, consumer_ownership_changes
 from pipelines.gold.broker_causes import broker_causes
 from pipelines.gold.broker_handoffs import broker_handoffs
-from tests.support.broker_rows import assignment, consumer_row, generation, member, member_metadata
+from tests.support.broker_rows import assignment, commit, consumer_row, generation, member, member_metadata
 
 
 def _commit(at_ms: int, partition: int, offset: int) -> dict:
-    return {"group_id": "g", "topic": "t", "partition": partition, "committed_offset": offset, "at_ms": at_ms,
-            "leader_epoch": -1, "commit_timestamp_ms": at_ms, "offsets_partition": 0, "offset": at_ms}
+    return commit(at_ms, offset, partition)
 
 
 def _classic_causes(rows: list[dict], commits: list[dict] = ()) -> dict[tuple[int, str, str], tuple[str, str]]:

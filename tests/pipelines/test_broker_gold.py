@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pipelines.gold.broker_gold import BrokerHistory, with_broker
-from tests.pipelines.test_broker_handoffs import A_COMMITS, B_COMMITS, _change, _log_ends
+from tests.support.broker_rows import A_COMMITS, B_COMMITS, change as _change, log_ends as _log_ends
 
 HOUR = 3_600_000
 

@@ -8,33 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from pipelines.gold.broker_handoffs import (LOG_END_FIELDS, LogEnds, broker_handoffs, log_end_requests,
-                                            stop_window)
-
-
-def _change(**fields) -> dict:
-    row = {"group_id": "g", "protocol": "consumer", "topic": "t", "topic_id": "id", "partition": 0,
-           "kind": "assigned", "at_ms": 11_000, "owner": "B", "owner_instance_id": None, "previous_owner": "A",
-           "previous_instance_id": None, "previous_since_ms": 1_000, "revoke_requested_ms": 10_000,
-           "released_ms": 10_200, "release_kind": "revoked", "generation": None, "join_completed_ms": None,
-           "member_epoch": 5, "offsets_partition": 0, "offset": 1}
-    return {**row, **fields}
-
-
-def _commit(at_ms: int, offset: int | None) -> dict:
-    return {"group_id": "g", "topic": "t", "partition": 0, "committed_offset": offset, "at_ms": at_ms,
-            "leader_epoch": -1, "commit_timestamp_ms": at_ms, "offsets_partition": 0, "offset": at_ms}
-
-
-A_COMMITS = [_commit(5_000, 100), _commit(7_000, 200), _commit(9_000, 300)]
-B_COMMITS = [_commit(11_500, 300), _commit(12_500, 350)]
-
-
-def _log_ends(changes: list[dict], commits: list[dict], every_ms: int | None = None) -> list[dict]:
-    """The log ends the pricing asks for (50 records a second), or samples every ``every_ms``."""
-    wanted = log_end_requests(changes, commits) if every_ms is None else [
-        ("t", 0, t) for t in range(0, 20_001, every_ms)]
-    return [dict(zip(LOG_END_FIELDS, (topic, partition, at, at // 20))) for topic, partition, at in wanted]
+from pipelines.gold.broker_handoffs import LOG_END_FIELDS, LogEnds, broker_handoffs, stop_window
+from tests.support.broker_rows import A_COMMITS, B_COMMITS, change as _change, commit as _commit, log_ends as _log_ends
 
 
 def _priced(changes: list[dict], commits: list[dict], every_ms: int | None = None) -> dict:
