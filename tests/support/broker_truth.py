@@ -160,6 +160,7 @@ class Summary:
 
     handoffs: int
     matched: int
+    unwritten: int  # a member's handoffs to itself the coordinator wrote nothing for (it rejoined, nothing changed)
     inside: int  # both figures within the broker's bounds
     duplicates_width: float  # the mean of duplicates_upper - duplicates over the matched handoffs with an upper bound
     pause_width_s: float
@@ -173,9 +174,9 @@ class Summary:
     def line(self) -> str:
         def most(x: float | None) -> str:
             return "-" if x is None else f"{x:.3f}"
-        return (f"{self.inside}/{self.handoffs} inside (matched {self.matched}), widths {self.duplicates_width:.1f} "
-                f"records, {self.pause_width_s:.2f} s ({self.open_pause} open), causes exact "
-                f"{self.causes_exact[0]}/{self.causes_exact[1]}, probable {self.causes_probable[0]}/"
+        return (f"{self.inside}/{self.handoffs} inside (matched {self.matched}, unwritten {self.unwritten}), widths "
+                f"{self.duplicates_width:.1f} records, {self.pause_width_s:.2f} s ({self.open_pause} open), causes "
+                f"exact {self.causes_exact[0]}/{self.causes_exact[1]}, probable {self.causes_probable[0]}/"
                 f"{self.causes_probable[1]}, formation {self.formation[0]}/{self.formation[1]}, KIP-848 pause "
                 f"error {most(self.pause_error_s)} s, estimate {most(self.estimate_error_s)} s")
 
@@ -201,7 +202,9 @@ def summarize(matches: list[Match]) -> Summary:
     told = [m for m in matched if len(m.chain) == 1 and m.chain[0]["protocol"] == "consumer"
             and m.chain[0]["broker_release"] == "revoked"]
     return Summary(
-        len(matches), len(matched), sum(m.duplicates_inside and m.pause_inside for m in matched),
+        len(matches), len(matched),
+        sum(not m.chain and m.truth["prev_process"] == m.truth["next_process"] for m in matches),
+        sum(m.duplicates_inside and m.pause_inside for m in matched),
         _widths(matched, "duplicates", "duplicates_upper")[0], *_widths(matched, "pause_s", "pause_upper_s"),
         causes("exact"), causes("probable"),
         (sum(m.chain[-1]["cause"] == "start" for m in formed), len(formed)),
