@@ -19,7 +19,10 @@ if TYPE_CHECKING:
     from consumer_agent.instrumented import InstrumentedConsumer
 
 __all__ = ["AGENT_VERSION", "AsyncInstrumentedConsumer", "DEFAULT_TELEMETRY_TOPIC", "InstrumentedConsumer"]
-_LAZY = {"InstrumentedConsumer": "consumer_agent.instrumented", "AsyncInstrumentedConsumer": "consumer_agent.async_consumer"}
+_LAZY = {
+    "InstrumentedConsumer": "consumer_agent.instrumented",
+    "AsyncInstrumentedConsumer": "consumer_agent.async_consumer",
+}
 
 
 def __getattr__(name: str) -> Any:

@@ -37,10 +37,13 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from consumer_agent import contract
+from consumer_agent.agent_spec import constant
 from consumer_agent.commit_on_revoke import RevokeCommitter
+from consumer_agent.consumer_view import ConsumerControls, ConsumerView
 from consumer_agent.emitter import TelemetryEmitter
 from consumer_agent.enforce_rebalance import RebalanceEnforcer
 from consumer_agent.group_metadata import generation_from_metadata
+from consumer_agent.lifecycle import REASONS
 from consumer_agent.membership import Membership
 from consumer_agent.options import AgentOptions
 from consumer_agent.processed import Processed
@@ -49,7 +52,7 @@ from consumer_agent.redaction import redacted_config
 
 log = logging.getLogger("consumer_agent")
 
-CLOSE_FLUSH_TIMEOUT_S = 5.0
+CLOSE_FLUSH_TIMEOUT_S: float = constant("close_flush_timeout_ms") / 1000
 _monotonic = time.monotonic
 
 RebalanceCallback = Callable[[Consumer, list[TopicPartition]], None]
@@ -128,18 +131,19 @@ class Agent:
         }
         self.app_callbacks: tuple[RebalanceCallback | None, ...] = (None, None, None)
         self.closed = False
-        # Inside Consumer.close() the agent asks librdkafka nothing (see _emit); events made then
+        # Inside Consumer.close() the agent asks librdkafka nothing (see _membership); events made then
         # carry the generation and member id of the last event made before.
         self.in_close = False
-        self._last_seen: tuple[int, str | None] = (-1, None)
+        self._last_seen: tuple[int, str | None] = (constant("generation_unknown"), None)
         # The assignment calls of the application's callback now running, and its thread; None outside one.
         self._calls: list[str] | None = None
         self._calls_thread = 0
 
-    def attach(self, consumer: Consumer) -> None:
+    def attach(self, consumer: ConsumerView, controls: ConsumerControls) -> None:
         """Once ``Consumer.__init__`` accepted the config: the collaborators and the emitter thread.
 
-        ``consumer`` (an ``InstrumentedConsumer``) is only ever held through a weak proxy."""
+        ``consumer`` (an ``InstrumentedConsumer``) is only ever held through a weak proxy, and seen
+        through its narrow view; ``controls`` are what only the agent does to it."""
         me: Any = weakref.proxy(consumer)
         self._consumer = me
         options = self._options
@@ -151,17 +155,18 @@ class Agent:
                                                  options.commit_on_revoke_timeout_ms / 1000)
                                  if options.commit_on_revoke else None)
         self.enforcer = RebalanceEnforcer(me, self.agent_id, self._group_protocol, self._cooperative,
-                                          lambda topics: me._subscribe_wrapped(topics))
-        # Progress sets the consumer's _hook, the flag poll() and consume() test.
+                                          controls.resubscribe)
+        # Progress switches the slow path of the consumer's poll() and consume().
         self.progress = Progress(me, self.member, self.processed, emit=self._emit, guard=self.guard,
-                                 note=self.note, emit_health=self._emit_health)
+                                 note=self.note, emit_health=self._emit_health, watch_polls=controls.watch_polls)
         if options.producer_config is None:
             log.warning("rebalance-lens: the config names no bootstrap.servers: telemetry is off for this consumer "
                         "(set lens.telemetry.bootstrap.servers to send it to a cluster)")
         self.emitter = TelemetryEmitter(options.telemetry_topic, options.producer_config,
                                         options.buffer_max_events, key=self.agent_id,
                                         cluster_config=options.cluster_config,
-                                        heartbeat=(options.progress_interval_ms / 1000, _weakly(self.progress.arm_tick)))
+                                        heartbeat=(options.progress_interval_ms / 1000,
+                                                   _weakly(self.progress.arm_tick)))
 
     # ------------------------------------------------------------------ the consumer's calls
     def subscribed(self, topics: list[str], callbacks: tuple[RebalanceCallback | None, ...]) -> None:
@@ -196,14 +201,14 @@ class Agent:
 
     def unsubscribed(self) -> None:
         """The client dropped the subscription; the revoke (if any) comes with a later poll."""
-        self.guard(self.member.start_leaving, "unsubscribe")
+        self.guard(self.member.start_leaving, REASONS["unsubscribe"])
         self.member.subscription = None
         if not self.member.owned:
-            self.guard(self.member.left, "unsubscribe")
+            self.guard(self.member.left, REASONS["unsubscribe"])
 
     def closing(self) -> None:
         """Before ``Consumer.close()``: with commit-on-revoke, commit the processed frontier first."""
-        self.guard(self.member.start_leaving, "close")
+        self.guard(self.member.start_leaving, REASONS["close"])
         if self.revoke_committer is not None:
             self.guard(self.revoke_committer.commit_before_close)
         self.in_close = True
@@ -213,7 +218,7 @@ class Agent:
         and the emitter's thread and producer are gone when this returns."""
         self.in_close = False
         self.closed = True
-        self.guard(self.member.left, "close")
+        self.guard(self.member.left, REASONS["close"])
         self.guard(self._emit_health)
         self.emitter.close(CLOSE_FLUSH_TIMEOUT_S)
 
@@ -317,29 +322,32 @@ class Agent:
     def note(self, message: str) -> None:
         emitter = getattr(self, "emitter", None)
         if emitter is not None:
-            emitter._note_error(message)
+            emitter.note_error(message)
         else:
             log.warning("rebalance-lens: %s", message)
 
-    def _emit(self, kind: str, body: contract.Body) -> None:
-        """Hand one event to the emitter, with the member's generation and id as the client has them.
+    def _membership(self) -> tuple[int, str | None]:
+        """The member's generation and id as the client has them; where it cannot answer, the last
+        values it gave (the agent spec's envelope rule, the Java agent's too).
 
-        Not while ``Consumer.close()`` runs: close serves the commit and rebalance callbacks, and
-        asking the client for its group metadata from a callback served by a close() that the
+        Never asked while ``Consumer.close()`` runs: close serves the commit and rebalance callbacks,
+        and asking the client for its group metadata from a callback served by a close() that the
         application called inside its own rebalance callback deadlocks librdkafka (the host
-        blocked for good in 2 of 6 runs: tests/hardening/test_host_callbacks.py,
-        close_in_revoke). The last values seen stand in."""
+        blocked for good in 2 of 6 runs: tests/hardening/test_host_callbacks.py, close_in_revoke).
+        After close() the client refuses (RuntimeError)."""
+        if not self.in_close:
+            try:
+                self._last_seen = (generation_from_metadata(self._consumer.consumer_group_metadata()),
+                                   self._consumer.memberid())
+            except (RuntimeError, KafkaException, ReferenceError):
+                pass
+        return self._last_seen
+
+    def _emit(self, kind: str, body: contract.Body) -> None:
+        """Hand one event to the emitter, with the member's generation and id (``_membership``)."""
         if not self.emitter.enabled:
             return
-        if self.in_close:
-            generation, member_id = self._last_seen
-        else:
-            try:
-                generation = generation_from_metadata(self._consumer.consumer_group_metadata())
-                member_id = self._consumer.memberid()
-                self._last_seen = (generation, member_id)
-            except (RuntimeError, KafkaException, ReferenceError):
-                generation, member_id = -1, None
+        generation, member_id = self._membership()
         self.emitter.offer(contract.event(
             kind, contract.to_dict(body), event_id=uuid.uuid4().hex, event_time_ms=time.time_ns() // 1_000_000,
             seq=next(self._seq), member_id=member_id, generation=generation, identity=self._identity))

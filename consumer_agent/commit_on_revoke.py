@@ -10,16 +10,13 @@ before librdkafka leaves the group (``commit_before_close``).
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
 
 from confluent_kafka import KafkaException, TopicPartition
 
 from consumer_agent import contract
+from consumer_agent.consumer_view import ConsumerView
 from consumer_agent.membership import Membership
 from consumer_agent.processed import Processed
-
-if TYPE_CHECKING:
-    from consumer_agent.instrumented import InstrumentedConsumer
 
 _monotonic = time.monotonic
 
@@ -28,11 +25,11 @@ class RevokeCommitter:
     """Commits the processed frontier of partitions being revoked.
 
     Args:
-        consumer: the instrumented consumer: its ``commit`` records the commit (``in_revoke``).
+        consumer: the instrumented consumer's view: its ``commit`` records the commit (``in_revoke``).
         timeout_s: how long to wait for in-flight records (explicit mode) before committing anyway.
     """
 
-    def __init__(self, consumer: InstrumentedConsumer, member: Membership, processed: Processed,
+    def __init__(self, consumer: ConsumerView, member: Membership, processed: Processed,
                  timeout_s: float) -> None:
         self._consumer = consumer
         self._member = member

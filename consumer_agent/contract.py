@@ -1,7 +1,9 @@
 """The telemetry contract (schema v1) in one module: everything the agent, the pipelines,
 the synthetic builder and the docs know about an event comes from here.
 
-``telemetry-v1.schema.json`` is the contract; this module loads it once and derives what
+``telemetry-v1.schema.json`` is the contract, with the agent spec beside it (``agent-spec-v1.json``,
+``agent_spec``: the member states, options, secrets and constants both agents share, of which
+this module passes on what the pipelines read); this module loads the schema once and derives what
 the code needs from it (the version, the kinds, which body each kind carries), gives the
 bodies their Python face (one dataclass per ``$defs`` entry; a test keeps their fields
 equal to the schema's properties) and builds an event's envelope (``event``). Events are
@@ -15,9 +17,9 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-from consumer_agent.member_states import ClassicState, ConsumerProtocolState
+from consumer_agent.agent_spec import constant, spec
 
-OFFSET_UNKNOWN = -1001  # librdkafka's OFFSET_INVALID: an offset the member does not know
+OFFSET_UNKNOWN: int = constant("offset_unknown")  # librdkafka's OFFSET_INVALID: an offset the member does not know
 
 
 @lru_cache(maxsize=1)
@@ -37,15 +39,14 @@ BODY_DEFINITIONS: dict[str, str] = {
     for rule in schema()["allOf"]}
 # Assignment calls one partitions_* event lists at most (a host looping on assign() keeps the event small).
 CALLBACK_CALLS_MAX: int = schema()["$defs"]["partitions_change"]["properties"]["callback_calls"]["maxItems"]
-# Member states the pipelines read meaning into (see member_states for the full tables).
-LEAVING_STATES = frozenset(s.value for s in (ConsumerProtocolState.PREPARE_LEAVING, ConsumerProtocolState.LEAVING,
-                                             ConsumerProtocolState.UNSUBSCRIBED, ClassicState.LEAVING,
-                                             ClassicState.UNSUBSCRIBED))
+# Member states the pipelines read meaning into (the agent spec's lifecycle; member_states has the full tables).
+_LIFECYCLE = spec()["lifecycle"]
+LEAVING_STATES: frozenset[str] = frozenset(_LIFECYCLE["leaving_states"])
 # The state_transition reasons of a member leaving on purpose (the API calls that start it); a
 # KIP-848 member that stalls passes through the leaving states too, with another reason.
-LEAVE_REASONS = frozenset({"close", "unsubscribe"})
-STALE_STATE = ConsumerProtocolState.STALE.value  # max.poll.interval.ms exceeded; ClassicState.STALE has the same name
-JOINING_STATE = ConsumerProtocolState.JOINING.value  # (re)joining the group; ClassicState.JOINING has the same name
+LEAVE_REASONS: frozenset[str] = frozenset(_LIFECYCLE["leave_reasons"])
+STALE_STATE: str = _LIFECYCLE["stale_state"]  # max.poll.interval.ms exceeded, in either protocol
+JOINING_STATE: str = _LIFECYCLE["joining_state"]  # (re)joining the group, in either protocol
 
 
 @dataclass(frozen=True)

@@ -5,16 +5,18 @@ missing, serialises and produces. When the telemetry cluster is away nothing blo
 buffer keeps the newest ``capacity`` events, the oldest are dropped and counted, and the
 count is re-reported in ``agent_health`` events until one of them is delivered.
 
-Nothing of the emitter outlives it: when it stops, its thread drains what it can within the
-deadline, then destroys the producer (and the topic-creating admin client) before it
-exits, so ``close`` returns with librdkafka's threads of the telemetry clients gone. Only
-``close`` waits for that; ``stop`` (a consumer dropped without ``close()``) returns at once.
-The events carry the consumer's cluster id (``cluster_id``: a group is named by its cluster and
-its group id), which the thread asks the consumer's cluster once, by DescribeCluster from an admin
-client of its own (destroyed once answered): asking the host's consumer from this thread would
-race its ``close()``, and nothing is asked on the application's thread. Until the answer, or
-for at most ``CLUSTER_ID_WAIT_S``, events wait in the buffer; after that they go without it
-(the pipelines read that as one unknown cluster), and the thread keeps asking.
+Nothing of the emitter outlives it: when it stops, its thread drains what it can within the deadline
+(waiting in it for the topic's creation still asked of a cluster that reported no error: a consumer
+closed at once keeps its telemetry, as the Java agent's does), then destroys the producer (and the
+topic-creating admin client) before it exits, so ``close`` returns with librdkafka's threads of the
+telemetry clients gone. Only ``close`` waits for that; ``stop`` (a consumer dropped without
+``close()``) returns at once. The events carry the consumer's cluster id (``cluster_id``: a group is
+named by its cluster and its group id), which the thread asks the consumer's cluster once, by
+DescribeCluster from an admin client of its own (destroyed once answered): asking the host's
+consumer from this thread would race its ``close()``, and nothing is asked on the application's
+thread. Until the answer, or for at most ``CLUSTER_ID_WAIT_S``, events wait in the buffer; after
+that they go without it (the pipelines read that as one unknown cluster), and the thread keeps
+asking.
 
 An emitter still running at interpreter exit gets ``UNCLOSED_FLUSH_TIMEOUT_S`` to drain
 before the interpreter tears down. In a forked child the parent's emitter is inert: its
@@ -36,6 +38,8 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+
+from consumer_agent.agent_spec import constant
 
 log = logging.getLogger("consumer_agent.telemetry")
 librdkafka_log = logging.getLogger("consumer_agent.telemetry.librdkafka")
@@ -65,7 +69,7 @@ UNCLOSED_FLUSH_TIMEOUT_S = 1.0
 DESTROY_TIMEOUT_S = 2.0
 ADMIN_TIMEOUT_S = 5.0
 # How long events wait for the consumer's cluster id before they go without it.
-CLUSTER_ID_WAIT_S = 10.0
+CLUSTER_ID_WAIT_S: float = constant("cluster_id_wait_ms") / 1000
 # Producer-only settings an AdminClient must not receive.
 _PRODUCER_ONLY = ("linger.ms", "message.timeout.ms", "acks", "compression.type", "batch.size", "enable.idempotence",
                   "queue.buffering.max.messages", "queue.buffering.max.kbytes", "retries", "delivery.timeout.ms")
@@ -174,7 +178,8 @@ class TelemetryEmitter:
             thread.join(timeout_s + DESTROY_TIMEOUT_S)
 
     # -- emitter thread -----------------------------------------------------------------------
-    def _note_error(self, message: str) -> None:
+    def note_error(self, message: str) -> None:
+        """Count a telemetry failure (any thread); only the first is logged: the host's log is not ours to fill."""
         with self._counters:
             self.errors_total += 1
             self.last_error = message[:500]
@@ -183,7 +188,7 @@ class TelemetryEmitter:
             log.warning("rebalance-lens telemetry: %s (further errors are counted, not logged)", message)
 
     def _on_client_error(self, err: KafkaError) -> None:
-        self._note_error(f"producer: {err}")
+        self.note_error(f"producer: {err}")
 
     def _ensure_topic(self) -> None:
         """Create the topic if missing, without blocking the emitter loop (its timer must keep ticking)."""
@@ -203,10 +208,10 @@ class TelemetryEmitter:
         except KafkaException as exc:
             err = exc.args[0] if exc.args else None
             if not (isinstance(err, KafkaError) and err.code() == KafkaError.TOPIC_ALREADY_EXISTS):
-                self._note_error(f"creating topic {self.topic}: {exc}")
+                self.note_error(f"creating topic {self.topic}: {exc}")
                 return
         except Exception as exc:  # anything else: retry later, never raise
-            self._note_error(f"creating topic {self.topic}: {exc!r}")
+            self.note_error(f"creating topic {self.topic}: {exc!r}")
             return
         self._topic_ready = True
 
@@ -244,7 +249,7 @@ class TelemetryEmitter:
             if err is not None:
                 with self._counters:
                     self.dropped_total += 1
-                self._note_error(f"delivery: {err}")
+                self.note_error(f"delivery: {err}")
             elif health_dropped is not None:
                 self.acknowledged_dropped = max(self.acknowledged_dropped, health_dropped)
                 self.acknowledged_errors = max(self.acknowledged_errors, health_errors or 0)
@@ -272,7 +277,14 @@ class TelemetryEmitter:
             except Exception as exc:
                 with self._counters:
                     self.dropped_total += 1
-                self._note_error(f"produce: {exc!r}")
+                self.note_error(f"produce: {exc!r}")
+
+    def _topic_coming(self) -> bool:
+        """The topic is ready, or its creation is still asked of a telemetry cluster that reported no error:
+        worth waiting for within the stop deadline, so a consumer closed at once keeps its telemetry (as
+        the Java agent's does). A cluster that refuses (an error came) is not waited for: close() stays as
+        fast as the plain client's."""
+        return self._topic_ready or (self._topic_future is not None and self.errors_total == 0)
 
     def _run(self) -> None:
         while True:
@@ -290,16 +302,16 @@ class TelemetryEmitter:
                     self._next_beat = time.monotonic() + self._heartbeat[0]
                     self._heartbeat[1]()
             except Exception as exc:  # the emitter must survive anything
-                self._note_error(f"emitter: {exc!r}")
-            if self._stopping.is_set() and (not self._buffer or not self._topic_ready
-                                            or time.monotonic() >= self._stop_deadline):
+                self.note_error(f"emitter: {exc!r}")
+            if self._stopping.is_set() and (not self._buffer or time.monotonic() >= self._stop_deadline
+                                            or not self._topic_coming()):
                 break
         try:
             self._producer.flush(max(0.0, self._stop_deadline - time.monotonic()))
             self._producer.purge()   # what the deadline left undelivered: reported as drops
             self._producer.poll(0)
         except Exception as exc:
-            self._note_error(f"emitter: {exc!r}")
+            self.note_error(f"emitter: {exc!r}")
         finally:
             # The last references: librdkafka destroys the clients here and joins their threads.
             self._producer = self._admin = self._topic_future = self._cluster_admin = self._cluster_future = None

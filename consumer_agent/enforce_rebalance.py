@@ -27,8 +27,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from confluent_kafka import Consumer, KafkaException
+from confluent_kafka import KafkaException
 
+from consumer_agent.consumer_view import ConsumerView
 from consumer_agent.group_metadata import generation_from_metadata
 
 SENTINEL_PREFIX = "__rebalance_lens_"
@@ -57,7 +58,7 @@ class RebalanceEnforcer:
         subscribe: ``Consumer.subscribe`` with the agent's rebalance callbacks.
     """
 
-    def __init__(self, consumer: Consumer, agent_id: str, group_protocol: str, cooperative: bool,
+    def __init__(self, consumer: ConsumerView, agent_id: str, group_protocol: str, cooperative: bool,
                  subscribe: Callable[[list[str]], None]) -> None:
         self._consumer = consumer
         self._agent_id = agent_id

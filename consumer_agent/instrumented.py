@@ -35,6 +35,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
 
 from consumer_agent.agent import Agent, RebalanceCallback
+from consumer_agent.consumer_view import ConsumerControls
 from consumer_agent.emitter import UNCLOSED_FLUSH_TIMEOUT_S
 from consumer_agent.options import is_agent_option, merged_config, split_config
 
@@ -68,6 +69,18 @@ def _noted(name: str) -> Any:
     return call
 
 
+def _controls(consumer: InstrumentedConsumer) -> ConsumerControls:
+    """What only the agent does to ``consumer``, through a weak proxy (the agent must not keep it alive)."""
+    me: Any = weakref.proxy(consumer)
+
+    def watch_polls(on: bool) -> None:
+        me._hook = on
+
+    def resubscribe(topics: list[str]) -> None:
+        me._subscribe_wrapped(topics)
+    return ConsumerControls(watch_polls=watch_polls, resubscribe=resubscribe)
+
+
 class InstrumentedConsumer(Consumer):
     """A ``confluent_kafka.Consumer`` that emits rebalance telemetry (schema v1) to a Kafka topic.
 
@@ -90,7 +103,7 @@ class InstrumentedConsumer(Consumer):
     """
 
     _agent: Agent | None = None  # None: __init__ never ran (a subclass skipped it): the plain client
-    _hook = False                # poll()/consume() take the slow path (set by the agent's Progress)
+    _hook = False                # poll()/consume() take the slow path (switched by the agent: _controls)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         config = merged_config(args, kwargs)
@@ -108,7 +121,7 @@ class InstrumentedConsumer(Consumer):
             raise error
         agent = Agent(options, consumer_config)
         super().__init__(agent.client_config)  # raises as the client does (already initialised, ...)
-        agent.attach(self)
+        agent.attach(self, _controls(self))
         self._agent = agent
         # Dropped without close(): what is buffered gets a short drain, no wait. Only the emitter:
         # a finalizer's callable must not lead back to the consumer. (At exit the emitter module stops it.)

@@ -14,11 +14,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import confluent_kafka
-from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka import KafkaError, TopicPartition
 
 from consumer_agent import contract
+from consumer_agent.consumer_view import ConsumerView
 from consumer_agent.inflight import Key
-from consumer_agent.lifecycle import LIFECYCLES
+from consumer_agent.lifecycle import LIFECYCLES, REASONS
 from consumer_agent.member_states import is_allowed
 from consumer_agent.options import AgentOptions
 from consumer_agent.processed import Processed
@@ -48,7 +49,7 @@ class Membership:
         config: the consumer config librdkafka got; ``config_snapshot`` its redacted copy.
     """
 
-    def __init__(self, consumer: Consumer, emit: Emit, processed: Processed, *, group_protocol: str,
+    def __init__(self, consumer: ConsumerView, emit: Emit, processed: Processed, *, group_protocol: str,
                  cooperative: bool, options: AgentOptions, config: dict[str, Any],
                  config_snapshot: dict[str, str]) -> None:
         self._consumer = consumer
@@ -61,7 +62,7 @@ class Membership:
         self._config = config
         self._config_snapshot = config_snapshot
         self._auto_commit = _flag(config.get("enable.auto.commit"), True)
-        self._state = str(self._lifecycle.left[-1].value)
+        self._state = self._lifecycle.left[-1]
         self.subscription: list[str] | None = None       # None while unsubscribed
         self._reported_topics: list[str] | None = None   # the subscription of the last member_config event
         self.leaving = False
@@ -102,7 +103,6 @@ class Membership:
     # ------------------------------------------------------------------ state machine
     def _enter(self, path: Sequence[str], reason: str) -> None:
         for state in path:
-            state = str(getattr(state, "value", state))
             if state == self._state:
                 continue
             allowed = is_allowed(self._group_protocol, self._state, state)
@@ -112,17 +112,17 @@ class Membership:
 
     def enter_assign(self) -> None:
         if self._state in self._lifecycle.rejoin_from:
-            self._enter(self._lifecycle.subscribed, "rejoin")
-        self._enter(self._lifecycle.in_assign, "assign callback")
+            self._enter(self._lifecycle.subscribed, REASONS["rejoin"])
+        self._enter(self._lifecycle.in_assign, REASONS["assign"])
 
     def enter_revoke(self) -> None:
         if not self.leaving:
-            self._enter(self._lifecycle.in_revoke, "revoke callback")
+            self._enter(self._lifecycle.in_revoke, REASONS["revoke"])
 
     def enter_lost(self) -> None:
         self._lost_at = _monotonic()
         if self._state not in self._lifecycle.stale:
-            self._enter(self._lifecycle.in_lost, "lost callback")
+            self._enter(self._lifecycle.in_lost, REASONS["lost"])
 
     def start_leaving(self, reason: str) -> None:
         self.leaving = True
@@ -139,7 +139,7 @@ class Membership:
         self.leaving = False
         if changed:
             self._emit("member_config", self._member_config(reason, topics))
-        self._enter(self._lifecycle.subscribed, "subscribe")
+        self._enter(self._lifecycle.subscribed, REASONS["subscribe"])
 
     def _member_config(self, reason: str, topics: list[str]) -> contract.MemberConfig:
         c = self._config
@@ -181,7 +181,7 @@ class Membership:
         self._emit("partitions_assigned", contract.PartitionsChange(
             partitions=self._partition_states(partitions), incremental=self._cooperative, callback_ms=callback_ms,
             assignment_size=len(self.owned), commit_on_revoke=None, callback_calls=callback_calls))
-        self._enter(self._lifecycle.stable, "assign callback done")
+        self._enter(self._lifecycle.stable, REASONS["assigned"])
 
     def record_release(self, kind: str, partitions: list[TopicPartition], callback_ms: float,
                        hold: contract.CommitOnRevoke | None, callback_calls: list[str]) -> None:
@@ -204,12 +204,12 @@ class Membership:
             partitions=states, incremental=self._cooperative, callback_ms=callback_ms,
             assignment_size=len(self.owned), commit_on_revoke=hold, callback_calls=callback_calls))
         if self.leaving:
-            self._enter(self._lifecycle.leave_after_revoke, "revoke callback (leaving)")
+            self._enter(self._lifecycle.leave_after_revoke, REASONS["revoked_leaving"])
         elif kind == "partitions_lost":
             if self._state not in self._lifecycle.stale:
-                self._enter(self._lifecycle.after_lost, "lost callback done")
+                self._enter(self._lifecycle.after_lost, REASONS["lost_done"])
         else:
-            self._enter(self._lifecycle.after_revoke, "revoke callback done")
+            self._enter(self._lifecycle.after_revoke, REASONS["revoked"])
 
     def record_commit(self, mode: str, sync: bool, partitions: list[TopicPartition], error: str | None,
                       duration_ms: float | None) -> None:
@@ -242,6 +242,6 @@ class Membership:
                                                         fatal=err.fatal()))
         if code == KafkaError._MAX_POLL_EXCEEDED:
             if not self._lost_in_this_poll():
-                self._enter(self._lifecycle.stale, "max.poll.interval.ms exceeded")
+                self._enter(self._lifecycle.stale, REASONS["poll_interval_exceeded"])
         elif code in _FENCING_CODES:
-            self._enter(self._lifecycle.fenced, f"fenced: {err.name()}")
+            self._enter(self._lifecycle.fenced, REASONS["fenced"] + err.name())

@@ -24,19 +24,18 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Message, TopicPartition
 
 from consumer_agent import contract
+from consumer_agent.agent_spec import constant
+from consumer_agent.consumer_view import ConsumerView
 from consumer_agent.inflight import Key
 from consumer_agent.membership import Emit, Membership
 from consumer_agent.processed import Processed
 
-if TYPE_CHECKING:
-    from consumer_agent.instrumented import InstrumentedConsumer
-
-MAX_PROGRESS_PARTITIONS = 100
+MAX_PROGRESS_PARTITIONS: int = constant("progress_max_partitions")
 # A partition that hands out no record this long after its assignment stops being watched
 # record by record, so an idle partition cannot keep the slow path on. Its first record is
 # still reported: the agent asks the group's committed offset (where the fetch started, if
@@ -50,17 +49,20 @@ _monotonic = time.monotonic
 
 
 class Progress:
-    """Sets the consumer's ``_hook`` flag and handles what the hooked polls return.
+    """Switches the slow path of the consumer's polls and handles what the watched polls return.
 
     Args:
-        consumer: the instrumented consumer (its ``_hook`` flag, positions and watermarks).
+        consumer: the instrumented consumer's view (positions, committed offsets and watermarks).
         guard: runs telemetry code without raising into the host; ``note`` counts a failure.
         emit_health: emits agent_health while drops or emitter errors are unreported.
+        watch_polls: switches the slow path of the consumer's poll() and consume() on or off.
     """
 
-    def __init__(self, consumer: InstrumentedConsumer, member: Membership, processed: Processed, *, emit: Emit,
-                 guard: Callable[..., Any], note: Callable[[str], None], emit_health: Callable[[], None]) -> None:
+    def __init__(self, consumer: ConsumerView, member: Membership, processed: Processed, *, emit: Emit,
+                 guard: Callable[..., Any], note: Callable[[str], None], emit_health: Callable[[], None],
+                 watch_polls: Callable[[bool], None]) -> None:
         self._consumer = consumer
+        self._watch_polls = watch_polls
         self._member = member
         self._processed = processed
         self._explicit = processed.explicit
@@ -89,7 +91,7 @@ class Progress:
             self._lookup.start()
         self._tick_due = True
         try:
-            self._consumer._hook = True
+            self._watch_polls(True)
         except ReferenceError:  # the consumer was freed meanwhile; its emitter is stopping
             pass
 
@@ -108,11 +110,11 @@ class Progress:
                 member.asked_starts[key] = (assigned[key], tp.offset)
 
     def rearm(self) -> None:
-        """Recompute the consumer's ``_hook`` flag: after a tick, a first fetch, or a change of assignment."""
-        self._consumer._hook = self._explicit or bool(self._member.awaiting_first) or self._tick_due
+        """Switch the slow path again: after a tick, a first fetch, or a change of assignment."""
+        self._watch_polls(self._explicit or bool(self._member.awaiting_first) or self._tick_due)
 
     def hooked(self, msgs: Sequence[Message]) -> None:
-        """The messages a poll()/consume() returned while the flag was set."""
+        """The messages a poll()/consume() returned while the slow path was on."""
         for msg in msgs:
             self._observe(msg)
         if self._tick_due:

@@ -1,18 +1,22 @@
-"""The telemetry contract's reference table, generated from the schema so the two never drift apart.
+"""The telemetry contract's reference, generated from the schema and the agent spec so they never drift apart.
 
-    python -m consumer_agent.schema_docs            # print the table
-    python -m consumer_agent.schema_docs --write    # replace it in docs/telemetry-contract.md between the markers
+    python -m consumer_agent.schema_docs            # print the schema's table and the spec's section
+    python -m consumer_agent.schema_docs --write    # replace them in docs/telemetry-contract.md between the markers
 """
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 from typing import Any
 
+from consumer_agent.agent_spec import PROTOCOLS, SPEC_FILE, spec as agent_spec
 from consumer_agent.contract import BODY_DEFINITIONS, KIND_BODIES, schema as contract_schema
 
 BEGIN = "<!-- telemetry-table:begin -->"
 END = "<!-- telemetry-table:end -->"
+SPEC_BEGIN = "<!-- agent-spec:begin -->"
+SPEC_END = "<!-- agent-spec:end -->"
 CONTRACT_DOC = Path(__file__).resolve().parents[1] / "docs" / "telemetry-contract.md"
 
 
@@ -33,9 +37,9 @@ def _type(spec: dict[str, Any], defs: dict[str, Any]) -> str:
     return " \\| ".join(kinds)
 
 
-def cell(text: str) -> str:
+def cell(text: object) -> str:
     """``text`` as one Markdown table cell (pipes escaped, one line)."""
-    return text.replace("|", "\\|").replace("\n", " ")
+    return str(text).replace("|", "\\|").replace("\n", " ")
 
 
 def _rows(prefix: str, spec: dict[str, Any], defs: dict[str, Any]) -> list[str]:
@@ -79,6 +83,88 @@ def render_table() -> str:
     return "\n".join(out)
 
 
+# ------------------------------------------------------------------ the agent spec
+def _codes(values: list[Any]) -> str:
+    return ", ".join(f"`{v}`" for v in values)
+
+
+def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+            *("| " + " | ".join(cell(c) for c in row) + " |" for row in rows)]
+
+
+def _constants(doc: dict[str, Any]) -> list[str]:
+    rows = [[f"`{name}`", f"`{c['value']}`", c["description"]] for name, c in doc["constants"].items()]
+    envelope = doc["envelope"]
+    return ["**Constants**", "", *_table(["name", "value", "description"], rows), "",
+            f"**The envelope where the client cannot answer**: `{envelope['generation_when_unreadable']}`. "
+            + cell(envelope["description"])]
+
+
+def _options(doc: dict[str, Any]) -> list[str]:
+    options = doc["options"]
+    rows = []
+    for key, entry in options["keys"].items():
+        kind = entry["type"] + (f" ({', '.join(entry['choices'])})" if "choices" in entry else "")
+        default = "required" if entry.get("required") else f"`{json.dumps(entry['default'])}`"
+        rows.append([f"`{key}`", kind, default, entry["description"]])
+    return ["**Options** (`" + options["prefix"] + "*`): " + cell(options["description"]), "",
+            *_table(["key", "type", "default", "description"], rows), "",
+            f"- `{options['producer_prefix']}<producer setting>`: {cell(options['producer_prefix_description'])}",
+            f"- cluster address ({_codes(options['bootstrap_keys'])}): "
+            + cell(options["bootstrap_keys_description"]),
+            f"- inherited ({_codes(options['inherited_prefixes'])}): "
+            + cell(options["inherited_prefixes_description"])]
+
+
+def _secrets(doc: dict[str, Any]) -> list[str]:
+    secrets = doc["secrets"]
+    examples = secrets["examples"]
+    lines = [f"**Secrets**: {cell(secrets['description'])}", "",
+             f"- replaced by `{secrets['replacement']}`: keys containing {_codes(secrets['key_markers'])}. "
+             + cell(secrets["key_markers_description"])]
+    lines += [f"- in any value, `{p['pattern']}`: {cell(p['description'])}" for p in secrets["value_patterns"]]
+    lines += [f"- redacted, for example: {_codes(examples['secret_keys'])}",
+              f"- kept, for example: {_codes(examples['kept_keys'])}"]
+    lines += [f"- `{case['value']}` is shown as `{case['shown']}`" for case in examples["values"]]
+    return lines
+
+
+def _states(doc: dict[str, Any]) -> list[str]:
+    tables = doc["member_states"]
+    lines = [f"**Member states**: {cell(tables['description'])}"]
+    for protocol in PROTOCOLS:
+        rows = [[f"`{state}`", _codes(entry["entered_from"]), entry.get("description", "")]
+                for state, entry in tables[protocol]["states"].items()]
+        lines += ["", f"`{protocol}`: {cell(tables[protocol]['description'])}", "",
+                  *_table(["state", "entered from", "description"], rows)]
+    return lines
+
+
+def _lifecycle(doc: dict[str, Any]) -> list[str]:
+    lifecycle = doc["lifecycle"]
+    paths = [[f"`{name}`", *(" → ".join(path[p]) for p in PROTOCOLS), path["description"]]
+             for name, path in lifecycle["paths"].items()]
+    paths.append(["`rejoin_from`", *(_codes(lifecycle["rejoin_from"][p]) for p in PROTOCOLS),
+                  lifecycle["rejoin_from"]["description"]])
+    reasons = [[f"`{name}`", f"`{text}`"] for name, text in lifecycle["reasons"].items()]
+    return [f"**Lifecycle**: {cell(lifecycle['description'])}", "",
+            *_table(["observation", *PROTOCOLS, "description"], paths), "",
+            f"**Reasons**: {cell(lifecycle['reasons_description'])}", "", *_table(["name", "reason"], reasons), "",
+            f"Leaving states: {_codes(lifecycle['leaving_states'])}. "
+            + cell(lifecycle["leaving_states_description"])]
+
+
+def render_spec() -> str:
+    """Markdown: constants, options, secrets, the state tables and the lifecycle."""
+    doc = agent_spec()
+    out = [f"Generated from `consumer_agent/{SPEC_FILE}` (contract version {doc['contract_version']}) by "
+           f"`python -m consumer_agent.schema_docs --write`; a test keeps it current. {cell(doc['description'])}"]
+    for section in (_constants, _options, _secrets, _states, _lifecycle):
+        out += ["", *section(doc)]
+    return "\n".join(out)
+
+
 def replace_between(document: str, block: str, begin: str = BEGIN, end: str = END) -> str:
     """``document`` with the text between the markers ``begin`` and ``end`` replaced by ``block``
     (every generated block of the docs is kept this way)."""
@@ -90,11 +176,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--write", action="store_true", help=f"update {CONTRACT_DOC.name} in place")
     args = parser.parse_args()
-    table = render_table()
+    table, section = render_table(), render_spec()
     if args.write:
-        CONTRACT_DOC.write_text(replace_between(CONTRACT_DOC.read_text(), table))
+        document = replace_between(CONTRACT_DOC.read_text(), table)
+        CONTRACT_DOC.write_text(replace_between(document, section, SPEC_BEGIN, SPEC_END))
     else:
-        print(table)
+        print(table, section, sep="\n\n")
 
 
 if __name__ == "__main__":

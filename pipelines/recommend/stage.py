@@ -9,7 +9,7 @@ from pipelines import catalog, lake
 from pipelines.config import PipelineConfig, Progress
 from pipelines.gold.group_apply import apply_per_group
 from pipelines.recommend import window
-from pipelines.recommend.candidates import BrokerGroups
+from pipelines.recommend.configuration import BrokerGroups
 from pipelines.recommend.group_pass import recommend_group
 from pipelines.scope import Group, pending
 

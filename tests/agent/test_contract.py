@@ -13,7 +13,7 @@ from consumer_agent.group_metadata import generation_from_metadata
 from consumer_agent.inflight import InFlight
 from consumer_agent.options import DEFAULT_TELEMETRY_TOPIC, merged_config, split_config
 from consumer_agent.redaction import REDACTED, redacted_config
-from consumer_agent.schema_docs import BEGIN, CONTRACT_DOC, END, render_table
+from consumer_agent.schema_docs import BEGIN, CONTRACT_DOC, END, SPEC_BEGIN, SPEC_END, render_spec, render_table
 from tests.support.telemetry_log import VALIDATOR
 
 SCHEMA = ev.schema()
@@ -61,10 +61,12 @@ def test_optional_fields_are_nullable_in_both():
             assert nullable_py == nullable_schema, f"{cls.__name__}.{name}"
 
 
-def test_contract_table_is_generated_from_the_current_schema():
+def test_contract_table_is_generated_from_the_current_schema_and_agent_spec():
     document = CONTRACT_DOC.read_text()
     section = document[document.index(BEGIN) + len(BEGIN):document.index(END)].strip()
     assert section == render_table().strip(), "run: python -m consumer_agent.schema_docs --write"
+    spec_section = document[document.index(SPEC_BEGIN) + len(SPEC_BEGIN):document.index(SPEC_END)].strip()
+    assert spec_section == render_spec().strip(), "run: python -m consumer_agent.schema_docs --write"
 
 
 def test_an_event_built_from_typed_classes_validates():
@@ -91,9 +93,10 @@ def test_contract_states_are_member_states_of_both_protocols():
     assert list(ev.KINDS) == SCHEMA["properties"]["kind"]["enum"]
 
 
-@pytest.mark.parametrize("key", ["sasl.password", "ssl.key.location", "ssl.key.password", "sasl.oauthbearer.client.secret",
-                                 "sasl.oauthbearer.token.endpoint.url", "sasl.jaas.config", "ssl.keystore.password",
-                                 "sasl.oauthbearer.client.credentials", "Some.API.Key"])
+@pytest.mark.parametrize("key", ["sasl.password", "ssl.key.location", "ssl.key.password",
+                                 "sasl.oauthbearer.client.secret", "sasl.oauthbearer.token.endpoint.url",
+                                 "sasl.jaas.config", "ssl.keystore.password", "sasl.oauthbearer.client.credentials",
+                                 "Some.API.Key"])
 def test_secrets_are_redacted(key):
     snapshot = redacted_config({key: "s3cr3t", "bootstrap.servers": "b:9092", "on_commit": print})
     assert snapshot[key] == REDACTED

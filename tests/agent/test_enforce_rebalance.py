@@ -58,8 +58,8 @@ def start_group(kafka, unique: str, protocol: str) -> tuple[TelemetryLog, Member
 
 
 def wait_two_each(log: TelemetryLog, a: Member, b: Member) -> None:
-    log.wait_for(lambda lg: len(owned_partitions(lg, a.agent_id)) == 2 and len(owned_partitions(lg, b.agent_id)) == 2, 40,
-                 "two partitions each")
+    log.wait_for(lambda lg: len(owned_partitions(lg, a.agent_id)) == 2 and len(owned_partitions(lg, b.agent_id)) == 2,
+                 40, "two partitions each")
     time.sleep(1.5)
 
 

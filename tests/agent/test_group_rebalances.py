@@ -41,10 +41,12 @@ def test_rebalance_events_show_partitions_offsets_and_sigkill(kafka, unique, pro
         child_id = child.stdout.readline().strip()
         assert len(child_id) == 32, child_id
 
-        child_parts = log.wait_for(lambda lg: len(owned_partitions(lg, child_id)) == 2 and owned_partitions(lg, child_id), 40,
-                                   "the child to own 2 partitions")
-        a_parts = log.wait_for(lambda lg: owned_partitions(lg, a.agent_id) if len(owned_partitions(lg, a.agent_id)) == 2 else None,
-                               20, "A to own 2 partitions")
+        child_parts = log.wait_for(
+            lambda lg: len(owned_partitions(lg, child_id)) == 2 and owned_partitions(lg, child_id),
+            40, "the child to own 2 partitions")
+        a_parts = log.wait_for(
+            lambda lg: owned_partitions(lg, a.agent_id) if len(owned_partitions(lg, a.agent_id)) == 2 else None,
+            20, "A to own 2 partitions")
         assert child_parts.isdisjoint(a_parts) and child_parts | a_parts == set(range(PARTITIONS))
 
         revoked = log.of(a.agent_id, "partitions_revoked")
@@ -96,4 +98,5 @@ def _assigned_after(log: TelemetryLog, agent_id: str, seq: int) -> set[int]:
 
 
 def _first_fetch(log: TelemetryLog, agent_id: str, after_seq: int = -1) -> dict[int, int]:
-    return {e["body"]["partition"]: e["body"]["offset"] for e in log.of(agent_id, "first_fetch") if e["seq"] > after_seq}
+    return {e["body"]["partition"]: e["body"]["offset"]
+            for e in log.of(agent_id, "first_fetch") if e["seq"] > after_seq}

@@ -75,7 +75,8 @@ def test_poll_stall_reports_stale_state_and_lost_partitions(kafka, unique, proto
         assert all(p["last_processed_offset"] == p["position"] - 1 for p in body["partitions"] if p["position"] > 0)
         errors_seen = [e["body"]["code"] for e in log.of(consumer.agent_id, "client_error")]
         assert KafkaError._MAX_POLL_EXCEEDED in errors_seen
-        transitions = [(e["body"]["to_state"], e["body"]["reason"]) for e in log.of(consumer.agent_id, "state_transition")]
+        transitions = [(e["body"]["to_state"], e["body"]["reason"])
+                       for e in log.of(consumer.agent_id, "state_transition")]
         error_seq = next(e["seq"] for e in log.of(consumer.agent_id, "client_error"))
         # stale until the lost callback when the error came first; when librdkafka served the lost callback
         # (and maybe the rejoin) first, the member was never stale (tests/agent/test_stall_order.py)

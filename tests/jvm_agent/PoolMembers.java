@@ -188,7 +188,7 @@ public final class PoolMembers {
                     }
                 }
             } finally {
-                consumer.close();  // its revoke callback commits what the pool finished (with commit-on-revoke)
+                consumer.close();  // with commit-on-revoke it commits what the pool finished first
                 pool.shutdown();
             }
         }

@@ -37,7 +37,8 @@ def test_the_agent_pins_the_brokers_kafka_clients():
 
 def _drive(kafka, tmp_path: Path, protocol: str, mode: str, topic: str, group: str, telemetry: str) -> dict[str, Any]:
     out = tmp_path / f"{mode}.json"
-    run_driver("RebalanceDriver", [kafka.bootstrap_servers, topic, group, telemetry, protocol, mode, str(out)], tmp_path)
+    args = [kafka.bootstrap_servers, topic, group, telemetry, protocol, mode, str(out)]
+    run_driver("RebalanceDriver", args, tmp_path)
     return json.loads(out.read_text())
 
 
@@ -72,14 +73,17 @@ def test_a_java_group_through_a_rebalance_speaks_the_contract(kafka, unique, tmp
     telemetry = f"jvm-telemetry-{unique}"
     agent = _drive(kafka, tmp_path, protocol, "agent", topic, f"jvm-{unique}", telemetry)
     plain = _drive(kafka, tmp_path, protocol, "plain", topic, f"jvm-plain-{unique}", telemetry)
-    assert agent["client_error"] == plain["client_error"] == "org.apache.kafka.clients.consumer.OffsetOutOfRangeException"
+    out_of_range = "org.apache.kafka.clients.consumer.OffsetOutOfRangeException"
+    assert agent["client_error"] == plain["client_error"] == out_of_range
 
 
     agents = agent["agents"]
     log = TelemetryLog(kafka.bootstrap_servers, telemetry)  # validates every event against the v1 schema
     try:
-        closed = lambda lg: all(any(e["kind"] == "state_transition" and e["body"]["reason"] == "close"
-                                    for e in lg.of(agents[role])) for role in ("a", "b"))
+        def closed(lg: TelemetryLog) -> bool:
+            return all(any(e["kind"] == "state_transition" and e["body"]["reason"] == "close"
+                           for e in lg.of(agents[role])) for role in ("a", "b"))
+
         log.wait_for(lambda lg: closed(lg) and lg.of(agents["c"], "agent_health"), timeout=60,
                      what="the members' close and c's agent_health")
         events = log.events
@@ -108,8 +112,9 @@ def test_a_java_group_through_a_rebalance_speaks_the_contract(kafka, unique, tmp
 
     # The application's listener saw what the agent reported, call for call, and what a plain client's sees.
     for role in ("a", "b"):
-        reported_changes = [(e["kind"].removeprefix("partitions_"), sorted(p["partition"] for p in e["body"]["partitions"]))
-                            for e in log.of(agents[role], "partitions_assigned", "partitions_revoked", "partitions_lost")]
+        partition_events = log.of(agents[role], "partitions_assigned", "partitions_revoked", "partitions_lost")
+        reported_changes = [(e["kind"].removeprefix("partitions_"),
+                             sorted(p["partition"] for p in e["body"]["partitions"])) for e in partition_events]
         assert _calls_as_events(agent["calls"], role) == reported_changes, role
     # Each step of the driver ends when the members' listeners say they own what the step waits for; then each
     # owns as many partitions as with the plain client (how the group splits them: 2 and 2 both times).
@@ -132,7 +137,8 @@ def test_a_java_group_through_a_rebalance_speaks_the_contract(kafka, unique, tmp
     # a's first commitSync() came after it read every partition: the client committed each one's position
     # (a no-argument commit right after an assignment may commit nothing: the client holds no position yet).
     first_commit = commits[0]["body"]
-    assert first_commit["sync"] and {o["partition"] for o in first_commit["offsets"] if o["offset"] > 0} == set(range(PARTITIONS))
+    committed = {o["partition"] for o in first_commit["offsets"] if o["offset"] > 0}
+    assert first_commit["sync"] and committed == set(range(PARTITIONS))
     first = log.of(a_id, "first_fetch")
     assert {f["body"]["partition"] for f in first} == set(range(PARTITIONS))
     assert all(f["body"]["seen"] and f["body"]["offset"] >= 0 for f in first)

@@ -1,10 +1,11 @@
 """What KafkaConsumer.enforceRebalance(reason) does per protocol, measured through the Java agent's telemetry.
 
-EnforceDriver.java (beside this file, run by tests/support/jvm_drivers.py) runs members a, b, c of one group on a 6-partition topic;
-once the group is stable the caller calls enforceRebalance twice, the group polled and stable between. Per call
-and member the telemetry says whether the member moved to a new generation (classic) or member epoch (consumer),
-and which partitions it revoked; the application's own listener must have seen the same calls. Measured (kafka-clients 4.2,
-Kafka 4.2), the same whether a follower or the classic leader calls, and for the first and the second call:
+EnforceDriver.java (beside this file, run by tests/support/jvm_drivers.py) runs members a, b, c of one group on a
+6-partition topic; once the group is stable the caller calls enforceRebalance twice, the group polled and stable
+between. Per call and member the telemetry says whether the member moved to a new generation (classic) or member
+epoch (consumer), and which partitions it revoked; the application's own listener must have seen the same calls.
+Measured (kafka-clients 4.2, Kafka 4.2), the same whether a follower or the classic leader calls, and for the first
+and the second call:
 - classic eager (range): every member moves to a new generation, revoking all its partitions and getting them back;
 - classic cooperative-sticky: every member moves to a new generation; nothing revoked (an empty assign callback);
 - KIP-848 (group.protocol=consumer): nothing; AsyncKafkaConsumer.enforceRebalance only logs a warning.
@@ -43,7 +44,8 @@ def _drive(kafka, tmp_path: Path, unique: str, protocol: str, caller: str) -> tu
 
 
 def _outcome(events: list[dict], agent: str, window: dict[str, Any]) -> dict[str, Any]:
-    """One member in one call's window, from its telemetry: a new generation/epoch?, its callbacks and what they held."""
+    """One member in one call's window, from its telemetry: a new generation/epoch?, its callbacks and what they
+    held."""
     mine = sorted((e for e in events if e["agent_id"] == agent), key=lambda e: e["seq"])
     before = [e["generation"] for e in mine if e["event_time_ms"] < window["start_ms"]]
     during = [e for e in mine if window["start_ms"] <= e["event_time_ms"] <= window["end_ms"]]
@@ -66,7 +68,8 @@ def _owned_at(events: list[dict], agent: str, ms: int) -> list[int]:
 
 def _listener_calls(result: dict[str, Any], role: str, window: dict[str, Any]) -> list[tuple[str, list[int]]]:
     return [(c["callback"], c["partitions"]) for c in result["calls"]
-            if c["role"] == role and c["callback"] != "enforce" and window["start_ms"] <= c["time_ms"] <= window["end_ms"]]
+            if c["role"] == role and c["callback"] != "enforce"
+            and window["start_ms"] <= c["time_ms"] <= window["end_ms"]]
 
 
 def check(kafka, tmp_path: Path, unique: str, protocol: str, caller: str) -> None:
@@ -99,7 +102,8 @@ def check(kafka, tmp_path: Path, unique: str, protocol: str, caller: str) -> Non
 
 
 # Each protocol's mechanism text names it (jvm_agent's EnforceOutcome).
-MECHANISM = {"range": "(classic eager:", "cooperative-sticky": "(classic cooperative:", "consumer": "(KIP-848: not supported"}
+MECHANISM = {"range": "(classic eager:", "cooperative-sticky": "(classic cooperative:",
+             "consumer": "(KIP-848: not supported"}
 
 
 @pytest.mark.parametrize("protocol", ["range", "cooperative-sticky", "consumer"])

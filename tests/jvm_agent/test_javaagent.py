@@ -16,13 +16,12 @@ from typing import Any
 
 import pytest
 
-from lens_runtime.jvm_agent_build import LIB, MODULE, ensure_agent_jar
+from lens_runtime.jvm_agent_build import JAVAAGENT, LIB, ensure_agent_jar
 from pipelines import catalog, lake
 from pipelines.config import PipelineConfig, embedded_broker_groups
 from pipelines.stages import run_pipeline
 from tests.support.telemetry_log import TelemetryLog
 
-JAVAAGENT = MODULE / "target" / "rebalance-lens-javaagent.jar"
 APP = Path(__file__).with_name("PlainConsumerApp.java")
 PARTITIONS = 4
 PER_PARTITION = 20

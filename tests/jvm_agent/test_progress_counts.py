@@ -1,10 +1,10 @@
 """The Java agent's progress counts in the default mode: records returned by a poll are processed by the next.
 
-ProgressDriver.java (run by tests/support/jvm_drivers.py) reads a pre-filled topic alone, a record per poll, with a progress tick
-every 5 ms, then idles. The agent counts hand-outs per partition and derives "processed since the last tick" at
-the tick (jvm_agent's Progress/Processed), so the counts are held here against the positions the same events
-report: the partition starts at offset 0, so before a tick's poll `position` records were handed out, less the
-one record the tick's own poll may have returned (not processed yet).
+ProgressDriver.java (run by tests/support/jvm_drivers.py) reads a pre-filled topic alone, a record per poll, with a
+progress tick every 5 ms, then idles. The agent counts hand-outs per partition and derives "processed since the last
+tick" at the tick (jvm_agent's Progress/Processed), so the counts are held here against the positions the same
+events report: the partition starts at offset 0, so before a tick's poll `position` records were handed out, less
+the one record the tick's own poll may have returned (not processed yet).
 """
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ import pytest
 from delta.tables import DeltaTable
 
 from pipelines import catalog, lake, migrations
-from pipelines.recommend import rules
+from pipelines.recommend import evidence_queries
 
 OLD_DROPPED_TYPES = {"unavailable_s": "double", "duplicates_confirmed": "bigint",
                      "partition_seconds_unavailable": "double"}
@@ -129,21 +129,23 @@ def test_every_renamed_gold_column_carries_its_older_values(spark, tmp_path, mig
                    older[back.get(name, name)] for name in table.column_names()}
 
 
-# The evidence queries the landed head's recommend stage wrote (its rules.Q_COST_BY_CAUSE, Q_WHAT_IF).
+# The evidence queries the landed head's recommend stage wrote (its evidence_queries.Q_COST_BY_CAUSE, Q_WHAT_IF).
 OLDER_QUERIES = {
     "Q_COST_BY_CAUSE": "SELECT cause, count(*) AS handoffs, sum(coalesce(duplicates_confirmed, duplicates_lower)) AS "
                        "duplicates, sum(coalesce(duplicates_confirmed, duplicates_upper)) AS duplicates_upper, "
                        "sum(coalesce(unavailable_s, unavailable_lower_s)) AS paused_partition_s "
                        "FROM delta.`{lake}/gold/handoffs` WHERE group_id = :group_id GROUP BY cause",
     "Q_WHAT_IF": "SELECT config, rebalances, handoffs, partitions_moved, duplicates, pause_s, duplicates_saved, "
-                 "pause_saved_s FROM delta.`{lake}/gold/what_if` WHERE group_id = :group_id ORDER BY duplicates_saved DESC",
-    "Q_MEMBERS": rules.Q_MEMBERS, "Q_EPISODES": rules.Q_EPISODES,  # unchanged
+                 "pause_saved_s FROM delta.`{lake}/gold/what_if` WHERE group_id = :group_id "
+                 "ORDER BY duplicates_saved DESC",
+    "Q_MEMBERS": evidence_queries.Q_MEMBERS, "Q_EPISODES": evidence_queries.Q_EPISODES,  # unchanged
 }
 
 
 def test_a_stored_evidence_query_is_rewritten_to_the_one_the_rules_write_now():
     for name, older in OLDER_QUERIES.items():
-        assert migrations.CLUSTER_EVIDENCE.apply(migrations.EVIDENCE_QUERY.apply(older)) == getattr(rules, name), name
+        rewritten = migrations.CLUSTER_EVIDENCE.apply(migrations.EVIDENCE_QUERY.apply(older))
+        assert rewritten == getattr(evidence_queries, name), name
 
 
 def test_a_table_written_before_the_cluster_gets_it_as_the_unknown_cluster_once(spark, tmp_path):

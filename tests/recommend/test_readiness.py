@@ -9,8 +9,9 @@ import pytest
 
 from lens_scenarios.synthetic import P0, P1, Fleet, Member, tp
 from pipelines.recommend import readiness
-from pipelines.recommend.candidates import BrokerGroups
-from pipelines.recommend.rules import Evidence, recommend
+from pipelines.recommend.configuration import BrokerGroups
+from pipelines.recommend.judgement import Evidence
+from pipelines.recommend.rules import recommend
 from pipelines.recommend.what_if import what_if
 from pipelines.simulator.cost_model import Priced
 from pipelines.vocabulary import FINDING_CODES, FINDING_KINDS
@@ -63,7 +64,8 @@ def test_refused_config_keys_are_named_with_librdkafkas_own_words_and_the_fix():
     _named(lines, "refused_config_key", b, "[blocking]", readiness.REFUSED_KEYS["session.timeout.ms"],
            "Fix: Remove session.timeout.ms", "group.consumer.session.timeout.ms")
     _named(lines, "refused_config_key", b, "`partition.assignment.strategy` is not supported for "
-           "`group.protocol=consumer`. Use `group.remote.assignor` instead", "Fix: Remove partition.assignment.strategy")
+           "`group.protocol=consumer`. Use `group.remote.assignor` instead",
+           "Fix: Remove partition.assignment.strategy")
     _named(lines, "refused_config_key", b, "heartbeat.interval.ms", "Fix: Remove heartbeat.interval.ms")
     assert not any("max.poll.interval.ms" in line for line in lines)  # a key the consumer protocol keeps
     assert not any(a.agent_id[-8:] in line for line in lines)  # m1 set none of them
@@ -215,7 +217,8 @@ def test_the_canary_s_chance_to_finish_its_leave_s_round_follows_the_group_s_res
     assert any("with a chance of 67% (its 1.00 s restart against the others' 3 s heartbeat)" in line
                for line in restarted.evidence)
     unseen = _planted_move(phased_eager(), today=Priced(2, 4, 2, 0.0, 5.0))
-    assert any("The group showed no restart" in line and "middle of the two outcomes" in line for line in unseen.evidence)
+    assert any("The group showed no restart" in line and "middle of the two outcomes" in line
+               for line in unseen.evidence)
 
 
 

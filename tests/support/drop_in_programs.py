@@ -314,7 +314,8 @@ def kwargs_callbacks(kind: Kind, bootstrap: str, topic: str) -> None:
             if name in ("on_assign", "on_revoke"):
                 say(name, sorted(p.partition for p in args[1]))
             if name == "on_commit":
-                say(name, None if args[0] is None else str(args[0]), summary(sorted(args[1], key=lambda p: p.partition)))
+                offsets = sorted(args[1], key=lambda p: p.partition)
+                say(name, None if args[0] is None else str(args[0]), summary(offsets))
         return called
 
     logger = logging.getLogger(f"host-{uuid.uuid4().hex[:6]}")
@@ -502,7 +503,8 @@ def python_protocols(kind: Kind, bootstrap: str, topic: str) -> None:
     say("copy", *outcome(lambda: copy.copy(consumer)))
     say("deepcopy", *outcome(lambda: copy.deepcopy(consumer)))
     say("repr", normalized(repr(consumer)))
-    say("hash and equality", isinstance(hash(consumer), int), consumer == consumer, consumer != kind.make(config(bootstrap)))
+    say("hash and equality", isinstance(hash(consumer), int), consumer == consumer,
+        consumer != kind.make(config(bootstrap)))
     say("public methods", sorted(m for m in dir(consumer) if not m.startswith("_") and m in dir(Consumer)))
     say("differs", "weak reference", outcome(lambda: weakref.ref(consumer) and "made")[:2])
     say("differs", "new attribute", outcome(lambda: setattr(consumer, "host_note", 1))[:2])
@@ -569,9 +571,9 @@ _KEPT: list[Any] = []
 
 
 PROGRAMS: dict[str, Callable[[Kind, str, str], None]] = {
-    f.__name__: f for f in (context_manager, drop_without_close, drop_in_a_cycle, broker_less, kwargs_config, kwargs_callbacks,
-                            every_method, arity, subclass_skips_init, init_errors, init_again, python_protocols,
-                            signal_interrupt, fork, exit_without_close)}
+    f.__name__: f for f in (context_manager, drop_without_close, drop_in_a_cycle, broker_less, kwargs_config,
+                            kwargs_callbacks, every_method, arity, subclass_skips_init, init_errors, init_again,
+                            python_protocols, signal_interrupt, fork, exit_without_close)}
 # What an AsyncInstrumentedConsumer is not: a Consumer subclass (protocols, subclassing, calling
 # __init__ again, arity of its wrappers), nor a consumer polled on the program's thread (signals, fork).
 NOT_ASYNC = frozenset({"arity", "subclass_skips_init", "init_again", "python_protocols", "signal_interrupt", "fork"})

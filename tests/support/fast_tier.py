@@ -33,6 +33,10 @@ NOT_FAST: dict[str, str] = {
     "tests/foundation/test_cli.py::test_user_errors_print_one_line_without_a_trace":
         "`kafka up` checks the Java version (java -version) before it finds the port taken",
     "tests/foundation/test_jvm_deps.py::test_unreachable_maven_central_is_named": "a real Maven run (a JVM)",
+    "tests/jvm_agent/test_framework_apps.py::test_each_application_is_built_with_the_kafka_clients_its_framework_brings":
+        "Maven builds the framework applications (a JVM)",
+    "tests/jvm_agent/test_kafka_clients_matrix.py::test_the_check_names_the_versions_the_agent_attaches_to_and_what_the_others_lack":
+        "runs the javaagent's check (a JVM), after Maven resolves each version",
 }
 _STUB = """#!/bin/sh
 echo "$0 $*" >> '{log}'

@@ -3,11 +3,14 @@ package io.rebalancelens.agent;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeSet;
 
 /**
- * The agent's own {@code lens.*} options, taken out of the consumer config before the client sees it:
- * the same keys and rules as consumer_agent/options.py, so one config works for both agents. A bad
- * option is an IllegalArgumentException naming the key, so a typo never silently turns a feature off.
+ * The agent's own {@code lens.*} options, taken out of the consumer config before the client sees it: the keys,
+ * types and defaults of the agent spec (consumer_agent/agent-spec-v1.json, the Python agent's too), so one config
+ * works for both agents. A bad option is an IllegalArgumentException naming the key, so a typo never silently
+ * turns a feature off. The record's components after the two configs are the spec's keys, camel-cased
+ * ({@code lens.commit.on.revoke.timeout.ms}: {@code commitOnRevokeTimeoutMs}); a test keeps them so.
  *
  * @param producerConfig the telemetry producer's config (the consumer's cluster address and
  *     authentication, overridden by {@code lens.telemetry.*}); null when no cluster is named: telemetry off
@@ -15,15 +18,21 @@ import java.util.Map;
  */
 public record AgentOptions(String telemetryTopic, Map<String, Object> producerConfig,
                            Map<String, Object> clusterConfig, boolean commitOnRevoke, int commitOnRevokeTimeoutMs,
-                           boolean explicitProcessing, int progressIntervalMs, int bufferMaxEvents) {
-    static final String PREFIX = "lens.";
-    static final String TELEMETRY_PREFIX = "lens.telemetry.";
-    static final String BOOTSTRAP = "bootstrap.servers";
+                           String processing, int progressIntervalMs, int bufferMaxEvents) {
+    private static final AgentSpec SPEC = AgentSpec.get();
+    static final String PREFIX = SPEC.optionPrefix();
+    static final String TELEMETRY_PREFIX = SPEC.producerPrefix();
+    static final String TOPIC = "lens.telemetry.topic";
+    /** The cluster address's names; the Java client knows the first only. */
+    private static final List<String> BOOTSTRAP_KEYS = SPEC.bootstrapKeys();
+    static final String BOOTSTRAP = BOOTSTRAP_KEYS.get(0);
     /** Consumer settings the telemetry producer inherits: the cluster address and how to authenticate. */
-    private static final List<String> INHERITED_PREFIXES =
-            List.of(BOOTSTRAP, "security.protocol", "sasl.", "ssl.", "client.dns.lookup");
-    private static final List<String> KNOWN = List.of("lens.buffer.max.events", "lens.commit.on.revoke",
-            "lens.commit.on.revoke.timeout.ms", "lens.processing", "lens.progress.interval.ms");
+    private static final List<String> INHERITED_PREFIXES = SPEC.inheritedPrefixes();
+
+    /** {@code lens.processing=explicit}: records are processed when the application marks them. */
+    public boolean explicitProcessing() {
+        return "explicit".equals(processing);
+    }
 
     /** The config without the agent's keys: what the wrapped KafkaConsumer gets. */
     public static Map<String, Object> clientConfig(Map<String, ?> config) {
@@ -38,58 +47,78 @@ public record AgentOptions(String telemetryTopic, Map<String, Object> producerCo
 
     /** Parse and validate the {@code lens.*} keys of {@code config}. */
     public static AgentOptions parse(Map<String, ?> config) {
-        Object topic = config.get("lens.telemetry.topic");
+        Object topic = config.get(TOPIC);
         if (!(topic instanceof String name) || name.isEmpty()) {
-            throw new IllegalArgumentException("Set \"lens.telemetry.topic\" (e.g. \"rebalance-lens-telemetry\") in "
-                    + "the consumer config: it names the topic the agent writes its telemetry to.");
+            throw new IllegalArgumentException("Set \"" + TOPIC + "\" (e.g. \""
+                    + SPEC.textConstant("default_telemetry_topic") + "\") in the consumer config: it names the topic "
+                    + "the agent writes its telemetry to.");
         }
-        boolean commitOnRevoke = false;
-        boolean explicit = false;
-        int revokeTimeoutMs = 30_000;
-        int progressMs = 5_000;
-        int bufferMax = 10_000;
+        Map<String, Object> values = new HashMap<>();
+        SPEC.options().forEach((key, option) -> values.put(key, option.defaultValue()));
         Map<String, Object> overrides = new HashMap<>();
-        for (Map.Entry<String, ?> entry : config.entrySet()) {
-            String key = entry.getKey();
-            Object value = entry.getValue();
-            if (!key.startsWith(PREFIX) || key.equals("lens.telemetry.topic")) {
-                continue;
+        config.forEach((key, value) -> {
+            if (!key.startsWith(PREFIX) || key.equals(TOPIC)) {
+                return;
             }
-            switch (key) {
-                case "lens.commit.on.revoke" -> commitOnRevoke = asBool(key, value);
-                case "lens.commit.on.revoke.timeout.ms" -> revokeTimeoutMs = asPositiveInt(key, value);
-                case "lens.progress.interval.ms" -> progressMs = asPositiveInt(key, value);
-                case "lens.buffer.max.events" -> bufferMax = asPositiveInt(key, value);
-                case "lens.processing" -> explicit = processing(key, value);
-                default -> {
-                    if (!key.startsWith(TELEMETRY_PREFIX)) {
-                        throw new IllegalArgumentException("Unknown agent option '" + key + "'; known: "
-                                + "lens.telemetry.topic, lens.telemetry.<producer setting>, " + String.join(", ", KNOWN)
-                                + ".");
-                    }
-                    overrides.put(key.substring(TELEMETRY_PREFIX.length()), value);
-                }
+            AgentSpec.Option option = SPEC.options().get(key);
+            if (option != null) {
+                values.put(key, checked(option, value));
+            } else if (key.startsWith(TELEMETRY_PREFIX)) {
+                overrides.put(key.substring(TELEMETRY_PREFIX.length()), value);
+            } else {
+                TreeSet<String> known = new TreeSet<>(SPEC.options().keySet());
+                known.remove(TOPIC);
+                throw new IllegalArgumentException("Unknown agent option '" + key + "'; known: " + TOPIC + ", "
+                        + TELEMETRY_PREFIX + "<producer setting>, " + String.join(", ", known) + ".");
             }
+        });
+        Map<String, Object> producer = producerConfig(config, overrides);
+        return new AgentOptions(name, hasAddress(producer) ? producer : null, clusterConfig(config),
+                (Boolean) values.get("lens.commit.on.revoke"), (Integer) values.get("lens.commit.on.revoke.timeout.ms"),
+                (String) values.get("lens.processing"), (Integer) values.get("lens.progress.interval.ms"),
+                (Integer) values.get("lens.buffer.max.events"));
+    }
+
+    /** The consumer's cluster address and authentication, or null without an address. */
+    private static Map<String, Object> clusterConfig(Map<String, ?> config) {
+        Map<String, Object> inherited = inherited(config);
+        return hasAddress(inherited) ? Map.copyOf(inherited) : null;
+    }
+
+    /** The inherited settings, with {@code overrides} ({@code lens.telemetry.*}) on top. */
+    private static Map<String, Object> producerConfig(Map<String, ?> config, Map<String, Object> overrides) {
+        Map<String, Object> producer = inherited(config);
+        if (BOOTSTRAP_KEYS.stream().anyMatch(overrides::containsKey)) {  // the telemetry cluster is another one
+            BOOTSTRAP_KEYS.forEach(producer::remove);
         }
+        producer.putAll(overrides);
+        return producer;
+    }
+
+    private static Map<String, Object> inherited(Map<String, ?> config) {
         Map<String, Object> inherited = new HashMap<>();
         config.forEach((key, value) -> {
             if (!key.startsWith(PREFIX) && INHERITED_PREFIXES.stream().anyMatch(key::startsWith)) {
                 inherited.put(key, value);
             }
         });
-        Map<String, Object> cluster = hasAddress(inherited) ? Map.copyOf(inherited) : null;
-        if (overrides.containsKey(BOOTSTRAP)) {  // the telemetry cluster is another one
-            inherited.remove(BOOTSTRAP);
-        }
-        Map<String, Object> producer = new HashMap<>(inherited);
-        producer.putAll(overrides);
-        return new AgentOptions(name, hasAddress(producer) ? producer : null, cluster, commitOnRevoke, revokeTimeoutMs,
-                explicit, progressMs, bufferMax);
+        return inherited;
     }
 
     private static boolean hasAddress(Map<String, Object> config) {
-        Object servers = config.get(BOOTSTRAP);
-        return servers != null && !String.valueOf(servers).isEmpty();
+        return BOOTSTRAP_KEYS.stream().map(config::get).anyMatch(servers -> servers != null
+                && !String.valueOf(servers).isEmpty());
+    }
+
+    /** {@code value} of {@code option}, checked against its type. */
+    static Object checked(AgentSpec.Option option, Object value) {
+        return switch (option.type()) {
+            case "boolean" -> asBool(option.key(), value);
+            case "positive_integer" -> asPositiveInt(option.key(), value);
+            case "choice" -> asChoice(option, value);
+            default -> throw new IllegalStateException("rebalance-lens: the agent spec's option " + option.key()
+                    + " has a type this agent does not know: " + option.type());
+        };
     }
 
     private static boolean asBool(String key, Object value) {
@@ -114,10 +143,11 @@ public record AgentOptions(String telemetryTopic, Map<String, Object> producerCo
         throw new IllegalArgumentException(key + " must be a positive integer, got " + value);
     }
 
-    private static boolean processing(String key, Object value) {
-        if ("on_next_poll".equals(value) || "explicit".equals(value)) {
-            return "explicit".equals(value);
+    private static String asChoice(AgentSpec.Option option, Object value) {
+        if (value instanceof String text && option.choices().contains(text)) {
+            return text;
         }
-        throw new IllegalArgumentException(key + " must be one of on_next_poll, explicit, got " + value);
+        throw new IllegalArgumentException(option.key() + " must be one of " + String.join(", ", option.choices())
+                + ", got " + value);
     }
 }

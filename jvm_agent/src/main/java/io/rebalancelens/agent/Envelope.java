@@ -15,17 +15,18 @@ import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
  * sequence is the order the member lived it.
  */
 final class Envelope {
-    static final int SCHEMA_VERSION = 1;
+    static final int SCHEMA_VERSION = AgentSpec.get().contractVersion();
 
     final String agentId;
     private final Map<String, Object> identity;
     private final Supplier<ConsumerGroupMetadata> metadata;
     private final TelemetryEmitter emitter;
     private long seq;
-    private int lastGeneration = -1;
+    private int lastGeneration = (int) AgentSpec.get().longConstant("generation_unknown");
     private String lastMemberId;
 
-    Envelope(String agentId, Map<String, Object> identity, Supplier<ConsumerGroupMetadata> metadata, TelemetryEmitter emitter) {
+    Envelope(String agentId, Map<String, Object> identity, Supplier<ConsumerGroupMetadata> metadata,
+             TelemetryEmitter emitter) {
         this.agentId = agentId;
         this.identity = identity;
         this.metadata = metadata;
@@ -66,7 +67,8 @@ final class Envelope {
             lastGeneration = group.generationId();
             lastMemberId = group.memberId() == null || group.memberId().isEmpty() ? null : group.memberId();
         } catch (RuntimeException closedOrNotInGroup) {
-            // after close() the client answers nothing: the last values seen stand in
+            // after close() the client answers nothing: the last values seen stand in (the agent spec's envelope
+            // rule, the Python agent's too)
         }
         Map<String, Object> event = new LinkedHashMap<>();
         event.put("event_id", UUID.randomUUID().toString().replace("-", ""));

@@ -47,7 +47,7 @@ import org.apache.kafka.common.metrics.KafkaMetric;
  */
 public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
     public static final String AGENT_VERSION = "0.1.0-java";
-    private static final long CLOSE_FLUSH_TIMEOUT_MS = 5_000;
+    private static final long CLOSE_FLUSH_TIMEOUT_MS = AgentSpec.get().longConstant("close_flush_timeout_ms");
 
     private final Consumer<K, V> delegate;
     private final CommitWitness.Slot committedSlot;
@@ -95,7 +95,8 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
         String groupProtocol = "consumer".equalsIgnoreCase(String.valueOf(client.get("group.protocol")))
                 ? "consumer" : "classic";
         String strategy = String.valueOf(client.getOrDefault("partition.assignment.strategy",
-                "org.apache.kafka.clients.consumer.RangeAssignor,org.apache.kafka.clients.consumer.CooperativeStickyAssignor"));
+                "org.apache.kafka.clients.consumer.RangeAssignor,"
+                        + "org.apache.kafka.clients.consumer.CooperativeStickyAssignor"));
         boolean classic = "classic".equals(groupProtocol);
         // The classic client rebalances eagerly unless every configured assignor supports COOPERATIVE;
         // the consumer protocol is always incremental.
@@ -110,10 +111,39 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
                 cooperative ? "cooperative" : "eager", assignor), delegate::groupMetadata, emitter);
         this.processed = new Processed(options.explicitProcessing());
         this.member = new Membership(envelope, processed, groupProtocol, cooperative, options, client);
-        this.progress = new Progress(delegate, member, processed, envelope, emitter, options.progressIntervalMs());
+        ConsumerView view = new View();
+        this.progress = new Progress(view, member, processed, envelope, emitter, options.progressIntervalMs());
         this.enforceOutcome = EnforceOutcome.of(classic, cooperative);
-        this.revokeCommitter = options.commitOnRevoke() ? new RevokeCommitter(member, processed,
-                offsets -> commitSync(offsets), options.commitOnRevokeTimeoutMs()) : null;
+        this.revokeCommitter = options.commitOnRevoke() ? new RevokeCommitter(view, processed,
+                options.commitOnRevokeTimeoutMs()) : null;
+    }
+
+    /** What the agent's helpers see of this consumer: the member's account of it, the client's lag, its commit. */
+    private final class View implements ConsumerView {
+        @Override
+        public Set<TopicPartition> owned() {
+            return member.owned();
+        }
+
+        @Override
+        public long position(TopicPartition tp) {
+            return member.position(tp);
+        }
+
+        @Override
+        public long committed(TopicPartition tp) {
+            return member.committed(tp);
+        }
+
+        @Override
+        public OptionalLong currentLag(TopicPartition tp) {
+            return delegate.currentLag(tp);
+        }
+
+        @Override
+        public void commitSync(Map<TopicPartition, OffsetAndMetadata> offsets) {
+            InstrumentedConsumer.this.commitSync(offsets);
+        }
     }
 
     /** This consumer's agent id: every event it emits carries it, and its seq counts from 0. */
@@ -164,12 +194,9 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
 
     @Override
     public void unsubscribe() {
-        guard(() -> member.startLeaving("unsubscribe"));
+        guard(() -> member.startLeaving(Membership.UNSUBSCRIBE));
         delegate.unsubscribe();  // the Java client runs the final revoke inside unsubscribe()
-        guard(() -> {
-            member.subscribed = false;
-            member.left("unsubscribe");
-        });
+        guard(member::unsubscribed);
     }
 
     /** The agent's listener: record, call the application's listener with the same partitions, record its time. */
@@ -197,7 +224,7 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
         @Override
         public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
             guard(member::enterRevoke);
-            member.inRevoke = true;
+            member.revoking(true);
             Map<String, Object> hold = revokeCommitter != null && !partitions.isEmpty() ? holdRevoke(partitions) : null;
             long start = System.nanoTime();
             try {
@@ -205,7 +232,7 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
                     app.onPartitionsRevoked(partitions);
                 }
             } finally {
-                member.inRevoke = false;
+                member.revoking(false);
                 double ms = (System.nanoTime() - start) / 1e6;
                 guard(() -> member.recordRelease("partitions_revoked", partitions, ms, hold));
             }
@@ -395,17 +422,23 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
         closing(() -> delegate.close(options));
     }
 
-    /** The member leaves (the client runs the final revoke inside close); then a bounded flush of the telemetry. */
+    /**
+     * The member leaves (with commit-on-revoke, its processed frontier committed first; the client runs the final
+     * revoke inside close); then a bounded flush of the telemetry.
+     */
     private void closing(Runnable close) {
         if (!closed) {
-            guard(() -> member.startLeaving("close"));
+            guard(() -> member.startLeaving(Membership.CLOSE));
+            if (revokeCommitter != null) {
+                guard(revokeCommitter::commitBeforeClose);
+            }
         }
         try {
             close.run();
         } finally {
             if (!closed) {
                 closed = true;
-                guard(() -> member.left("close"));
+                guard(() -> member.left(Membership.CLOSE));
                 guard(progress::stop);
                 guard(progress::emitHealth);
                 emitter.close(CLOSE_FLUSH_TIMEOUT_MS);
@@ -430,27 +463,55 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
     @Override public Set<TopicPartition> assignment() { return delegate.assignment(); }
     @Override public Set<String> subscription() { return delegate.subscription(); }
     @Override public void assign(Collection<TopicPartition> partitions) { delegate.assign(partitions); }
-    @Override public void registerMetricForSubscription(KafkaMetric metric) { delegate.registerMetricForSubscription(metric); }
-    @Override public void unregisterMetricFromSubscription(KafkaMetric metric) { delegate.unregisterMetricFromSubscription(metric); }
+    @Override public void registerMetricForSubscription(KafkaMetric metric) {
+        delegate.registerMetricForSubscription(metric);
+    }
+    @Override public void unregisterMetricFromSubscription(KafkaMetric metric) {
+        delegate.unregisterMetricFromSubscription(metric);
+    }
     @Override public long position(TopicPartition tp) { return delegate.position(tp); }
     @Override public long position(TopicPartition tp, Duration timeout) { return delegate.position(tp, timeout); }
-    @Override public Map<TopicPartition, OffsetAndMetadata> committed(Set<TopicPartition> partitions) { return delegate.committed(partitions); }
-    @Override public Map<TopicPartition, OffsetAndMetadata> committed(Set<TopicPartition> partitions, Duration timeout) { return delegate.committed(partitions, timeout); }
+    @Override public Map<TopicPartition, OffsetAndMetadata> committed(Set<TopicPartition> partitions) {
+        return delegate.committed(partitions);
+    }
+    @Override
+    public Map<TopicPartition, OffsetAndMetadata> committed(Set<TopicPartition> partitions, Duration timeout) {
+        return delegate.committed(partitions, timeout);
+    }
     @Override public Uuid clientInstanceId(Duration timeout) { return delegate.clientInstanceId(timeout); }
     @Override public Map<MetricName, ? extends Metric> metrics() { return delegate.metrics(); }
     @Override public List<PartitionInfo> partitionsFor(String topic) { return delegate.partitionsFor(topic); }
-    @Override public List<PartitionInfo> partitionsFor(String topic, Duration timeout) { return delegate.partitionsFor(topic, timeout); }
+    @Override public List<PartitionInfo> partitionsFor(String topic, Duration timeout) {
+        return delegate.partitionsFor(topic, timeout);
+    }
     @Override public Map<String, List<PartitionInfo>> listTopics() { return delegate.listTopics(); }
-    @Override public Map<String, List<PartitionInfo>> listTopics(Duration timeout) { return delegate.listTopics(timeout); }
+    @Override public Map<String, List<PartitionInfo>> listTopics(Duration timeout) {
+        return delegate.listTopics(timeout);
+    }
     @Override public Set<TopicPartition> paused() { return delegate.paused(); }
     @Override public void pause(Collection<TopicPartition> partitions) { delegate.pause(partitions); }
     @Override public void resume(Collection<TopicPartition> partitions) { delegate.resume(partitions); }
-    @Override public Map<TopicPartition, OffsetAndTimestamp> offsetsForTimes(Map<TopicPartition, Long> timestamps) { return delegate.offsetsForTimes(timestamps); }
-    @Override public Map<TopicPartition, OffsetAndTimestamp> offsetsForTimes(Map<TopicPartition, Long> timestamps, Duration timeout) { return delegate.offsetsForTimes(timestamps, timeout); }
-    @Override public Map<TopicPartition, Long> beginningOffsets(Collection<TopicPartition> partitions) { return delegate.beginningOffsets(partitions); }
-    @Override public Map<TopicPartition, Long> beginningOffsets(Collection<TopicPartition> partitions, Duration timeout) { return delegate.beginningOffsets(partitions, timeout); }
-    @Override public Map<TopicPartition, Long> endOffsets(Collection<TopicPartition> partitions) { return delegate.endOffsets(partitions); }
-    @Override public Map<TopicPartition, Long> endOffsets(Collection<TopicPartition> partitions, Duration timeout) { return delegate.endOffsets(partitions, timeout); }
+    @Override public Map<TopicPartition, OffsetAndTimestamp> offsetsForTimes(Map<TopicPartition, Long> timestamps) {
+        return delegate.offsetsForTimes(timestamps);
+    }
+    @Override
+    public Map<TopicPartition, OffsetAndTimestamp> offsetsForTimes(Map<TopicPartition, Long> timestamps,
+                                                                   Duration timeout) {
+        return delegate.offsetsForTimes(timestamps, timeout);
+    }
+    @Override public Map<TopicPartition, Long> beginningOffsets(Collection<TopicPartition> partitions) {
+        return delegate.beginningOffsets(partitions);
+    }
+    @Override
+    public Map<TopicPartition, Long> beginningOffsets(Collection<TopicPartition> partitions, Duration timeout) {
+        return delegate.beginningOffsets(partitions, timeout);
+    }
+    @Override public Map<TopicPartition, Long> endOffsets(Collection<TopicPartition> partitions) {
+        return delegate.endOffsets(partitions);
+    }
+    @Override public Map<TopicPartition, Long> endOffsets(Collection<TopicPartition> partitions, Duration timeout) {
+        return delegate.endOffsets(partitions, timeout);
+    }
     @Override public OptionalLong currentLag(TopicPartition tp) { return delegate.currentLag(tp); }
     @Override public ConsumerGroupMetadata groupMetadata() { return delegate.groupMetadata(); }
     @Override public void wakeup() { delegate.wakeup(); }

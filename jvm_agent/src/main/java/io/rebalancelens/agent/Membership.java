@@ -5,6 +5,7 @@ import static io.rebalancelens.agent.Processed.OFFSET_UNKNOWN;
 
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
@@ -22,6 +23,19 @@ import org.apache.kafka.common.utils.AppInfoParser;
  * events that report them. Runs on the application thread; the consumer calls it through its guard.
  */
 final class Membership {
+    /** The state_transition reasons of a member leaving on purpose (the agent spec's). */
+    static final String CLOSE = MemberStates.reason("close");
+    static final String UNSUBSCRIBE = MemberStates.reason("unsubscribe");
+    private static final String SUBSCRIBE = MemberStates.reason("subscribe");
+    private static final String REJOIN = MemberStates.reason("rejoin");
+    private static final String ASSIGN = MemberStates.reason("assign");
+    private static final String ASSIGNED = MemberStates.reason("assigned");
+    private static final String REVOKE = MemberStates.reason("revoke");
+    private static final String REVOKED = MemberStates.reason("revoked");
+    private static final String REVOKED_LEAVING = MemberStates.reason("revoked_leaving");
+    private static final String LOST = MemberStates.reason("lost");
+    private static final String LOST_DONE = MemberStates.reason("lost_done");
+
     private final Envelope envelope;
     private final Processed processed;
     private final MemberStates.Lifecycle lifecycle;
@@ -33,17 +47,17 @@ final class Membership {
     private String state;
     private List<String> reportedTopics;
     private String reportedPattern;
-    boolean subscribed;
-    boolean leaving;
-    boolean inRevoke;
-    final Set<TopicPartition> owned = new HashSet<>();
-    final Map<TopicPartition, Long> committed = new HashMap<>();
+    private boolean subscribed;
+    private boolean leaving;
+    private boolean inRevoke;
+    private final Set<TopicPartition> owned = new HashSet<>();
+    private final Map<TopicPartition, Long> committed = new HashMap<>();
     /** Per partition polled, sought or assigned: its position and hand-out count ({@link PartitionSlot}). */
-    final Map<TopicPartition, PartitionSlot> slots = new HashMap<>();
+    private final Map<TopicPartition, PartitionSlot> slots = new HashMap<>();
     private TopicPartition lastPartition;  // slot()'s last answer: only dropReleased() removes slots, and forgets it
     private PartitionSlot lastSlot;
     /** Assigned, no record handed out yet: when (System.nanoTime()). */
-    final Map<TopicPartition, Long> awaitingFirst = new HashMap<>();
+    private final Map<TopicPartition, Long> awaitingFirst = new HashMap<>();
 
     Membership(Envelope envelope, Processed processed, String groupProtocol,
                boolean cooperative, AgentOptions options, Map<String, Object> config) {
@@ -62,6 +76,36 @@ final class Membership {
         return subscribed && !leaving && lifecycle.stable().contains(state);
     }
 
+    /** The partitions owned now (read-only). */
+    Set<TopicPartition> owned() {
+        return Collections.unmodifiableSet(owned);
+    }
+
+    /** The last offset this member committed of {@code tp} while owning it, or OFFSET_UNKNOWN. */
+    long committed(TopicPartition tp) {
+        return committed.getOrDefault(tp, OFFSET_UNKNOWN);
+    }
+
+    /** A revoke callback starts ({@code true}) or ends: its commits are in_revoke. */
+    void revoking(boolean now) {
+        inRevoke = now;
+    }
+
+    /** Some assigned partition has handed out no record yet. */
+    boolean awaitsFirstFetch() {
+        return !awaitingFirst.isEmpty();
+    }
+
+    /** When {@code tp} was assigned (System.nanoTime()) if this is its first record since; null otherwise. */
+    Long firstFetched(TopicPartition tp) {
+        return awaitingFirst.remove(tp);
+    }
+
+    /** The poll path's per-partition slots (read-only map; the slots themselves are the poll path's to update). */
+    Map<TopicPartition, PartitionSlot> slots() {
+        return Collections.unmodifiableMap(slots);
+    }
+
     // ------------------------------------------------------------------ state machine
     private void enter(List<String> path, String reason) {
         for (String next : path) {
@@ -76,19 +120,19 @@ final class Membership {
 
     void enterAssign() {
         if (lifecycle.rejoinFrom().contains(state)) {
-            enter(lifecycle.subscribed(), "rejoin");
+            enter(lifecycle.subscribed(), REJOIN);
         }
-        enter(lifecycle.inAssign(), "assign callback");
+        enter(lifecycle.inAssign(), ASSIGN);
     }
 
     void enterRevoke() {
         if (!leaving) {
-            enter(lifecycle.inRevoke(), "revoke callback");
+            enter(lifecycle.inRevoke(), REVOKE);
         }
     }
 
     void enterLost() {
-        enter(lifecycle.inLost(), "lost callback");
+        enter(lifecycle.inLost(), LOST);
     }
 
     void startLeaving(String reason) {
@@ -100,11 +144,18 @@ final class Membership {
         enter(lifecycle.left(), reason);
     }
 
+    /** The client dropped the subscription (its final revoke ran inside unsubscribe()): the member left. */
+    void unsubscribed() {
+        subscribed = false;
+        left(UNSUBSCRIBE);
+    }
+
     // ------------------------------------------------------------------ observations
     /** The client accepted a subscription: topics, or a regex ({@code pattern} non-null). */
     void recordSubscribe(List<String> topics, String pattern) {
         boolean first = reportedTopics == null;
-        boolean changed = first || !topics.equals(reportedTopics) || !java.util.Objects.equals(pattern, reportedPattern);
+        boolean changed = first || !topics.equals(reportedTopics)
+                || !java.util.Objects.equals(pattern, reportedPattern);
         reportedTopics = topics;
         reportedPattern = pattern;
         subscribed = true;
@@ -112,7 +163,7 @@ final class Membership {
         if (changed) {
             envelope.emit("member_config", memberConfig(first ? "start" : "subscription_changed", topics, pattern));
         }
-        enter(lifecycle.subscribed(), "subscribe");
+        enter(lifecycle.subscribed(), SUBSCRIBE);
     }
 
     private Map<String, Object> memberConfig(String reason, List<String> topics, String pattern) {
@@ -218,7 +269,7 @@ final class Membership {
         envelope.emit("partitions_assigned", body("partitions", partitionStates(partitions),
                 "incremental", cooperative, "callback_ms", callbackMs, "assignment_size", owned.size(),
                 "commit_on_revoke", null));
-        enter(lifecycle.stable(), "assign callback done");
+        enter(lifecycle.stable(), ASSIGNED);
     }
 
     /**
@@ -242,11 +293,11 @@ final class Membership {
         envelope.emit(kind, body("partitions", states, "incremental", cooperative, "callback_ms", callbackMs,
                 "assignment_size", owned.size(), "commit_on_revoke", hold));
         if (leaving) {
-            enter(lifecycle.leaveAfterRevoke(), "revoke callback (leaving)");
+            enter(lifecycle.leaveAfterRevoke(), REVOKED_LEAVING);
         } else if ("partitions_lost".equals(kind)) {
-            enter(lifecycle.afterLost(), "lost callback done");
+            enter(lifecycle.afterLost(), LOST_DONE);
         } else {
-            enter(lifecycle.afterRevoke(), "revoke callback done");
+            enter(lifecycle.afterRevoke(), REVOKED);
         }
     }
 

@@ -18,7 +18,8 @@ import org.apache.kafka.common.TopicPartition;
  * waits for the partition's in-flight records (commit-on-revoke, {@link RevokeCommitter}).
  */
 final class Processed {
-    static final long OFFSET_UNKNOWN = -1001;
+    /** An offset the member does not know (the agent spec's offset_unknown). */
+    static final long OFFSET_UNKNOWN = AgentSpec.get().longConstant("offset_unknown");
 
     final boolean explicit;
     private final Map<TopicPartition, TreeSet<Long>> pending = new HashMap<>();

@@ -1,13 +1,11 @@
 package io.rebalancelens.agent;
 
 import static io.rebalancelens.agent.Envelope.body;
-import static io.rebalancelens.agent.Processed.OFFSET_UNKNOWN;
 
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.OptionalLong;
-import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
@@ -24,9 +22,9 @@ import org.apache.kafka.common.TopicPartition;
  */
 final class Progress {
     /** The progress body's cap on partitions (the rest counted in {@code truncated}), as the Python agent. */
-    static final int MAX_PARTITIONS = 100;
+    static final int MAX_PARTITIONS = (int) AgentSpec.get().longConstant("progress_max_partitions");
 
-    private final Consumer<?, ?> consumer;
+    private final ConsumerView consumer;
     private final Membership member;
     private final Processed processed;
     private final Envelope envelope;
@@ -34,7 +32,9 @@ final class Progress {
     private final TickTimer timer;
     private long lastTick = System.nanoTime();
 
-    Progress(Consumer<?, ?> consumer, Membership member, Processed processed, Envelope envelope,
+    /** {@code consumer}: what the tick reports (owned partitions, positions, commits, lags); {@code member}: the
+     * poll path's per-partition slots and first fetches. */
+    Progress(ConsumerView consumer, Membership member, Processed processed, Envelope envelope,
              TelemetryEmitter emitter, int intervalMs) {
         this.consumer = consumer;
         this.member = member;
@@ -79,7 +79,7 @@ final class Progress {
                 }
             }
         }
-        if (processed.explicit || !member.awaitingFirst.isEmpty()) {
+        if (processed.explicit || member.awaitsFirstFetch()) {
             firstFetchesAndInFlight(records);
         }
     }
@@ -87,7 +87,7 @@ final class Progress {
     private void firstFetchesAndInFlight(ConsumerRecords<?, ?> records) {
         for (TopicPartition tp : records.partitions()) {
             List<? extends ConsumerRecord<?, ?>> batch = records.records(tp);
-            Long assignedAt = member.awaitingFirst.remove(tp);
+            Long assignedAt = member.firstFetched(tp);
             if (assignedAt != null) {
                 ConsumerRecord<?, ?> first = batch.get(0);
                 envelope.emit("first_fetch", body("topic", tp.topic(), "partition", tp.partition(),
@@ -107,21 +107,21 @@ final class Progress {
         double intervalMs = (now - lastTick) / 1e6;
         lastTick = now;
         timer.restart();
-        Map<TopicPartition, Long> counts = processed.takeCounts(member.slots, unprocessed);
+        Map<TopicPartition, Long> counts = processed.takeCounts(member.slots(), unprocessed);
         member.dropReleased();
         List<Map<String, Object>> partitions = new ArrayList<>();
         int truncated = 0;
-        for (TopicPartition tp : member.owned) {
+        for (TopicPartition tp : consumer.owned()) {
             if (partitions.size() >= MAX_PARTITIONS) {
                 truncated++;
                 continue;
             }
-            long position = member.position(tp);
+            long position = consumer.position(tp);
             // Asked only with a known position: for an unknown lag the client requests the end offset (and logs).
             OptionalLong lag = position >= 0 ? consumer.currentLag(tp) : OptionalLong.empty();
             partitions.add(body("topic", tp.topic(), "partition", tp.partition(), "position", position,
                     "last_processed_offset", processed.lastOffset(tp, position),
-                    "committed_offset", member.committed.getOrDefault(tp, OFFSET_UNKNOWN),
+                    "committed_offset", consumer.committed(tp),
                     "processed", counts.getOrDefault(tp, 0L), "lag", lag.isPresent() ? lag.getAsLong() : null));
         }
         if (!partitions.isEmpty()) {

@@ -2,6 +2,7 @@ package io.rebalancelens.agent;
 
 import static io.rebalancelens.agent.Envelope.body;
 
+import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.Map;
@@ -18,23 +19,17 @@ import org.apache.kafka.common.TopicPartition;
  * it commits the processed frontier synchronously (never past an unmarked record, so a timeout costs duplicates,
  * never losses). In the default mode the records of the previous poll are processed: the frontier is the
  * position. The outcome is the partitions_revoked event's {@code commit_on_revoke}; the commit itself is a
- * commit event with {@code in_revoke} true.
+ * commit event with {@code in_revoke} true. close() commits the same frontier first ({@link #commitBeforeClose}).
  */
 final class RevokeCommitter {
-    /** The instrumented synchronous commit (recorded as every commitSync is); may throw the client's error. */
-    interface Commit {
-        void sync(Map<TopicPartition, OffsetAndMetadata> offsets);
-    }
-
-    private final Membership member;
+    private final ConsumerView consumer;
     private final Processed processed;
-    private final Commit commit;
     private final long timeoutMs;
 
-    RevokeCommitter(Membership member, Processed processed, Commit commit, long timeoutMs) {
-        this.member = member;
+    /** {@code consumer}: positions, committed offsets and the instrumented synchronous commit. */
+    RevokeCommitter(ConsumerView consumer, Processed processed, long timeoutMs) {
+        this.consumer = consumer;
         this.processed = processed;
-        this.commit = commit;
         this.timeoutMs = timeoutMs;
     }
 
@@ -45,19 +40,30 @@ final class RevokeCommitter {
         double waitedMs = (System.nanoTime() - start) / 1e6;
         Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
         for (TopicPartition tp : partitions) {
-            long next = processed.frontier(tp, member.position(tp));
-            if (next >= 0 && next != member.committed.getOrDefault(tp, Processed.OFFSET_UNKNOWN)) {
+            long next = processed.frontier(tp, consumer.position(tp));
+            if (next >= 0 && next != consumer.committed(tp)) {
                 offsets.put(tp, new OffsetAndMetadata(next));
             }
         }
         String error = null;
         if (!offsets.isEmpty()) {
             try {
-                commit.sync(offsets);
+                consumer.commitSync(offsets);
             } catch (RuntimeException e) {  // the next owner re-reads; the host's revoke goes on as without us
                 error = e.toString();
             }
         }
         return body("waited_ms", waitedMs, "timed_out", !drained, "committed", error == null, "error", error);
+    }
+
+    /**
+     * Before close(): commit the owned partitions' processed frontier while the member is still in the group, as
+     * the Python agent does (the agent spec's lens.commit.on.revoke). The revoke close() then runs finds nothing
+     * left to commit; a commit that fails here is tried again there, its error on the partitions_revoked event.
+     */
+    void commitBeforeClose() {
+        if (!consumer.owned().isEmpty()) {
+            commitBeforeHandover(new ArrayList<>(consumer.owned()));
+        }
     }
 }

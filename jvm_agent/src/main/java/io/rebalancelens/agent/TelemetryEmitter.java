@@ -16,6 +16,7 @@ import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.KafkaFuture;
 import org.apache.kafka.common.errors.TopicExistsException;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
@@ -30,7 +31,7 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
 final class TelemetryEmitter {
     private static final Logger LOG = Logger.getLogger("io.rebalancelens.agent");
     /** How long events wait for the consumer's cluster id before they go without it (as the Python agent). */
-    private static final long CLUSTER_ID_WAIT_MS = 10_000;
+    private static final long CLUSTER_ID_WAIT_MS = AgentSpec.get().longConstant("cluster_id_wait_ms");
     private static final long ADMIN_TIMEOUT_MS = 5_000;
     private static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(2);
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -166,14 +167,17 @@ final class TelemetryEmitter {
         }
     }
 
-    /** The cluster id and the topic, from an admin client closed once answered; bounded, failures counted. */
+    /**
+     * The cluster id and the topic, from an admin client closed once answered (without waiting for what it still
+     * asks: a cluster away must not hold the events back); bounded, failures counted.
+     */
     private void prepare(long deadline) {
         Map<String, Object> admin = new HashMap<>(clusterConfig != null ? clusterConfig : producerConfig);
         admin.put("client.id", "rebalance-lens-agent-admin");
-        try (Admin client = Admin.create(admin)) {
-            if (clusterConfig != null) {
-                long wait = Math.max(1, deadline - System.currentTimeMillis());
-                clusterId = client.describeCluster().clusterId().get(wait, TimeUnit.MILLISECONDS);
+        Admin client = Admin.create(admin);
+        try {
+            if (clusterConfig != null && (clusterId = clusterId(client, deadline)) == null) {
+                return;  // the consumer's cluster did not answer in time: events go without its id
             }
             if (clusterConfig == null || !producerConfig.get(AgentOptions.BOOTSTRAP).equals(
                     clusterConfig.get(AgentOptions.BOOTSTRAP))) {
@@ -184,7 +188,26 @@ final class TelemetryEmitter {
             Thread.currentThread().interrupt();
         } catch (Exception e) {
             noteError("emitter: cluster id / topic: " + e);
+        } finally {
+            client.close(Duration.ZERO);
         }
+    }
+
+    /**
+     * The consumer's cluster id, waited for until {@code deadline} or until close() (which sends what is buffered
+     * without it at once, as the Python agent does); null then.
+     */
+    private String clusterId(Admin client, long deadline) throws InterruptedException, ExecutionException {
+        KafkaFuture<String> answer = client.describeCluster().clusterId();
+        while (!stopping && System.currentTimeMillis() < deadline) {
+            try {
+                return answer.get(Math.min(100, Math.max(1, deadline - System.currentTimeMillis())),
+                        TimeUnit.MILLISECONDS);
+            } catch (java.util.concurrent.TimeoutException notYet) {
+                // ask again, unless the consumer is closing
+            }
+        }
+        return null;
     }
 
     private void createTopic(Admin client) throws InterruptedException {
@@ -226,7 +249,8 @@ final class TelemetryEmitter {
                 if (error != null) {
                     noteError("emitter: delivery: " + error);
                 } else if (health instanceof Map<?, ?> body) {
-                    acknowledgedDropped = Math.max(acknowledgedDropped, ((Number) body.get("dropped_total")).longValue());
+                    acknowledgedDropped = Math.max(acknowledgedDropped,
+                            ((Number) body.get("dropped_total")).longValue());
                 }
             });
         } catch (Exception e) {

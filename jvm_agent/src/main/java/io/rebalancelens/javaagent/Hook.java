@@ -1,59 +1,84 @@
 package io.rebalancelens.javaagent;
 
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Consumer;
 
 /**
- * What the advice inlined into KafkaConsumer calls. It names no Kafka type, so it loads wherever KafkaConsumer
- * does; {@link Instrumenter} (which does) may not link when kafka-clients is not on the application class path
- * (a nested jar): then one line, and the consumer is left as it is. Public because the advice runs in
- * KafkaConsumer's package.
+ * What the advice inlined into KafkaConsumer calls, by reflection through the system class loader (where
+ * {@code -javaagent} puts this jar, whichever loader defined KafkaConsumer). It names no Kafka type: it finds
+ * the helpers that link against the calling KafkaConsumer's kafka-clients ({@link #helpersOf}) and hands them the
+ * constructor's config. Public because the advice runs in KafkaConsumer's package.
  */
 public final class Hook {
+    static final String INSTRUMENTER = "io.rebalancelens.javaagent.helper.Instrumenter";
+    static final String CONSUMER = "org.apache.kafka.clients.consumer.KafkaConsumer";
     private static final Set<String> SAID = ConcurrentHashMap.newKeySet();
+    /** Per KafkaConsumer class (per kafka-clients copy in the JVM): its helpers' entry point. */
+    private static final ClassValue<Method> BEGIN = new ClassValue<>() {
+        @Override
+        protected Method computeValue(Class<?> consumer) {
+            try {
+                return Class.forName(INSTRUMENTER, true, helpersOf(consumer))
+                        .getMethod("begin", Object.class, Map.class, Consumer.class);
+            } catch (ReflectiveOperationException e) {
+                throw new IllegalStateException("the agent's helpers did not load: " + e, e);
+            }
+        }
+    };
     private static volatile Map<String, Object> options;
+    private static volatile AgentJar jar;
 
     private Hook() {
     }
 
     /** The javaagent's {@code lens.*} options, already checked: from now on consumers are instrumented. */
-    static void configure(Map<String, Object> checked) {
+    static void configure(Map<String, Object> checked, AgentJar agentJar) {
+        jar = agentJar;
         options = Map.copyOf(checked);
     }
 
-    static Map<String, Object> options() {
-        return options;
+    /**
+     * The loader of the helpers for {@code consumer}: the agent's own copy when it links to this very KafkaConsumer
+     * (a flat class path: one copy of the library, shared with an application that also builds InstrumentedConsumers
+     * itself), else a {@link HelperLoader} beside the loader that defined it.
+     */
+    static ClassLoader helpersOf(Class<?> consumer) {
+        ClassLoader application = consumer.getClassLoader();
+        Class<?> own = loadOrNull(INSTRUMENTER, application);
+        if (own != null && loadOrNull(CONSUMER, own.getClassLoader()) == consumer) {
+            return own.getClassLoader();
+        }
+        return new HelperLoader(application, jar);
     }
 
-    /** Entry of the constructor: {config to build with, what {@link #instrument} needs}, or null: leave it alone. */
-    public static Object[] begin(Object config) {
+    private static Class<?> loadOrNull(String name, ClassLoader loader) {
+        try {
+            return Class.forName(name, false, loader);
+        } catch (ClassNotFoundException | LinkageError e) {
+            return null;
+        }
+    }
+
+    /**
+     * Entry of the constructor of {@code consumer} (KafkaConsumer): {the config to build with, a
+     * {@code Function<Object, Object>} from the delegate built to the one to keep}, or null: leave it alone.
+     */
+    public static Object[] begin(Class<?> consumer, Object config) {
         if (options == null) {
             return null;
         }
         try {
-            return Instrumenter.begin(config);
-        } catch (LinkageError e) {
-            say("kafka-clients is not on the application class path (" + e + "; a nested jar, as in Spring Boot's "
-                    + "executable jar?): run the application from a flat class path (java -cp, an unpacked jar) to "
-                    + "use the agent");
-            return null;
-        } catch (RuntimeException e) {
+            return (Object[]) BEGIN.get(consumer).invoke(null, config, options, (Consumer<String>) Hook::say);
+        } catch (InvocationTargetException e) {
+            say("not instrumenting a KafkaConsumer: " + e.getCause());
+        } catch (ReflectiveOperationException | RuntimeException | LinkageError e) {
             say("not instrumenting a KafkaConsumer: " + e);
-            return null;
         }
-    }
-
-    /** Exit of the constructor: the delegate to keep, the instrumented one or {@code delegate} itself. */
-    public static Object instrument(Object pending, Object delegate) {
-        try {
-            return Instrumenter.instrument(pending, delegate);
-        } catch (RuntimeException | LinkageError e) {
-            say("not instrumenting a KafkaConsumer: " + e);
-            return delegate;
-        } finally {
-            Instrumenter.end();
-        }
+        return null;
     }
 
     /** One line on stderr, once per message: the host's output is not the agent's to fill. */

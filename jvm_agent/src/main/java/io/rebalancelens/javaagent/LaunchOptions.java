@@ -1,9 +1,10 @@
 package io.rebalancelens.javaagent;
 
-import java.util.List;
+import io.rebalancelens.agent.AgentSpec;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Properties;
+import java.util.Set;
 import java.util.TreeMap;
 
 /**
@@ -14,11 +15,12 @@ import java.util.TreeMap;
  * only, since other {@code LENS_*} variables are the rebalance-lens command line's. A property wins over a variable.
  */
 final class LaunchOptions {
-    /** The library's keys an environment variable may set (AgentOptions'), besides lens.telemetry.*. */
-    private static final List<String> ENV_KEYS = List.of("lens.buffer.max.events", "lens.commit.on.revoke",
-            "lens.commit.on.revoke.timeout.ms", "lens.processing", "lens.progress.interval.ms");
-    private static final String PREFIX = "lens.";
-    private static final String ENV_TELEMETRY_PREFIX = "LENS_TELEMETRY_";
+    private static final AgentSpec SPEC = AgentSpec.get();
+    /** The library's keys (the agent spec's options) an environment variable may set, besides lens.telemetry.*. */
+    private static final Set<String> ENV_KEYS = SPEC.options().keySet();
+    private static final String PREFIX = SPEC.optionPrefix();
+    /** {@code LENS_TELEMETRY_}: the spec's producer prefix as an environment variable's. */
+    private static final String ENV_TELEMETRY_PREFIX = SPEC.producerPrefix().toUpperCase(Locale.ROOT).replace('.', '_');
 
     private LaunchOptions() {
     }

@@ -1,31 +1,30 @@
-package io.rebalancelens.javaagent;
+package io.rebalancelens.javaagent.helper;
 
 import io.rebalancelens.agent.AgentOptions;
 import io.rebalancelens.agent.CommitWitness;
 import io.rebalancelens.agent.InstrumentedConsumer;
 import java.lang.reflect.InvocationHandler;
 import java.lang.reflect.InvocationTargetException;
-import java.lang.reflect.Method;
 import java.lang.reflect.Proxy;
 import java.util.HashMap;
 import java.util.Map;
-import org.apache.kafka.clients.consumer.Consumer;
+import java.util.function.Consumer;
+import java.util.function.Function;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.internals.ConsumerDelegate;
-import org.apache.kafka.common.utils.AppInfoParser;
 
 /**
  * The javaagent's work on one KafkaConsumer under construction: its config gets the CommitWitness, its delegate
  * becomes a {@code ConsumerDelegate} whose {@code Consumer} methods go to an {@link InstrumentedConsumer} around
  * the original (the client's internal ones straight to the original). A proxy rather than a class: no second
  * copy of the Consumer interface's forwarding, and it follows the interface the application's kafka-clients has.
+ *
+ * <p>A helper: loaded in the class loader that defined the application's KafkaConsumer or in one beside it
+ * (javaagent.HelperLoader), so it links against that kafka-clients. It is reached by reflection from
+ * javaagent.Hook and talks back in JDK types only ({@code say}); it keeps no reference to the agent's own classes.
  */
-final class Instrumenter {
+public final class Instrumenter {
     private Instrumenter() {
-    }
-
-    /** What the constructor's exit needs: the witness's slot and the application's own config. */
-    private record Pending(CommitWitness.Slot slot, Map<String, Object> clientConfig) {
     }
 
     /** The app's config already logged itself once: the rebuilt one stays quiet. */
@@ -35,30 +34,41 @@ final class Instrumenter {
         }
     }
 
-    static Object[] begin(Object config) {
-        String version = AppInfoParser.getVersion();
-        if (LensJavaAgent.SUPPORTED.stream().noneMatch(version::startsWith)) {
-            Hook.say("kafka-clients " + version + " is not a version this agent supports (" + LensJavaAgent.SUPPORTED + ")");
-            return null;
-        }
+    /**
+     * Entry of the constructor: {the config to build with, what turns the delegate it built into the instrumented
+     * one}, or null when the library itself is building this consumer (it instruments its own).
+     */
+    public static Object[] begin(Object config, Map<String, Object> options, Consumer<String> say) {
         Map<String, Object> client = ((ConsumerConfig) config).originals();
         Map<String, Object> withWitness = new HashMap<>(client);
         CommitWitness.Slot slot = CommitWitness.begin(withWitness);
         if (slot == null) {
-            return null;  // InstrumentedConsumer is building its own client: instrumented already
+            return null;
         }
-        return new Object[] {new Rebuilt(withWitness), new Pending(slot, client)};
+        Function<Object, Object> finish = delegate -> {
+            try {
+                return instrument(slot, client, options, delegate);
+            } catch (RuntimeException | LinkageError e) {
+                say.accept("not instrumenting a KafkaConsumer: " + e);
+                return delegate;
+            } finally {
+                CommitWitness.end();
+            }
+        };
+        return new Object[] {new Rebuilt(withWitness), finish};
     }
 
-    static Object instrument(Object pending, Object delegate) {
-        Pending built = (Pending) pending;
-        Map<String, Object> config = new HashMap<>(built.clientConfig());
-        config.putAll(Hook.options());
+    private static Object instrument(CommitWitness.Slot slot, Map<String, Object> clientConfig,
+                                     Map<String, Object> launchOptions, Object delegate) {
+        Map<String, Object> config = new HashMap<>(clientConfig);
+        config.putAll(launchOptions);
         AgentOptions options = AgentOptions.parse(config);  // the producer inherits the consumer's cluster
         ConsumerDelegate<?, ?> original = (ConsumerDelegate<?, ?>) delegate;
-        Consumer<?, ?> instrumented = InstrumentedConsumer.around(original, built.slot(), built.clientConfig(), options);
+        org.apache.kafka.clients.consumer.Consumer<?, ?> instrumented =
+                InstrumentedConsumer.around(original, slot, clientConfig, options);
         InvocationHandler route = (proxy, method, args) -> {
-            Object target = method.getDeclaringClass() == Consumer.class ? instrumented : original;
+            Object target = method.getDeclaringClass() == org.apache.kafka.clients.consumer.Consumer.class
+                    ? instrumented : original;
             try {
                 return method.invoke(target, args);
             } catch (InvocationTargetException e) {
@@ -67,9 +77,5 @@ final class Instrumenter {
         };
         return Proxy.newProxyInstance(ConsumerDelegate.class.getClassLoader(), new Class<?>[] {ConsumerDelegate.class},
                 route);
-    }
-
-    static void end() {
-        CommitWitness.end();
     }
 }
