@@ -39,6 +39,9 @@ CAUSES: tuple[Cause, ...] = (
     Cause("restart", "restart", "#4c78a8"),
     Cause("scale_in", "member removed", "#88d27a"),
     Cause("scale_out", "member added", "#54a24b"),
+    # the subscribed topics' partitions changed (partitions added, a topic created or deleted, a regex matching
+    # another topic): seen in the broker's log (pipelines.gold.broker_causes), never in telemetry
+    Cause("metadata_change", "topic metadata change", "#9d755d"),
     Cause("start", "group forming", "#9aa5b1"),
     # no instrumented member triggered it, and gold sees owners without the agent (pipelines.gold.unseen)
     Cause("unseen_member", "member without the agent", "#d6a5c9"),
@@ -47,6 +50,15 @@ CAUSES: tuple[Cause, ...] = (
 CAUSE_NAMES: tuple[str, ...] = tuple(c.name for c in CAUSES)
 # The causes of a process that left and came back (the what-if replays each as one bounce).
 RESTART_CAUSES: tuple[str, ...] = ("protocol_migration", "restart")
+
+# How sure a handoff's cause is (gold/handoffs.cause_confidence). ``exact``: the record says it (the agent's
+# telemetry; in the broker's log a join, a static member's restart, a subscription or metadata change, a
+# KIP-848 fencing after the rebalance timeout). ``probable``: the log leaves a choice and the likelier one is
+# named (a graceful leave against a session timeout or a stall: the coordinator writes no reason).
+CAUSE_CONFIDENCES: tuple[str, ...] = ("exact", "probable")
+# Where a gold figure came from (gold/handoffs.source, gold/episodes.source): the agent's telemetry, the
+# broker's own log (``__consumer_offsets``: bounds), or both (the agent's exact figure, within the broker's bounds).
+FIGURE_SOURCES: tuple[str, ...] = ("agent", "broker", "both")
 
 # How an ownership interval ended (gold/partition_ownership; null: still owned). ``unreleased``:
 # its owner never released it (killed or gone silent), found when someone else was assigned it.
