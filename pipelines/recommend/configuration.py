@@ -13,6 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from pipelines import vocabulary
 from pipelines.simulator.assignors import ASSIGNORS
 from pipelines.simulator.cost_model import DEFAULT_HEARTBEAT_MS
 from pipelines.simulator.replay import Setup, restart_pairs
@@ -102,7 +103,7 @@ def assignor_of(member: dict[str, Any]) -> str:
     if member["group_protocol"] == "consumer":
         remote = member["remote_assignor"] or "uniform"
         return f"consumer:{remote if f'consumer:{remote}' in ASSIGNORS else 'uniform'}"
-    first = (member["assignor"] or "range").split(",")[0].strip()
+    first = vocabulary.classic_strategy(member["assignor"]) or "range"
     return f"classic:{first}" if f"classic:{first}" in ASSIGNORS else "classic:range"
 
 
