@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from rich.markup import escape
 
 from lens_cli.demo_findings import RunCosts, bounds, findings
-from lens_cli.recommend_commands import predicted_effects, replay_words
+from lens_cli.recommend_commands import failure_words, predicted_effects, replay_words
 from lens_runtime.errors import LensError
 from lens_runtime.paths import home
 from lens_scenarios.consumer_config import ASSIGNORS, COMMIT_STYLES
@@ -96,6 +96,9 @@ def recommendation_lines(costs: list[RunCosts], recommendations: dict[str, dict]
         lines.append(f"\n[bold]{escape(c.label)}[/]\n  measured: "
                      f"{bounds(c.duplicates_gold, c.duplicates_gold_upper, ',d')} duplicates, "
                      f"{bounds(c.pause_gold_s, c.pause_gold_upper_s, ',.1f')} paused partition-s")
+        if "failed" in r:  # the group's recommend pass failed: said, its recommendations are none
+            lines.append(f"  -> {escape(r['failed'])}")
+            continue
         lines.append(f"  -> {escape(r['title'])}")
         effects = [e for e in predicted_effects(r) if e]
         if effects:
@@ -136,6 +139,9 @@ def _run_pipeline(console, config: PipelineConfig) -> tuple[dict[str, Row], dict
         gold = {group: r for (_cluster, group), r in read_costs(spark, config.lake_path, after_forming=True).items()}
         top = {r.group_id: r.asDict() for r in lake_tables.read(spark, config.lake_path, catalog.RECOMMENDATIONS)
                .where("rank = 1").collect()}
+        if lake_tables.exists(spark, config.lake_path, catalog.RECOMMEND_FAILURES):
+            top |= {r.group_id: {"failed": failure_words(r.asDict())}
+                    for r in lake_tables.read(spark, config.lake_path, catalog.RECOMMEND_FAILURES).collect()}
     finally:
         spark.stop()
     return gold, top

@@ -87,3 +87,10 @@ def test_a_bad_run_names_the_form_and_the_choices():
             assert "SCENARIO/ASSIGNOR/COMMIT" in str(err) and "crash/cooperative-sticky/batch" in str(err)
         else:
             raise AssertionError(bad)
+
+
+def test_a_run_whose_recommend_pass_failed_says_so_under_its_cost():
+    failed = {"failed": "group g: its last recommend pass failed (KeyError: 'm3' at x.py:1 in f); no recommendation "
+                        "until a pass succeeds (audit/recommend_failures has the traceback)"}
+    text = _text("\n".join(recommendation_lines([RANGE], {RANGE.label: failed})), width=200)
+    assert "measured: 1,939 duplicates" in text and "-> group g: its last recommend pass failed (KeyError" in text
