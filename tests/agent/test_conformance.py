@@ -50,6 +50,14 @@ def test_a_members_life_reads_the_same_through_both_agents(kafka, unique, tmp_pa
     assert {"client.id", "enable.auto.commit", "session.timeout.ms", "max.poll.interval.ms"} <= set(py_config)
     after_close = [e["generation"] for e in java if e["kind"] == "state_transition"][-1]
     assert after_close >= 1  # the decided rule: the last generation stands in where the client cannot answer
+    # A tick right after each assignment's first records, each tick with the interval it promises, and
+    # (compared above with the revokes and losses) whether each released partition handed out a record.
+    for events in (python, java):
+        assert set(conformance.ticks_after_first_records(events)) <= {"first_record", "timer"}, events
+        ticks = [e["body"] for e in events if e["kind"] == "progress"]
+        assert {t["next_due_ms"] for t in ticks} == {4000.0} and "first_record" in {t["cause"] for t in ticks}
+    assert {ps.get("handed_out") for e in java if e["kind"] in ("partitions_revoked", "partitions_lost")
+            for ps in e["body"]["partitions"]} == {True}
 
 
 def test_a_broker_less_config_reads_the_same_through_both_agents(kafka, unique, tmp_path):

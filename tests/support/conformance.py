@@ -222,6 +222,19 @@ def comparable(events: list[Event], topics: dict[str, str]) -> list[tuple[str, d
     return runs
 
 
+def ticks_after_first_records(events: list[Event]) -> list[str | None]:
+    """For each run of first_fetch events (in sequence order), the cause of the progress tick right after it
+    (None when the next event is no tick): the poll that handed out a newly assigned partition's first record
+    ticks at once (``first_record``, or ``timer`` when the timer was due then)."""
+    ordered = sorted(events, key=lambda e: e["seq"])
+    causes = []
+    for i, event in enumerate(ordered):
+        if event["kind"] == "first_fetch" and (i + 1 == len(ordered) or ordered[i + 1]["kind"] != "first_fetch"):
+            after = ordered[i + 1] if i + 1 < len(ordered) else None
+            causes.append(after["body"].get("cause") if after and after["kind"] == "progress" else None)
+    return causes
+
+
 def client_errors(events: list[Event]) -> list[str]:
     return [e["body"]["name"] for e in events if e["kind"] == "client_error"]
 
