@@ -173,7 +173,8 @@ OWNERSHIP = Table(
         "last_progress_lag bigint, max_rate_per_s double, processed bigint, first_progress_log_end bigint, "
         "next_assigned_ms bigint, next_first_fetch_ms bigint, last_progress_position bigint, "
         "max_progress_interval_ms double, first_progress_log_end_ms bigint, last_record_after_ms bigint, "
-        "uncommitted_sum bigint, uncommitted_samples bigint"))
+        "uncommitted_sum bigint, uncommitted_samples bigint, handed_out_at_release boolean, progress_due_ms double, "
+        "last_commit_ms bigint"))
 HANDOFFS = Table(
     "gold/handoffs",
     grain="one row per partition handoff (an ownership interval and the next one of its partition) and what it cost",
@@ -187,7 +188,9 @@ HANDOFFS = Table(
         "uncommitted_at_revoke bigint, "
         "revoke_callback_ms double, revoke_event_id string, commit_in_revoke boolean, pause_s double, "
         "pause_upper_s double, duplicates bigint, duplicates_upper bigint, "
-        "episode_id string, episode_start_ms bigint, cause string, unseen_owner boolean"))
+        "episode_id string, episode_start_ms bigint, cause string, unseen_owner boolean, "
+        "duplicates_estimate bigint, duplicates_estimate_low bigint, duplicates_estimate_high bigint, "
+        "pause_estimate_s double, pause_estimate_low_s double, pause_estimate_high_s double"))
 EPISODES = Table(
     "gold/episodes", grain="one row per rebalance episode of a group, with its causes",
     keys=("episode_id",), written_by="gold",

@@ -272,3 +272,76 @@ def test_the_agents_word_decides_whether_anything_was_handed_out():
     assert handed_out_nothing({**owner, "first_fetch_ms": 5, "handed_out_at_release": False})
     assert not handed_out_nothing({**owner, "position_at_release": 12})  # a position: something was handed out
     assert not handed_out_nothing({**owner, "first_fetch_ms": 5})
+
+
+def _steady_crash(m1_extra=lambda m1: m1, *, due: float | None = None, next_start: int = 100) -> dict:
+    """m1 reads P0 from 0 at 50 records/s, a timer tick a second (1.1 s apart), commits 100 at 2.3 s and
+    is killed after its tick at 3.2 s (position 150, caught up); m2 is assigned at 10 s, reads from
+    ``next_start`` and reports the log end 550 at 11.2 s (50 records/s across the silence)."""
+    fleet = Fleet()
+    m1, m2 = fleet.member("m1"), fleet.member("m2")
+    m1.at(0).joins().assigned(P0).at(50).fetches(P0, 0)
+    m1.at(1_000).processes(P0, upto=49, lag=0, cause="timer", next_due_ms=due)
+    m1.at(2_100).processes(P0, upto=99, lag=0, interval_ms=1_100, cause="timer", next_due_ms=due)
+    m1.at(2_300).commits(P0, 100).at(3_200).processes(P0, upto=149, lag=0, interval_ms=1_100, next_due_ms=due)
+    m1_extra(m1)
+    m2.at(10_000).joins().assigned(P0).at(10_200).fetches(P0, next_start).at(11_200).processes(P0, upto=549, lag=0)
+    [h] = handoffs_of(ownership_intervals(fleet.events))
+    assert h["release_kind"] == "crash"
+    return h
+
+
+def test_a_crash_estimate_is_the_owners_pace_to_the_middle_of_its_silence():
+    """From its last tick (3.2 s, 150 handed out) the owner went on at the log's 50 records/s; it died
+    between the tick's send (3.25 s) and when its next tick would have been sent (3.2 + 1.1 + 0.05 s),
+    as likely at any moment: the middle, 3.8 s, is 150 + 30 records, 80 past the commit m2 re-read
+    from. The interval takes the pace to the first and the last moment it can have died (3.25 s: 52;
+    the bound's 4.8 s: 130), within the bounds; the pause runs from the estimated last record (3.8 s)
+    to m2's first (10.2 s)."""
+    h = _steady_crash()
+    assert (h["duplicates"], h["duplicates_upper"]) == (50, 130)
+    assert (h["duplicates_estimate"], h["duplicates_estimate_low"], h["duplicates_estimate_high"]) == (80, 52, 130)
+    assert (h["pause_s"], h["pause_estimate_low_s"], h["pause_estimate_s"], h["pause_estimate_high_s"],
+            h["pause_upper_s"]) == (5.4, 5.4, 6.4, 6.96, 8.1)
+
+
+def test_a_commit_the_next_owners_start_reveals_moves_the_death_later():
+    """m2 starts at 170, past the 150 handed out at the last tick: m1 lived to commit 170 (0.4 s after its
+    tick at its pace), so it died between 3.6 s and 4.35 s: the middle, 3.975 s, is 188.75, 19 re-read;
+    dead at 3.6 s it would have re-read none."""
+    h = _steady_crash(next_start=170)
+    assert (h["duplicates"], h["duplicates_estimate_low"], h["duplicates_estimate"], h["duplicates_upper"]) == \
+        (0, 0, 19, 60)
+
+
+def test_a_crash_estimate_needs_a_tick_and_is_the_figure_where_the_figure_is_exact():
+    fleet = Fleet()
+    m1, m2 = fleet.member("m1"), fleet.member("m2")
+    m1.at(0).joins().assigned(P0, P1).at(50).fetches(P0, 0).at(100).fetches(P1, 0)
+    m1.at(1_000).processes_many({P0: 49, P1: 9}).commits(P0, 40).at(1_500).revokes(P1)
+    m2.at(1_600).joins().assigned(P1).at(1_700).fetches(P1, 0)
+    m2.at(9_000).assigned(P0).at(9_100).fetches(P0, 40)   # m1 crashed: no tick of m1's ownership of P0 after it
+    by_partition = {h["partition"]: h for h in handoffs_of(ownership_intervals(fleet.events))}
+    revoked = by_partition[1]
+    assert (revoked["duplicates_estimate"], revoked["duplicates_estimate_low"], revoked["duplicates_estimate_high"]) \
+        == (10, 10, 10) and revoked["pause_estimate_s"] == revoked["pause_s"] == 0.2
+    crash = by_partition[0]
+    assert crash["release_kind"] == "crash" and crash["duplicates_estimate"] is not None  # its tick at 1 s
+    h = _crash(lambda m1: m1.at(50).fetches(P0, 100))  # killed before its first tick: nothing to estimate from
+    assert h["duplicates_estimate"] is None and h["pause_estimate_s"] is None
+
+
+def test_a_tick_that_came_early_does_not_shorten_the_silence():
+    """The agent ticks at a newly assigned partition's first record and after a poll gap, then its timer
+    restarts: such a tick's interval says nothing of when the timer's next tick comes. An ownership whose
+    only tick came early (5 ms after the agent's last) is bounded by the next assignment, as one that
+    never ticked: 150 + ceil(849 / 11,150 records/ms x 9,950 ms), not 5 ms + 0.5 s of the log's growth;
+    its estimate takes the interval the agent promised (a death at 0.6 s: 193). An ownership with a
+    timer's tick is bounded by the longer of its ticks' intervals and the promise: 2 s promised, 1.1 s
+    seen, 150 + 50 x 2.5 records at most."""
+    early = _crash(lambda m1: m1.at(50).fetches(P0, 100).processes(P0, upto=120, interval_ms=5.0, lag=30,
+                                                                   cause="first_record", next_due_ms=1_000.0))
+    assert (early["duplicates"], early["duplicates_estimate"], early["duplicates_upper"]) == (21, 93, 809)
+    assert (early["pause_s"], early["pause_estimate_s"]) == (0.2, 9.612)
+    promised = _steady_crash(lambda m1: m1, due=2_000.0)
+    assert promised["duplicates_upper"] == 150 + 50 * 2.5 - 100

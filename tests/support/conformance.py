@@ -50,10 +50,11 @@ def _produce(topic: str, *counts: int) -> list[dict[str, Any]]:
 
 
 def life(bootstrap: str, topics: dict[str, str]) -> dict[str, Any]:
-    """A member's life under classic range: assign, commits sync and async, commit-on-revoke on a
+    """A member's life under classic range: assign, commits sync and async, a poll gap, commit-on-revoke on a
     subscription change, a stall past max.poll.interval.ms (lost, assigned again), close."""
     steps = [*_produce("t1", 5, 5), {"do": "subscribe", "topics": ["t1"]}, {"do": "read", "records": 10},
-             {"do": "commit", "sync": True}, *_produce("t1", 3, 3), {"do": "read", "records": 6},
+             {"do": "commit", "sync": True}, {"do": "stall", "ms": 2500},  # a poll gap, shorter than the interval
+             *_produce("t1", 3, 3), {"do": "read", "records": 6},
              {"do": "commit", "sync": False}, *_produce("t1", 2, 2), {"do": "read", "records": 4},
              *_produce("t2", 4, 4), {"do": "subscribe", "topics": ["t2"]}, {"do": "read", "records": 8},
              {"do": "stall", "ms": 8500}, {"do": "await", "callbacks": ["lost", "assigned"], "records": 8},
