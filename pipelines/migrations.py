@@ -348,9 +348,14 @@ MARTS_WITH_CLUSTER = ("agent_telemetry_quality", "commit_on_revoke_daily", "conf
                       "open_recommendations", "rebalance_episodes", "recommendation_checks")
 
 
+# The marts that carry the handoffs' estimates: one stored before them is rebuilt whole (appended
+# columns would read null in its older rows).
+ESTIMATE_MARTS = ("episode_handoffs", "rebalance_episodes")
+
+
 def stale_marts(spark: SparkSession, lake_path: str, progress: Progress = print) -> list[str]:
-    """The marts still under older names, which the next SQL build rebuilds whole; prints one
-    line per mart."""
+    """The marts still under older names or without the estimates, which the next SQL build rebuilds
+    whole; prints one line per mart."""
     stale = []
     for name in MARTS_WITH_CLUSTER:
         columns = _columns(spark, f"{lake_path.rstrip('/')}/marts/{name}")
@@ -363,4 +368,10 @@ def stale_marts(spark: SparkSession, lake_path: str, progress: Progress = print)
             if migration.path.split("/", 1)[1] not in stale:
                 stale.append(migration.path.split("/", 1)[1])
             progress(migration.said("rebuilt, "))
+    for name in ESTIMATE_MARTS:
+        columns = _columns(spark, f"{lake_path.rstrip('/')}/marts/{name}")
+        if columns is not None and ESTIMATES[0] not in columns:
+            if name not in stale:
+                stale.append(name)
+            progress(f"marts/{name}: rebuilt, added the estimates ({ESTIMATES[0]} and the rest)")
     return stale
