@@ -3,6 +3,7 @@ beside gold's range and most likely figure, and (``--before REF``) beside the ra
 from the same telemetry.
 
     PYTHONPATH=$PWD .venv/bin/python benchmarks/crash_bounds.py [--keep DIR] [--before REF]
+        [--progress-interval-ms MS]
 
 Runs the built-in ``crash`` and ``turbulent-minute`` scenarios and the crash fleets beside this
 script (``crash_fleets/*.yaml``: several crashes, hot and cold partitions, a member killed about
@@ -34,6 +35,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from lens_scenarios.consumer_config import PROGRESS_INTERVAL_MS
 from tests.support.gold_matching import TOLERANCE_S, gold_for_run, matched
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -78,7 +80,7 @@ class Bound:
                 f"width {width} / {self.target:g} {'ok' if self.on_target else 'WIDE'}")
 
 
-def land(keep: Path | None) -> dict[str, Any]:
+def land(keep: Path | None, progress_interval_ms: int) -> dict[str, Any]:
     """Every run on one embedded broker and one telemetry topic, then the pipeline: gold's handoffs
     and each agent's client id (what gold_matching keys the handoffs by), and each run's truth."""
     from pyspark.sql import functions as F
@@ -101,7 +103,7 @@ def land(keep: Path | None) -> dict[str, Any]:
                 print(f"running {scenario.name} ({assignor}) ...", flush=True)
                 runs[scenario.name] = run_scenario(scenario, RunOptions(
                     assignor=assignor, out_dir=work / "runs", bootstrap=broker.bootstrap_servers,
-                    telemetry_topic=telemetry))
+                    telemetry_topic=telemetry, progress_interval_ms=progress_interval_ms))
             config = PipelineConfig(bootstrap_servers=broker.bootstrap_servers, topic=telemetry,
                                     lake_path=str(work / "lake"), **embedded_broker_groups())
             spark = build_spark(config.spark_settings("crash-bounds"))
@@ -268,10 +270,12 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, help="keep the runs and the lake in this folder")
     parser.add_argument("--before", metavar="REF", help="also the bounds pipelines/gold/handoffs.py drew at this "
                                                         "git commit, from the same ownership intervals")
+    parser.add_argument("--progress-interval-ms", type=int, default=PROGRESS_INTERVAL_MS,
+                        help="the members' lens.progress.interval.ms (default: the scenarios' 1000)")
     args = parser.parse_args()
     if args.before:
         older_handoffs(args.before)  # a bad REF fails before the runs
-    raise SystemExit(0 if report(land(args.keep), args.before) else 1)
+    raise SystemExit(0 if report(land(args.keep, args.progress_interval_ms), args.before) else 1)
 
 
 if __name__ == "__main__":

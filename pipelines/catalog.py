@@ -175,6 +175,10 @@ OWNERSHIP = Table(
         "max_progress_interval_ms double, first_progress_log_end_ms bigint, last_record_after_ms bigint, "
         "uncommitted_sum bigint, uncommitted_samples bigint, handed_out_at_release boolean, progress_due_ms double, "
         "last_commit_ms bigint"))
+# The handoffs' estimates: the most likely figures and their intervals, never bounds (``pipelines.measures``'s
+# ``_estimate``, ``_low / _high``; ``pipelines.gold.handoffs`` draws them).
+ESTIMATES = ("duplicates_estimate", "duplicates_estimate_low", "duplicates_estimate_high", "pause_estimate_s",
+             "pause_estimate_low_s", "pause_estimate_high_s")
 HANDOFFS = Table(
     "gold/handoffs",
     grain="one row per partition handoff (an ownership interval and the next one of its partition) and what it cost",

@@ -16,12 +16,9 @@ apply it.
   such agents still send, and a key column is never null (a null joins and matches nothing).
   Marts missing it are rebuilt (``stale_marts``).
 
-- A gold/handoffs written before the estimates (``duplicates_estimate`` and the rest,
-  ``pipelines.gold.handoffs.ESTIMATES``) gets them in one rewrite (``with_estimates``): a crash
-  handoff's recomputed by gold's own arithmetic from the stored ownership intervals (what the
-  estimate reads of them was stored before it: the fold's newer columns read null and the
-  estimate does without them), any other's from its own figures. Marts that carry them are
-  rebuilt whole (``stale_marts``).
+- Marts that carry the handoffs' estimates (``catalog.ESTIMATES``), stored before them, are
+  rebuilt whole (``stale_marts``); gold/handoffs gets them in place from gold's own arithmetic
+  (``pipelines.gold.upgrade``, which the runner and the SQL build call after these).
 
 Both run under the lake's lock: the first stage or SQL build that opens an older lake applies
 them, each printing one line per table saying what changed; a lake already current costs a
@@ -33,7 +30,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -41,7 +37,6 @@ from pyspark.sql import functions as F
 from consumer_agent.contract import CLUSTER_UNKNOWN
 from pipelines import catalog, lake
 from pipelines.config import Progress
-from pipelines.gold.handoffs import ESTIMATES, bounded_estimates, handoffs_of
 
 POINT_FIGURE_PAUSE = "now the point figure: a bounded pause counts its lower bound, where it counted 0"
 
@@ -179,7 +174,7 @@ MARTS: tuple[Migration, ...] = (
 TABLES = {t.path: t for t in (*catalog.TABLES, *catalog.CLOSED_LOOP_TABLES)}
 
 
-def _columns(spark: SparkSession, location: str) -> list[str] | None:
+def stored_columns(spark: SparkSession, location: str) -> list[str] | None:
     """The Delta table's columns at ``location``; None when there is no table (known without
     Spark for a local lake)."""
     from delta.tables import DeltaTable
@@ -233,7 +228,7 @@ def with_cluster(spark: SparkSession, lake_path: str) -> list[tuple[catalog.Tabl
     (``CLUSTER_UNKNOWN``) placed as the declaration places it (stored evidence queries naming it)."""
     out = []
     for table in WITH_CLUSTER:
-        columns = _columns(spark, table.location(lake_path))
+        columns = stored_columns(spark, table.location(lake_path))
         if columns is None or CLUSTER in columns:
             continue
         names = table.column_names()
@@ -253,7 +248,7 @@ def added_to_closed_loop(spark: SparkSession, lake_path: str) -> list[tuple[cata
     build's sources would lack them until the next check."""
     out = []
     for table in catalog.CLOSED_LOOP_TABLES:
-        columns = _columns(spark, table.location(lake_path))
+        columns = stored_columns(spark, table.location(lake_path))
         if columns is None:
             continue
         missing = [(n, k) for n, k in table.all_columns() if n not in columns]
@@ -262,76 +257,23 @@ def added_to_closed_loop(spark: SparkSession, lake_path: str) -> list[tuple[cata
     return out
 
 
-ESTIMATES_SAID = (f"{catalog.HANDOFFS.path}: added {', '.join(ESTIMATES)} (a crash's recomputed from "
-                  f"{catalog.OWNERSHIP.path}, any other's from its own figures)")
-
-
-def _estimate_struct(separator: str = ": ") -> str:
-    kinds = dict(catalog.HANDOFFS.all_columns())
-    return ", ".join(f"{name}{separator}{kinds[name]}" for name in ESTIMATES)
-
-
-def _crash_estimates(intervals: list[Any]) -> list[tuple[Any, ...]]:
-    """One partition's stored ownership intervals: its crash handoffs' ids and estimates, as gold draws them."""
-    return [(h["handoff_id"], *[h[c] for c in ESTIMATES]) for h in handoffs_of([i.asDict() for i in intervals])
-            if h["release_kind"] == "crash"]
-
-
-def _figures_estimates(row: Any) -> tuple[Any, ...]:
-    return tuple(bounded_estimates(row.asDict()).values())
-
-
-def with_estimates(spark: SparkSession, lake_path: str, rows: DataFrame) -> DataFrame:
-    """``rows`` (gold/handoffs under the current names) with their estimates (module docstring)."""
-    crash_type = f"array<struct<handoff_id: string, {_estimate_struct()}>>"
-    crash = F.udf(_crash_estimates, crash_type)
-    if lake.exists(spark, lake_path, catalog.OWNERSHIP):
-        intervals = lake.declared(lake.read(spark, lake_path, catalog.OWNERSHIP), catalog.OWNERSHIP)
-        recomputed = (intervals.groupBy(*catalog.GROUP_KEY, "topic", "partition")
-                      .agg(F.collect_list(F.struct(*catalog.OWNERSHIP.column_names())).alias("rows"))
-                      .select(F.explode(crash("rows")).alias("e")).select("e.*"))
-    else:
-        recomputed = spark.createDataFrame([], f"handoff_id string, {_estimate_struct(' ')}")
-    recomputed = recomputed.select("handoff_id", *[F.col(c).alias(f"_crash_{c}") for c in ESTIMATES])
-    figures = F.udf(_figures_estimates, f"struct<{_estimate_struct()}>")(
-        F.struct("release_kind", "duplicates", "duplicates_upper", "pause_s", "pause_upper_s"))
-    joined = rows.drop(*ESTIMATES).join(recomputed, "handoff_id", "left").withColumn("_figures", figures)
-    crash_row = F.col("release_kind") == "crash"
-    estimated = joined.select(*[c for c in joined.columns if not c.startswith("_")],
-                              *[F.when(crash_row, F.col(f"_crash_{c}")).otherwise(F.col(f"_figures.{c}")).alias(c)
-                                for c in ESTIMATES])
-    names = catalog.HANDOFFS.column_names()
-    return estimated.select(*names, *[c for c in estimated.columns if c not in names])
-
-
-def _lacks_estimates(spark: SparkSession, lake_path: str) -> bool:
-    columns = _columns(spark, catalog.HANDOFFS.location(lake_path))
-    return columns is not None and ESTIMATES[0] not in columns
-
-
 def migrate(spark: SparkSession, lake_path: str, progress: Progress = print) -> list[str]:
     """Rewrite each gold table still under older names with the new ones, and each table without
     its cluster column with it; then add a closed-loop table's new columns (null in the rows
     before, metadata only; a table renamed above has them already). The caller holds the lake's
     lock; the lines printed, one per table migrated."""
     said = []
-    estimating = _lacks_estimates(spark, lake_path)
     for table, rows in with_cluster(spark, lake_path):
         lake.rewrite(spark, lake_path, table, rows)
         said.append(cluster_said(table.path))
         progress(said[-1])
     for migration in GOLD:
         table = TABLES[migration.path]
-        columns = _columns(spark, table.location(lake_path))
+        columns = stored_columns(spark, table.location(lake_path))
         if columns is None or not migration.applies_to(columns):
             continue
         lake.rewrite(spark, lake_path, table, migrated_rows(spark, lake_path, migration))
         said.append(migration.said())
-        progress(said[-1])
-    if estimating:
-        rows = lake.read(spark, lake_path, catalog.HANDOFFS)
-        lake.rewrite(spark, lake_path, catalog.HANDOFFS, with_estimates(spark, lake_path, rows))
-        said.append(ESTIMATES_SAID)
         progress(said[-1])
     for table, missing in added_to_closed_loop(spark, lake_path):
         location = table.location(lake_path).replace("`", "``")  # a backtick in the path, quoted
@@ -358,20 +300,20 @@ def stale_marts(spark: SparkSession, lake_path: str, progress: Progress = print)
     whole; prints one line per mart."""
     stale = []
     for name in MARTS_WITH_CLUSTER:
-        columns = _columns(spark, f"{lake_path.rstrip('/')}/marts/{name}")
+        columns = stored_columns(spark, f"{lake_path.rstrip('/')}/marts/{name}")
         if columns is not None and CLUSTER not in columns:
             stale.append(name)
             progress(cluster_said(f"marts/{name}", "rebuilt, "))
     for migration in MARTS:
-        columns = _columns(spark, f"{lake_path.rstrip('/')}/{migration.path}")
+        columns = stored_columns(spark, f"{lake_path.rstrip('/')}/{migration.path}")
         if columns is not None and migration.applies_to(columns):
             if migration.path.split("/", 1)[1] not in stale:
                 stale.append(migration.path.split("/", 1)[1])
             progress(migration.said("rebuilt, "))
     for name in ESTIMATE_MARTS:
-        columns = _columns(spark, f"{lake_path.rstrip('/')}/marts/{name}")
-        if columns is not None and ESTIMATES[0] not in columns:
+        columns = stored_columns(spark, f"{lake_path.rstrip('/')}/marts/{name}")
+        if columns is not None and catalog.ESTIMATES[0] not in columns:
             if name not in stale:
                 stale.append(name)
-            progress(f"marts/{name}: rebuilt, added the estimates ({ESTIMATES[0]} and the rest)")
+            progress(f"marts/{name}: rebuilt, added the estimates ({catalog.ESTIMATES[0]} and the rest)")
     return stale

@@ -108,6 +108,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
+from pipelines.catalog import ESTIMATES
 from pipelines.gold.crash_pace import LINGER_MS, Pace
 from pipelines.measures import measured_duplicates, measured_pause_s, point_figure
 
@@ -118,8 +119,6 @@ from pipelines.measures import measured_duplicates, measured_pause_s, point_figu
 # machine at a load of 27; with the linger and a local round trip, about 100 ms at most: this
 # is 2.5 times that (docs/measured.md#crash-bounds).
 SEND_ALLOWANCE_MS = 250
-ESTIMATES = ("duplicates_estimate", "duplicates_estimate_low", "duplicates_estimate_high", "pause_estimate_s",
-             "pause_estimate_low_s", "pause_estimate_high_s")
 
 
 def _seconds(later: int | None, earlier: int | None) -> float | None:
@@ -240,7 +239,7 @@ def handoff(prev: dict[str, Any], nxt: dict[str, Any], reader: dict[str, Any] | 
     ``reader`` is the first interval from ``nxt`` on that fetched (default ``nxt``)."""
     kind = prev["release_kind"]
     reader = nxt if reader is None else reader
-    end, ff_off = _pause_end_ms(nxt), reader["first_fetch_offset"]
+    end = _pause_end_ms(nxt)
     committed = _max_known(prev["committed_at_release"], prev["committed_max"])
     row = {
         "handoff_id": f"{prev['assign_event_id']}>{nxt['assign_event_id']}:{prev['topic']}/{prev['partition']}",
@@ -301,8 +300,9 @@ def _crash_figures(prev: dict[str, Any], nxt: dict[str, Any], reader: dict[str, 
     low, high = _waited(reader, end, earliest, alive)
     start = reader["first_fetch_offset"] if reader["first_fetch_offset"] is not None else committed
     estimates = _crash_estimates(prev, nxt, _pace(prev, reader, committed), start, until, alive, end, reader)
+    uncommitted = _dups(prev["last_progress_processed_offset"], committed)
     return {"pause_s": point_figure(None, low), "pause_upper_s": high, "duplicates": point_figure(None, lower),
-            "duplicates_upper": upper, "uncommitted_at_revoke": _dups(prev["last_progress_processed_offset"], committed),
+            "duplicates_upper": upper, "uncommitted_at_revoke": uncommitted,
             **_clamped(estimates, (lower, upper), (low, high))}
 
 

@@ -26,6 +26,7 @@ from lens_runtime.paths import home
 from consumer_agent.contract import CLUSTER_UNKNOWN
 from pipelines import catalog, lake, migrations, sql_build
 from pipelines.gold import stage as gold_stage
+from pipelines.gold import upgrade as gold_upgrade
 from pipelines.gold.handoffs import ESTIMATES
 from pipelines.stages import run_pipeline
 from pipelines.telemetry_types import LATER_VERSION_COLUMN
@@ -246,7 +247,7 @@ def test_a_lake_of_the_landed_head_reads_the_same_figures_under_the_new_names(sp
     said: list[str] = []
     run_pipeline(spark, config, progress=said.append)
     for migration in gold_tables:  # one line per migration of a table, saying what changed
-        estimates = [migrations.ESTIMATES_SAID] if migration.path == catalog.HANDOFFS.path else []
+        estimates = [gold_upgrade.ESTIMATES_SAID] if migration.path == catalog.HANDOFFS.path else []
         assert [line for line in said if line.startswith(f"{migration.path}: ")] == \
             [migrations.cluster_said(migration.path), migration.said(), *estimates]
     for migration in migrations.MARTS:
@@ -256,6 +257,7 @@ def test_a_lake_of_the_landed_head_reads_the_same_figures_under_the_new_names(sp
             [migrations.cluster_said(migration.path, "rebuilt, "), migration.said("rebuilt, "), *estimates]
         assert len(estimates) == (name in migrations.ESTIMATE_MARTS)
     assert migrations.migrate(spark, config.lake_path) == [] and migrations.stale_marts(spark, config.lake_path) == []
+    assert gold_upgrade.upgrade(spark, config.lake_path) == []
 
     # gold: every figure under its new name; the dropped exact-or-null columns are where the bounds meet
     for migration in gold_tables:

@@ -188,6 +188,7 @@ def test_handoffs_written_before_the_estimates_get_them_once(spark, tmp_path):
     The migration adds the estimates in one rewrite: a crash's as gold draws them now from the stored
     intervals (which lack what the newer agents send), a revoke's its exact figures."""
     from lens_scenarios.synthetic import P0, P1, Fleet
+    from pipelines.gold import upgrade
     from pipelines.gold.handoffs import ESTIMATES, handoffs_of
     from tests.support.reference_ownership import ownership_intervals
 
@@ -206,11 +207,12 @@ def test_handoffs_written_before_the_estimates_get_them_once(spark, tmp_path):
     _write_without(spark, lake_path, catalog.HANDOFFS, list(drawn.values()), set(ESTIMATES))
 
     said: list[str] = []
-    assert migrations.migrate(spark, lake_path, said.append) == [migrations.ESTIMATES_SAID]
+    assert migrations.migrate(spark, lake_path, said.append) == []  # no renames: gold recomputes
+    assert upgrade.upgrade(spark, lake_path, said.append) == [upgrade.ESTIMATES_SAID] == said
     stored = {r.handoff_id: r.asDict() for r in lake.read(spark, lake_path, catalog.HANDOFFS).collect()}
     assert lake.read(spark, lake_path, catalog.HANDOFFS).schema == catalog.HANDOFFS.schema()
     assert {i: {c: h[c] for c in ESTIMATES} for i, h in stored.items()} == \
         {i: {c: h[c] for c in ESTIMATES} for i, h in drawn.items()}
     kinds = {h["release_kind"]: h for h in stored.values()}
     assert kinds["crash"]["duplicates_estimate"] is not None and kinds["revoked"]["duplicates_estimate"] == 15
-    assert migrations.migrate(spark, lake_path, said.append) == []  # once
+    assert upgrade.upgrade(spark, lake_path, said.append) == []  # once

@@ -74,7 +74,8 @@ def ownership_intervals(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]
                            callback_ms=body["callback_ms"], commit_in_revoke=bool(cor.get("committed")),
                            position_at_release=_known(ps["position"]),
                            last_processed_at_release=_known(ps["last_processed_offset"]),
-                           committed_at_release=_known(ps["committed_offset"]), handed_out_at_release=ps.get("handed_out"))
+                           committed_at_release=_known(ps["committed_offset"]),
+                           handed_out_at_release=ps.get("handed_out"))
         elif kind == "first_fetch":
             row = latest_of.get((agent, body["topic"], body["partition"]))
             if row is not None and row["first_fetch_ms"] is None:
