@@ -47,7 +47,7 @@ from consumer_agent.lifecycle import REASONS
 from consumer_agent.membership import Membership
 from consumer_agent.options import AgentOptions
 from consumer_agent.processed import Processed
-from consumer_agent.progress import Progress
+from consumer_agent.progress import BEAT_S, Progress
 from consumer_agent.redaction import redacted_config
 
 log = logging.getLogger("consumer_agent")
@@ -158,15 +158,15 @@ class Agent:
                                           controls.resubscribe)
         # Progress switches the slow path of the consumer's poll() and consume().
         self.progress = Progress(me, self.member, self.processed, emit=self._emit, guard=self.guard,
-                                 note=self.note, emit_health=self._emit_health, watch_polls=controls.watch_polls)
+                                 note=self.note, emit_health=self._emit_health, watch_polls=controls.watch_polls,
+                                 interval_ms=options.progress_interval_ms)
         if options.producer_config is None:
             log.warning("rebalance-lens: the config names no bootstrap.servers: telemetry is off for this consumer "
                         "(set lens.telemetry.bootstrap.servers to send it to a cluster)")
         self.emitter = TelemetryEmitter(options.telemetry_topic, options.producer_config,
                                         options.buffer_max_events, key=self.agent_id,
                                         cluster_config=options.cluster_config,
-                                        heartbeat=(options.progress_interval_ms / 1000,
-                                                   _weakly(self.progress.arm_tick)))
+                                        heartbeat=(BEAT_S, _weakly(self.progress.beat)))
 
     # ------------------------------------------------------------------ the consumer's calls
     def subscribed(self, topics: list[str], callbacks: tuple[RebalanceCallback | None, ...]) -> None:

@@ -86,6 +86,8 @@ class PartitionState:
     position: int
     last_processed_offset: int
     committed_offset: int
+    # Optional within v1: at a revoke or loss only, and only where the agent can tell (omitted when None).
+    handed_out: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -178,6 +180,9 @@ class Progress:
     interval_ms: float
     partitions: list[PartitionProgress]
     truncated: int
+    # Optional within v1 (omitted when None): why the agent ticked, and its progress interval.
+    cause: str | None = None
+    next_due_ms: float | None = None
 
 
 @dataclass(frozen=True)
@@ -236,9 +241,41 @@ KIND_BODIES: dict[str, type] = {
 }
 
 
+def _optional_fields(node: Any) -> set[str]:
+    """Every property the schema neither requires nor lets be null, anywhere under ``node``: a body field
+    added within v1 that an agent sends only where it knows it (``to_dict`` leaves it out when None)."""
+    found: set[str] = set()
+    if isinstance(node, dict):
+        if node.get("type") == "object":
+            required = set(node.get("required", ()))
+            found |= {name for name, prop in node.get("properties", {}).items() if name not in required
+                      and isinstance(prop, dict) and "null" not in _listed(prop.get("type"))
+                      and None not in prop.get("enum", ())}
+        for value in node.values():
+            found |= _optional_fields(value)
+    elif isinstance(node, list):
+        for value in node:
+            found |= _optional_fields(value)
+    return found
+
+
+def _listed(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+OMITTED_WHEN_NONE: frozenset[str] = frozenset(_optional_fields(schema()["$defs"]))
+# Why a progress tick came (the schema's enum): the timer, a first record, a poll after a long gap.
+PROGRESS_CAUSES: tuple[str, ...] = tuple(schema()["$defs"]["progress"]["properties"]["cause"]["enum"])
+
+
+def _without_unknown(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    return {k: v for k, v in pairs if v is not None or k not in OMITTED_WHEN_NONE}
+
+
 def to_dict(body: Body) -> dict[str, Any]:
-    """The JSON-ready dict of a body (nested dataclasses become dicts)."""
-    return asdict(body)
+    """The JSON-ready dict of a body (nested dataclasses become dicts; an optional field the agent
+    does not know is left out, as the schema has it)."""
+    return asdict(body, dict_factory=_without_unknown)
 
 
 def event(kind: str, body: dict[str, Any], *, event_id: str, event_time_ms: int, seq: int, member_id: str | None,

@@ -158,13 +158,23 @@ class Membership:
             agent_version=AGENT_VERSION, client_version=confluent_kafka.version()[0],
             librdkafka_version=confluent_kafka.libversion()[0])
 
-    def _partition_states(self, partitions: list[TopicPartition]) -> list[contract.PartitionState]:
+    def _partition_states(self, partitions: list[TopicPartition],
+                          released: bool = False) -> list[contract.PartitionState]:
         positions = self._consumer.position([TopicPartition(tp.topic, tp.partition) for tp in partitions])
         return [contract.PartitionState(
                     topic=tp.topic, partition=tp.partition, position=max(tp.offset, contract.OFFSET_UNKNOWN),
                     last_processed_offset=self._processed.last_offset((tp.topic, tp.partition), tp.offset),
-                    committed_offset=self.committed.get((tp.topic, tp.partition), contract.OFFSET_UNKNOWN))
+                    committed_offset=self.committed.get((tp.topic, tp.partition), contract.OFFSET_UNKNOWN),
+                    handed_out=self._handed_out((tp.topic, tp.partition)) if released else None)
                 for tp in positions]
+
+    def _handed_out(self, key: Key) -> bool | None:
+        """Whether a poll handed out a record of an owned partition since its assignment: the watch for its
+        first record sees every poll until one comes (a seek hands out nothing). None once the watch ended
+        without one (``progress.FIRST_FETCH_WATCH_S``): a record may have come since the last tick."""
+        if key not in self.owned or key in self.unwatched:
+            return None
+        return key not in self.awaiting_first
 
     def record_assign(self, partitions: list[TopicPartition], callback_ms: float, callback_calls: list[str]) -> None:
         """After the assign callback: the partitions are owned and await their first record."""
@@ -187,7 +197,7 @@ class Membership:
                        hold: contract.CommitOnRevoke | None, callback_calls: list[str]) -> None:
         """After the revoke (``kind`` partitions_revoked) or lost callback: the partitions are gone."""
         keys = [(tp.topic, tp.partition) for tp in partitions]
-        states = self._partition_states(partitions)
+        states = self._partition_states(partitions, released=True)
         if self._cooperative:
             self.owned.difference_update(keys)
         else:

@@ -3,8 +3,16 @@
 poll() and consume() hand the returned messages to ``Progress.hooked`` only while the
 consumer's ``_hook`` flag is True; testing it is all the hot path adds. ``Progress`` owns
 that flag and keeps it True only while something needs the messages: in explicit mode
-(records go in flight), while a newly assigned partition awaits its first record, and
-for one poll after each progress interval (``arm_tick``, on the emitter thread).
+(records go in flight), while a newly assigned partition awaits its first record, for one
+poll once the progress interval has passed since the last tick (``arm_tick``), and for one
+poll after each gap probe (``beat`` arms both, on the emitter thread).
+
+Ticks (the agent spec's ``progress_gap_probe_share``): the timer's, a progress interval after
+the last tick of any cause; one at the poll that hands out a newly assigned partition's first
+record; one at a poll that came after a long gap without one. A probe, armed every share of
+the interval, finds the gap: the first poll after it ticks if it came at least that long after
+it. So a member that dies soon after an assignment or deep in a long batch is bounded from a
+recent tick (``pipelines.gold.handoffs``), and a busy poll loop reads no clock.
 
 A first record handed out after the watch ended carries the group's committed offset only
 when that is certainly where the fetch started. The offset is asked off the application
@@ -36,6 +44,11 @@ from consumer_agent.membership import Emit, Membership
 from consumer_agent.processed import Processed
 
 MAX_PROGRESS_PARTITIONS: int = constant("progress_max_partitions")
+GAP_PROBE_SHARE: float = constant("progress_gap_probe_share")
+TIMER, FIRST_RECORD, POLL_GAP = contract.PROGRESS_CAUSES
+# How often the emitter thread calls ``Progress.beat``: the resolution of the timer and of the gap probes
+# (the emitter's loop wakes at least this often).
+BEAT_S = 0.1
 # A partition that hands out no record this long after its assignment stops being watched
 # record by record, so an idle partition cannot keep the slow path on. Its first record is
 # still reported: the agent asks the group's committed offset (where the fetch started, if
@@ -60,7 +73,7 @@ class Progress:
 
     def __init__(self, consumer: ConsumerView, member: Membership, processed: Processed, *, emit: Emit,
                  guard: Callable[..., Any], note: Callable[[str], None], emit_health: Callable[[], None],
-                 watch_polls: Callable[[bool], None]) -> None:
+                 watch_polls: Callable[[bool], None], interval_ms: int) -> None:
         self._consumer = consumer
         self._watch_polls = watch_polls
         self._member = member
@@ -70,17 +83,43 @@ class Progress:
         self._guard = guard
         self._note = note
         self._emit_health = emit_health
-        self._tick_due = False
+        self._interval_ms = interval_ms
+        self._gap_s = interval_ms / 1000 * GAP_PROBE_SHARE
+        self._tick_cause: str | None = None  # the next hooked poll ticks, for this cause
         self._last_tick = _monotonic()
+        self._due_at = self._last_tick + interval_ms / 1000  # the timer: restarted at every tick
+        self._probed_at: float | None = None  # a gap probe armed, not yet met by a poll
+        self._next_probe = self._last_tick + self._gap_s
         self._to_look_up: list[tuple[Key, float]] = []  # unwatched (partition, assigned at), start not asked yet
         self._lookup: threading.Thread | None = None     # the thread asking, while it runs
         self.rearm()
 
+    def beat(self) -> None:
+        """Emitter thread, every beat (a tenth of a second): arm the timer's tick once the interval has
+        passed since the last tick (again at every beat until a poll takes it: a poll that turned the slow
+        path off just as it was armed cannot lose it), else a gap probe when one is due."""
+        now = _monotonic()
+        if now >= self._due_at:
+            if self._tick_cause != TIMER:
+                self.arm_tick()
+            else:
+                self._watch(True)
+        elif self._probed_at is None and now >= self._next_probe:
+            self._next_probe = now + self._gap_s
+            self._probed_at = now
+            self._watch(True)
+
+    def _watch(self, on: bool) -> None:
+        try:
+            self._watch_polls(on)
+        except ReferenceError:  # the consumer was freed meanwhile; its emitter is stopping
+            pass
+
     def arm_tick(self) -> None:
-        """Emitter thread, every progress interval: ask where newly unwatched partitions start,
-        then make the next poll take the slow path once. The question runs on a thread of its
-        own, one at a time, so the telemetry never waits for it. The client serializes calls:
-        it waits for the application to leave poll(), and the application's next call waits
+        """Emitter thread, once the progress interval passed since the last tick: ask where newly
+        unwatched partitions start, then make the next poll take the slow path once. The question runs
+        on a thread of its own, one at a time, so the telemetry never waits for it. The client serializes
+        calls: it waits for the application to leave poll(), and the application's next call waits
         for its broker round trip (up to ``COMMITTED_TIMEOUT_S`` if the coordinator is slow)."""
         if self._to_look_up and (self._lookup is None or not self._lookup.is_alive()):
             queued = []
@@ -89,11 +128,8 @@ class Progress:
             self._lookup = threading.Thread(target=self._guard, args=(self._look_up_starts, queued),
                                             name="rebalance-lens-start-offsets", daemon=True)
             self._lookup.start()
-        self._tick_due = True
-        try:
-            self._watch_polls(True)
-        except ReferenceError:  # the consumer was freed meanwhile; its emitter is stopping
-            pass
+        self._tick_cause = TIMER
+        self._watch(True)
 
     def _look_up_starts(self, queued: list[tuple[Key, float]]) -> None:
         """The group's committed offsets of the queued (partition, assigned at): candidates for
@@ -111,15 +147,21 @@ class Progress:
 
     def rearm(self) -> None:
         """Switch the slow path again: after a tick, a first fetch, or a change of assignment."""
-        self._watch_polls(self._explicit or bool(self._member.awaiting_first) or self._tick_due)
+        self._watch_polls(self._explicit or bool(self._member.awaiting_first) or self._tick_cause is not None
+                          or self._probed_at is not None)
 
     def hooked(self, msgs: Sequence[Message]) -> None:
-        """The messages a poll()/consume() returned while the slow path was on."""
+        """The messages a poll()/consume() returned while the slow path was on; a tick if one is due (the
+        timer's), a newly assigned partition's first record was among them, or a probe found a long gap."""
         for msg in msgs:
             self._observe(msg)
-        if self._tick_due:
-            self._tick_due = False
-            self._guard(self._tick)
+        probed_at, self._probed_at = self._probed_at, None
+        if self._tick_cause is None and probed_at is not None and _monotonic() - probed_at >= self._gap_s:
+            self._tick_cause = POLL_GAP
+        cause, self._tick_cause = self._tick_cause, None
+        if cause is not None:
+            self._guard(self._tick, cause)
+        if cause is not None or probed_at is not None:
             self.rearm()
 
     def _observe(self, msg: Message) -> None:
@@ -142,15 +184,19 @@ class Progress:
                         topic=key[0], partition=key[1], offset=msg.offset(),
                         since_assign_ms=(_monotonic() - assigned_at) * 1000,
                         timestamp_ms=timestamp if kind != TIMESTAMP_NOT_AVAILABLE else None, seen=True, window_ms=0.0))
+                    if self._tick_cause is None:
+                        self._tick_cause = FIRST_RECORD
                     self.rearm()
         except Exception as exc:
             self._note(f"agent: observe: {exc!r}")
 
-    def _tick(self) -> None:
-        """Periodic progress per owned partition, plus agent_health while drops or errors are unreported."""
+    def _tick(self, cause: str) -> None:
+        """Progress per owned partition, plus agent_health while drops or errors are unreported; the
+        timer's next tick falls due an interval from now."""
         now = _monotonic()
         interval_ms = (now - self._last_tick) * 1000
         self._last_tick = now
+        self._due_at = now + self._interval_ms / 1000
         member = self._member
         if member.unwatched and not member.partitions_taken:
             self._found_first(now, interval_ms)
@@ -182,7 +228,8 @@ class Progress:
                     committed_offset=member.committed.get(key, contract.OFFSET_UNKNOWN), processed=processed,
                     lag=lag))
             self._emit("progress", contract.Progress(interval_ms=interval_ms, partitions=rows,
-                                                     truncated=len(keys) - len(shown)))
+                                                     truncated=len(keys) - len(shown), cause=cause,
+                                                     next_due_ms=float(self._interval_ms)))
         self._emit_health()
 
     def _found_first(self, now: float, window_ms: float) -> None:

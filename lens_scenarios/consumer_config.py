@@ -19,6 +19,7 @@ COMMIT_STYLES = ("auto", "batch", "revoke")
 # Classic groups only: fast enough for scenario time, slow enough for 2 busy cores.
 CLASSIC_SESSION_TIMEOUT_MS = 6000
 CLASSIC_HEARTBEAT_MS = 1000
+PROGRESS_INTERVAL_MS = 1000  # the members' lens.progress.interval.ms (the agents' default is 5 s)
 
 
 def check_choice(value: str, allowed: tuple[str, ...], flag: str) -> str:
@@ -74,7 +75,8 @@ def check_online_upgrade(assignor: str, scenario: str) -> None:
 def member_config(*, bootstrap: str, group_id: str, assignor: str, commit: str, client_id: str,
                   group_instance_id: str | None, max_poll_interval_ms: int, telemetry_topic: str,
                   session_timeout_ms: int = CLASSIC_SESSION_TIMEOUT_MS, agent: bool = True,
-                  telemetry_bootstrap: str | None = None, remote_assignor: str | None = None) -> dict[str, Any]:
+                  telemetry_bootstrap: str | None = None, remote_assignor: str | None = None,
+                  progress_interval_ms: int = PROGRESS_INTERVAL_MS) -> dict[str, Any]:
     """librdkafka + agent settings for one member process; ``agent=False``: librdkafka's alone
     (a plain ``confluent_kafka.Consumer`` refuses the ``lens.*`` keys). ``telemetry_bootstrap``:
     the telemetry's cluster, when not the consumer's. ``remote_assignor``: a KIP-848 member's
@@ -98,7 +100,7 @@ def member_config(*, bootstrap: str, group_id: str, assignor: str, commit: str, 
         "lens.telemetry.topic": telemetry_topic,
         "lens.commit.on.revoke": commit == "revoke",
         "lens.processing": "on_next_poll",
-        "lens.progress.interval.ms": 1000,
+        "lens.progress.interval.ms": progress_interval_ms,
     }
     if protocol_of(assignor) == "consumer":
         config["group.protocol"] = "consumer"

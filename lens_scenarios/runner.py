@@ -28,8 +28,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from consumer_agent import DEFAULT_TELEMETRY_TOPIC
 
 from lens_runtime.errors import LensError
-from lens_scenarios.consumer_config import (CLASSIC_SESSION_TIMEOUT_MS, check_choice, check_online_upgrade,
-                                            member_assignor, member_config, protocol_of)
+from lens_scenarios.consumer_config import (CLASSIC_SESSION_TIMEOUT_MS, PROGRESS_INTERVAL_MS, check_choice,
+                                            check_online_upgrade, member_assignor, member_config, protocol_of)
 from lens_scenarios.feeder import Feeder
 from lens_scenarios.fleet import Fleet
 from lens_scenarios.ground_truth import GroundTruth
@@ -59,6 +59,8 @@ class RunOptions:
     token: str | None = None
     # Each timeline action up to this much later, drawn per run (``timeline.Timeline.jitter_s``).
     phase_jitter_s: float = 0.0
+    # The agents' lens.progress.interval.ms (a crash's bounds narrow in proportion: benchmarks/crash_bounds.py).
+    progress_interval_ms: int = PROGRESS_INTERVAL_MS
 
 
 @dataclass
@@ -175,7 +177,7 @@ def _member_spec(run: _Run, bootstrap: str, member: MemberSpec, process: str) ->
                            telemetry_topic=options.telemetry_topic,
                            session_timeout_ms=options.session_timeout_ms, agent=member.agent,
                            telemetry_bootstrap=options.telemetry_bootstrap,
-                           remote_assignor=member.remote_assignor)
+                           remote_assignor=member.remote_assignor, progress_interval_ms=options.progress_interval_ms)
     if member.runtime == "java":
         config = java_config(config)
     if member.agent:

@@ -132,14 +132,16 @@ class Member:
                                           "seen": not window_ms, "window_ms": window_ms})
 
     def processes(self, part: tuple[str, int], upto: int, interval_ms: float = 1000.0,
-                  lag: int | None = 0) -> "Member":
+                  lag: int | None = 0, cause: str | None = None, next_due_ms: float | None = None) -> "Member":
         """A progress event: the member processed records up to offset ``upto``."""
-        return self.processes_many({part: upto}, interval_ms, {part: lag})
+        return self.processes_many({part: upto}, interval_ms, {part: lag}, cause, next_due_ms)
 
     def processes_many(self, uptos: Mapping[tuple[str, int], int], interval_ms: float = 1000.0,
-                       lags: Mapping[tuple[str, int], int | None] | None = None) -> "Member":
+                       lags: Mapping[tuple[str, int], int | None] | None = None, cause: str | None = None,
+                       next_due_ms: float | None = None) -> "Member":
         """One progress event for several partitions, as the agent reports all it owns at each
-        tick: the member processed each partition's records up to ``uptos[partition]``."""
+        tick: the member processed each partition's records up to ``uptos[partition]``; ``cause`` and
+        ``next_due_ms`` as today's agents send them (None: left out, as older agents did)."""
         rows = []
         for part, upto in uptos.items():
             off = self.owned[part]
@@ -147,7 +149,9 @@ class Member:
             off.last_processed, off.position = upto, upto + 1
             rows.append({**off.state(*part), "processed": max(0, upto + 1 - start),
                          "lag": (lags or {}).get(part, 0)})
-        return self._emit("progress", {"interval_ms": interval_ms, "truncated": 0, "partitions": rows})
+        body = {"interval_ms": interval_ms, "truncated": 0, "partitions": rows}
+        body.update({k: v for k, v in (("cause", cause), ("next_due_ms", next_due_ms)) if v is not None})
+        return self._emit("progress", body)
 
     def commits(self, part: tuple[str, int], offset: int, in_revoke: bool = False, mode: str = "manual",
                 error: str | None = None) -> "Member":

@@ -173,7 +173,12 @@ OWNERSHIP = Table(
         "last_progress_lag bigint, max_rate_per_s double, processed bigint, first_progress_log_end bigint, "
         "next_assigned_ms bigint, next_first_fetch_ms bigint, last_progress_position bigint, "
         "max_progress_interval_ms double, first_progress_log_end_ms bigint, last_record_after_ms bigint, "
-        "uncommitted_sum bigint, uncommitted_samples bigint"))
+        "uncommitted_sum bigint, uncommitted_samples bigint, handed_out_at_release boolean, progress_due_ms double, "
+        "last_commit_ms bigint"))
+# The handoffs' estimates: the most likely figures and their intervals, never bounds (``pipelines.measures``'s
+# ``_estimate``, ``_low / _high``; ``pipelines.gold.handoffs`` draws them).
+ESTIMATES = ("duplicates_estimate", "duplicates_estimate_low", "duplicates_estimate_high", "pause_estimate_s",
+             "pause_estimate_low_s", "pause_estimate_high_s")
 HANDOFFS = Table(
     "gold/handoffs",
     grain="one row per partition handoff (an ownership interval and the next one of its partition) and what it cost",
@@ -189,8 +194,11 @@ HANDOFFS = Table(
         "pause_upper_s double, duplicates bigint, duplicates_upper bigint, "
         "episode_id string, episode_start_ms bigint, cause string, unseen_owner boolean, "
         # the broker source (issue 52): where the figures came from (pipelines.vocabulary.FIGURE_SOURCES), how sure
-        # the cause is (CAUSE_CONFIDENCES), the log's estimates and the previous owner's stop window
-        "source string, cause_confidence string, duplicates_estimate bigint, pause_estimate_s double, "
+        # the cause is (CAUSE_CONFIDENCES) and the previous owner's stop window; the most likely figures (a crash's
+        # from its owner's pace, the broker's from the log's stop window) with their intervals
+        "source string, cause_confidence string, "
+        "duplicates_estimate bigint, duplicates_estimate_low bigint, duplicates_estimate_high bigint, "
+        "pause_estimate_s double, pause_estimate_low_s double, pause_estimate_high_s double, "
         "stopped_after_ms bigint, stopped_by_ms bigint"))
 EPISODES = Table(
     "gold/episodes", grain="one row per rebalance episode of a group, with its causes",

@@ -91,9 +91,13 @@ class Qualifier:
 QUALIFIERS: tuple[Qualifier, ...] = (
     Qualifier("_upper", "suffix", "the most the figure can have been; equal to the figure when exact",
               "duplicates_upper, pause_upper_s"),
-    Qualifier("_estimate", "suffix", "the broker's log's best single guess within the bounds, where the log says "
-              "when the previous owner stopped; never a bound (null elsewhere)", "duplicates_estimate, "
-              "pause_estimate_s"),
+    Qualifier("_estimate", "suffix", "the most likely figure: an estimate, not a bound (the figure itself when "
+              "exact; a crash handoff's from its owner's measured pace up to its death, a broker-only handoff's from "
+              "the log's window in which the previous owner stopped); null: nothing to estimate from",
+              "duplicates_estimate, pause_estimate_s"),
+    Qualifier("_low / _high", "suffix", "an estimate's interval: a crash's estimate taken to the first and the last "
+              "moment its owner can have died, within the bounds (elsewhere the bounds themselves)",
+              "duplicates_estimate_low, pause_estimate_high_s"),
     Qualifier("predicted_", "prefix", "a what-if's prediction: what a configuration leaves of the measured figure "
               "(its replay's ratio to the current configuration's replay, times the measured figure; `gold/what_if`, "
               "`gold/recommendations`)", "predicted_pause_s"),
@@ -258,7 +262,12 @@ def render_glossary() -> str:
     out += ["", "**Bounds.** A figure is what surely happened: the exact figure where gold knows it, else its "
                 "lower bound. That point figure is what a dashboard sums (`pipelines.measures.point_figure`, "
                 "the dbt macro `point_figure`). `<figure>_upper` is the most it can have been, equal to the "
-                "figure when exact; there is no `_lower` column. Null: not known (a sum counts it 0).",
+                "figure when exact; there is no `_lower` column. Null: not known (a sum counts it 0). "
+                "**Estimates.** `<figure>_estimate` is the most likely figure, never a bound: where gold knows "
+                "the figure it is the figure; a crash's takes its owner's measured pace from its last tick up "
+                "to a death as likely at any moment of its silence (`pipelines/gold/handoffs.py`), with its "
+                "interval in `_estimate_low` and `_estimate_high`; it is what to sum for the most likely total, "
+                "the bounds what surely happened and the most it can have been.",
             "", "| qualifier | where | meaning | example |", "|---|---|---|---|"]
     out += [f"| `{q.word}` | {q.place} | {cell(q.meaning)} | `{q.example}` |" for q in QUALIFIERS]
     out += ["", "Qualifiers go around the measure and the unit comes last (`predicted_pause_saved_s`).",

@@ -20,6 +20,10 @@ apply it.
   such agents still send, and a key column is never null (a null joins and matches nothing).
   Marts missing it are rebuilt (``stale_marts``).
 
+- Marts that carry the handoffs' estimates (``catalog.ESTIMATES``), stored before them, are
+  rebuilt whole (``stale_marts``); gold/handoffs gets them in place from gold's own arithmetic
+  (``pipelines.gold.upgrade``, which the runner and the SQL build call after these).
+
 Both run under the lake's lock: the first stage or SQL build that opens an older lake applies
 them, each printing one line per table saying what changed; a lake already current costs a
 look at each table's schema. Idempotent: a migration applies only while its table still has
@@ -174,7 +178,7 @@ MARTS: tuple[Migration, ...] = (
 TABLES = {t.path: t for t in (*catalog.TABLES, *catalog.CLOSED_LOOP_TABLES)}
 
 
-def _columns(spark: SparkSession, location: str) -> list[str] | None:
+def stored_columns(spark: SparkSession, location: str) -> list[str] | None:
     """The Delta table's columns at ``location``; None when there is no table (known without
     Spark for a local lake)."""
     from delta.tables import DeltaTable
@@ -228,7 +232,7 @@ def with_cluster(spark: SparkSession, lake_path: str) -> list[tuple[catalog.Tabl
     (``CLUSTER_UNKNOWN``) placed as the declaration places it (stored evidence queries naming it)."""
     out = []
     for table in WITH_CLUSTER:
-        columns = _columns(spark, table.location(lake_path))
+        columns = stored_columns(spark, table.location(lake_path))
         if columns is None or CLUSTER in columns:
             continue
         names = table.column_names()
@@ -280,7 +284,7 @@ def added_to_closed_loop(spark: SparkSession, lake_path: str) -> list[tuple[cata
     build's sources would lack them until the next check."""
     out = []
     for table in catalog.CLOSED_LOOP_TABLES:
-        columns = _columns(spark, table.location(lake_path))
+        columns = stored_columns(spark, table.location(lake_path))
         if columns is None:
             continue
         missing = [(n, k) for n, k in table.all_columns() if n not in columns]
@@ -301,7 +305,7 @@ def migrate(spark: SparkSession, lake_path: str, progress: Progress = print) -> 
         progress(said[-1])
     for migration in GOLD:
         table = TABLES[migration.path]
-        columns = _columns(spark, table.location(lake_path))
+        columns = stored_columns(spark, table.location(lake_path))
         if columns is None or not migration.applies_to(columns):
             continue
         lake.rewrite(spark, lake_path, table, migrated_rows(spark, lake_path, migration))
@@ -327,19 +331,30 @@ MARTS_WITH_CLUSTER = ("agent_telemetry_quality", "commit_on_revoke_daily", "conf
                       "open_recommendations", "rebalance_episodes", "recommendation_checks")
 
 
+# The marts that carry the handoffs' estimates: one stored before them is rebuilt whole (appended
+# columns would read null in its older rows).
+ESTIMATE_MARTS = ("episode_handoffs", "rebalance_episodes")
+
+
 def stale_marts(spark: SparkSession, lake_path: str, progress: Progress = print) -> list[str]:
-    """The marts still under older names, which the next SQL build rebuilds whole; prints one
-    line per mart."""
+    """The marts still under older names or without the estimates, which the next SQL build rebuilds
+    whole; prints one line per mart."""
     stale = []
     for name in MARTS_WITH_CLUSTER:
-        columns = _columns(spark, f"{lake_path.rstrip('/')}/marts/{name}")
+        columns = stored_columns(spark, f"{lake_path.rstrip('/')}/marts/{name}")
         if columns is not None and CLUSTER not in columns:
             stale.append(name)
             progress(cluster_said(f"marts/{name}", "rebuilt, "))
     for migration in MARTS:
-        columns = _columns(spark, f"{lake_path.rstrip('/')}/{migration.path}")
+        columns = stored_columns(spark, f"{lake_path.rstrip('/')}/{migration.path}")
         if columns is not None and migration.applies_to(columns):
             if migration.path.split("/", 1)[1] not in stale:
                 stale.append(migration.path.split("/", 1)[1])
             progress(migration.said("rebuilt, "))
+    for name in ESTIMATE_MARTS:
+        columns = stored_columns(spark, f"{lake_path.rstrip('/')}/marts/{name}")
+        if columns is not None and catalog.ESTIMATES[0] not in columns:
+            if name not in stale:
+                stale.append(name)
+            progress(f"marts/{name}: rebuilt, added the estimates ({catalog.ESTIMATES[0]} and the rest)")
     return stale

@@ -25,6 +25,7 @@ from pyspark.sql import SparkSession
 
 from lens_runtime.errors import LensError
 from pipelines import catalog, lake, migrations
+from pipelines.gold import upgrade as gold_upgrade
 from pipelines.config import PipelineConfig, Progress, describe
 
 PROJECT = Path(__file__).resolve().parents[1] / "dbt_like_sql"
@@ -130,6 +131,7 @@ def build(spark: SparkSession, lake_path: str, select: Sequence[str] = (), progr
     lake under older column names is migrated first)."""
     if lake.exists(spark, lake_path, catalog.STAGE_PROGRESS):
         migrations.migrate(spark, lake_path, progress)
+        gold_upgrade.upgrade(spark, lake_path, progress)
     rebuild = migrations.stale_marts(spark, lake_path, progress)
     # What the last whole build covered is not recomputed (a partial build marks nothing).
     built_through = -1 if full_refresh else lake.stage_mark(spark, lake_path, SQL_STAGE)

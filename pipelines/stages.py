@@ -19,6 +19,7 @@ from lens_runtime.errors import LensError
 from pipelines import ingest, lake_lock, migrations, silver, sql_build, validate
 from pipelines.config import PipelineConfig, Progress, describe
 from pipelines.gold import stage as gold
+from pipelines.gold import upgrade as gold_upgrade
 from pipelines.recommend import stage as recommend
 
 Stage = Callable[[SparkSession, PipelineConfig, Progress], dict[str, int]]
@@ -45,8 +46,15 @@ def run_stage(spark: SparkSession, config: PipelineConfig, stage: str, progress:
     if stage not in STAGES:
         raise LensError(f"unknown stage {stage!r}: choose one of {', '.join(STAGES)}")
     with lake_lock.locked(config.lake_path, config.lock_wait_s):
-        migrations.migrate(spark, config.lake_path, progress)
+        _upgraded(spark, config, progress)
         return _run(spark, config, stage, progress)
+
+
+def _upgraded(spark: SparkSession, config: PipelineConfig, progress: Progress) -> None:
+    """An older lake brought up to today's tables, under the lock its caller holds: renamed
+    (``pipelines.migrations``), then recomputed where gold must (``pipelines.gold.upgrade``)."""
+    migrations.migrate(spark, config.lake_path, progress)
+    gold_upgrade.upgrade(spark, config.lake_path, progress)
 
 
 def _run(spark: SparkSession, config: PipelineConfig, stage: str, progress: Progress) -> dict[str, int]:
@@ -64,5 +72,5 @@ def run_pipeline(spark: SparkSession, config: PipelineConfig, stages: Sequence[s
     stage's counts."""
     todo = resolve_stages(stages)
     with lake_lock.locked(config.lake_path, config.lock_wait_s):
-        migrations.migrate(spark, config.lake_path, progress)
+        _upgraded(spark, config, progress)
         return {stage: _run(spark, config, stage, progress) for stage in todo}

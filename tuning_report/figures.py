@@ -108,10 +108,22 @@ def ownership(handoffs: pl.DataFrame, started_at, ended_at) -> go.Figure:
         fig.add_bar(y=labels, x=[e * 1000 for e in extra],
                     base=[r + timedelta(seconds=p) for r, p in zip(rows["released_at"], rows["pause_s"])],
                     orientation="h", name="pause, upper bound", marker=dict(color="#dddddd", pattern_shape="/"))
+        _most_likely(fig, rows, labels, extra)
     fig.update_layout(**{**LAYOUT, "height": max(220, 28 * len(labels) + 120)}, barmode="overlay",
                       title="Who owned each partition (time in UTC)", xaxis=dict(type="date"),
                       yaxis=dict(title="partition", autorange="reversed"))
     return fig
+
+
+def _most_likely(fig: go.Figure, rows: pl.DataFrame, labels: list[str], extra: list[float]) -> None:
+    """A tick where a bounded pause most likely ended (gold's estimate: not a bound)."""
+    if "pause_estimate_s" not in rows.columns:  # a mart built before the estimates
+        return
+    marks = [(y, r["released_at"] + timedelta(seconds=r["pause_estimate_s"]))
+             for y, r, e in zip(labels, rows.iter_rows(named=True), extra) if e and r["pause_estimate_s"] is not None]
+    if marks:
+        fig.add_scatter(y=[y for y, _ in marks], x=[x for _, x in marks], mode="markers", name="pause, most likely",
+                        marker=dict(symbol="line-ns-open", size=14, color="#333333"))
 
 
 def _ms(delta: timedelta) -> float:

@@ -20,6 +20,9 @@ TERMS = {
                    "being read (cooperative-sticky)",
     "KIP-848": "Kafka's newer consumer protocol (group.protocol=consumer): the broker assigns, member by member, "
                "with no group-wide stop",
+    "most likely": "Beside a crash's range, the most likely figure (120 to 180, most likely 150) is an estimate, "
+                   "not a bound: the crashed member's measured pace taken up to a death as likely at any moment "
+                   "after its last report; the ownership charts mark the most likely pause with a tick.",
 }
 
 
@@ -54,11 +57,13 @@ def share(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:.0f}%"
 
 
-def bounded(lower: float, upper: float, spec: str = ",.0f") -> str:
-    """A figure, or its range when it is known only within bounds."""
+def bounded(lower: float, upper: float, spec: str = ",.0f", estimate: float | None = None) -> str:
+    """A figure, or its range when it is known only within bounds, with the most likely figure (gold's
+    estimate, never a bound) when there is one."""
     if upper is None or abs(upper - lower) < 1e-9:
         return format(lower, spec)
-    return f"{lower:{spec}} to {upper:{spec}}"
+    likely = f" (most likely {estimate:{spec}})" if isinstance(estimate, int | float) else ""
+    return f"{lower:{spec}} to {upper:{spec}}{likely}"
 
 
 def headline_sentence(h: Headline, causes: pl.DataFrame) -> str:

@@ -377,6 +377,9 @@ def handoff_row(change: dict[str, Any], window: StopWindow, start: _Start, figur
         "duplicates": figures["duplicates"], "duplicates_upper": figures["duplicates_upper"],
         "pause_s": figures["pause_s"], "pause_upper_s": figures["pause_upper_s"],
         "duplicates_estimate": figures["duplicates_estimate"], "pause_estimate_s": figures["pause_estimate_s"],
+        # an estimate's interval where the log gives no narrower one: the bounds themselves
+        "duplicates_estimate_low": figures["duplicates"], "duplicates_estimate_high": figures["duplicates_upper"],
+        "pause_estimate_low_s": figures["pause_s"], "pause_estimate_high_s": figures["pause_upper_s"],
         "stopped_after_ms": window.after_ms, "stopped_by_ms": window.by_ms, "start_offset": start.committed,
         "first_commit_ms": figures["first_commit_ms"], "protocol": change["protocol"],
         "broker_release": change["release_kind"], "change_kind": change["kind"],

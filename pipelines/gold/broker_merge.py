@@ -29,7 +29,10 @@ MATCH_WINDOW_MS = 30_000
 AGREEMENT_SLACK = {"duplicates": 0, "pause_s": 0.005}
 FIGURES = tuple(AGREEMENT_SLACK)
 # What only the broker knows of a handoff both saw.
-BROKER_ONLY = ("duplicates_estimate", "pause_estimate_s", "stopped_after_ms", "stopped_by_ms")
+BROKER_ONLY = ("stopped_after_ms", "stopped_by_ms")
+# Each figure's estimate and its interval (catalog.ESTIMATES), per figure.
+ESTIMATES_OF = {"duplicates": ("duplicates_estimate", "duplicates_estimate_low", "duplicates_estimate_high"),
+                "pause_s": ("pause_estimate_s", "pause_estimate_low_s", "pause_estimate_high_s")}
 # Agent causes that say the agent did not see why: the log's cause replaces them.
 UNSEEN_CAUSES = ("unseen_member", "unknown")
 
@@ -96,6 +99,22 @@ def _narrowed(agent: dict[str, Any], broker: dict[str, Any], figure: str) -> tup
     return new_low, new_high
 
 
+def _estimated(agent: dict[str, Any], broker: dict[str, Any], row: dict[str, Any], figure: str) -> None:
+    """``row``'s estimate of ``figure``: the agent's where its figure is exact or its owner crashed (its
+    pace is measured), else the broker's where the log says when the owner stopped; held within the
+    narrowed bounds."""
+    names = ESTIMATES_OF[figure]
+    exact = agent[figure] is not None and agent[figure] == agent[upper_name(figure)]
+    source = agent if exact or agent.get("release_kind") == "crash" or broker[names[0]] is None else broker
+    low, high = row[figure], row[upper_name(figure)]
+    for name in names:
+        value = source.get(name)
+        if value is not None:
+            value = max(value, low) if low is not None else value
+            value = min(value, high) if high is not None else value
+        row[name] = value
+
+
 def merged(agent: dict[str, Any], broker: dict[str, Any]) -> tuple[dict[str, Any], list[Check]]:
     """The row of a handoff both saw, and the checks of its figures (the module docstring)."""
     row = {**agent, "source": "both", **{k: broker[k] for k in BROKER_ONLY}}
@@ -107,6 +126,7 @@ def merged(agent: dict[str, Any], broker: dict[str, Any]) -> tuple[dict[str, Any
         checks.append(Check(agent["handoff_id"], figure, (agent[figure], agent[upper]),
                             (broker[figure], broker[upper])))
         row[figure], row[upper] = _narrowed(agent, broker, figure)
+        _estimated(agent, broker, row, figure)
     if agent.get("cause") in UNSEEN_CAUSES and broker.get("cause"):
         row["cause"], row["cause_confidence"] = broker["cause"], broker["cause_confidence"]
     else:

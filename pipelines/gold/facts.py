@@ -31,11 +31,14 @@ from pipelines.gold.ownership import CHANGES
 #
 # A progress fact carries what the fold takes from it: records processed, the log end it saw
 # (position + lag; of a run, the first and, ``first_ms``, when), the position, last processed
-# offset and lag, the rate and the interval since the agent's previous tick, and (``moved_ms``)
-# the previous tick's time if records were handed out since (of a run, the latest); a commit fact its offset and
-# (``first_ms``, ``first_offset``) the earliest commit's time and offset. So a run of progress
-# or commit facts can be summed into one fact of the same shape (``runs``) and the Python fold
-# walks the runs, not every event.
+# offset and lag, the rate and the interval since the agent's previous tick, the interval of a
+# timer's tick only (``timer_interval_ms``: a tick at a first record or after a poll gap comes
+# early, ``consumer_agent.progress``) and the interval the agent promises (``next_due_ms``), and
+# (``moved_ms``) the previous tick's time if records were handed out since (of a run, the latest);
+# a commit fact its offset and (``first_ms``, ``first_offset``) the earliest commit's time and
+# offset; a release its ``handed_out`` (the agent's word). So a run of progress or commit facts
+# can be summed into one fact of the same shape (``runs``) and the Python fold walks the runs,
+# not every event.
 FACT_DDL = ("cluster_id string, group_id string, topic string, partition bigint, kind string, event_id string, "
             "event_time_ms bigint, "
             "agent_id string, seq bigint, member_id string, group_instance_id string, host string, client_id string, "
@@ -44,7 +47,7 @@ FACT_DDL = ("cluster_id string, group_id string, topic string, partition bigint,
             "callback_ms double, revoke_committed boolean, "
             "offset bigint, first_ms bigint, first_offset bigint, offset_error string, request_error string, "
             "in_revoke boolean, window_ms double, timestamp_ms bigint, stalled boolean, uncommitted bigint, "
-            "uncommitted_samples bigint")
+            "uncommitted_samples bigint, timer_interval_ms double, next_due_ms double, handed_out boolean")
 ENVELOPE = [*GROUP_KEY, "kind", "event_id", "event_time_ms", "agent_id", "seq", "member_id", "group_instance_id",
             "host", "client_id", "generation"]
 NEVER = -(2 ** 63)  # before every event: where a stall carried over from the last run starts
@@ -55,6 +58,22 @@ def _typed(rows: DataFrame, *keep: str) -> DataFrame:
     schema = StructType.fromDDL(FACT_DDL)  # parsed by the JVM, so not at import
     return rows.select(*[(F.col(f.name) if f.name in rows.columns else F.lit(None)).cast(f.dataType).alias(f.name)
                          for f in schema.fields], *keep)
+
+
+def _body_field(events: DataFrame, path: str) -> Column:
+    """``path`` (``body.field``) of the typed events, or null where their table predates the field (a body
+    field added within v1 reaches a lake's events table with the first event that carries it)."""
+    struct, name = path.split(".", 1)
+    fields = events.schema[struct].dataType
+    return F.col(path) if name in fields.names else F.lit(None)
+
+
+def _element_field(events: DataFrame, array: str, name: str) -> Column:
+    """Field ``name`` of ``p``, an exploded element of the body array ``array`` (``struct.array``), or null
+    where the events table predates it."""
+    struct, field = array.split(".", 1)
+    element = events.schema[struct].dataType[field].dataType.elementType
+    return F.col(f"p.{name}") if name in element.names else F.lit(None)
 
 
 def uncommitted_records(last_processed: Column, committed: Column) -> Column:
@@ -99,15 +118,19 @@ def facts(events: DataFrame, stall_rows: DataFrame) -> DataFrame:
                        F.col("partitions_change.callback_ms").alias("callback_ms"),
                        F.coalesce("partitions_change.commit_on_revoke.committed", F.lit(False))
                        .alias("revoke_committed"))
-               .select("*", "p.topic", "p.partition", "p.position", "p.last_processed_offset", "p.committed_offset"))
+               .select("*", "p.topic", "p.partition", "p.position", "p.last_processed_offset", "p.committed_offset",
+                       _element_field(events, "partitions_change.partitions", "handed_out").alias("handed_out")))
     fetches = (events.where("kind = 'first_fetch'")
                .select(*env, "first_fetch.topic", "first_fetch.partition", "first_fetch.offset",
                        "first_fetch.window_ms", "first_fetch.timestamp_ms"))
     position, lag, interval_ms = F.col("p.position"), F.col("p.lag"), F.col("interval_ms")
     known_end = lag.isNotNull() & position.isNotNull() & ~position.isin(OFFSET_UNKNOWN, 0)
     uncommitted = uncommitted_records(F.col("p.last_processed_offset"), F.col("p.committed_offset"))
+    cause = _body_field(events, "progress.cause")
     progress = (events.where("kind = 'progress'")
-                .select(*env, F.explode("progress.partitions").alias("p"), "progress.interval_ms")
+                .select(*env, F.explode("progress.partitions").alias("p"), "progress.interval_ms",
+                        F.when(F.coalesce(cause, F.lit("timer")) == "timer", F.col("progress.interval_ms"))
+                        .alias("timer_interval_ms"), _body_field(events, "progress.next_due_ms").alias("next_due_ms"))
                 .select("*", "p.topic", "p.partition", "p.position", "p.last_processed_offset", "p.lag", "p.processed",
                         F.when(known_end, position + lag).alias("log_end"),
                         F.when(known_end, F.col("event_time_ms")).alias("first_ms"),
@@ -146,7 +169,8 @@ def runs(rows: DataFrame) -> DataFrame:
     interval a member's fact updates, and whether the next owner has read, change only there)
     and at ``before_ms``, where the fold keeps its state. What the fold takes from a run equals
     what it takes from its facts one by one: the sum of records, the first log end and its
-    time, the last position, offsets and lag, the highest rate, interval and ``moved_ms``; of commits
+    time, the last position, offsets and lag, the highest rate, interval (of any tick, and of the
+    timer's), promised interval and ``moved_ms``; of commits
     the highest offset, and the highest at the earliest millisecond (``PartitionFold.feed``). Stalled
     progress and failed commits, which the fold ignores, are dropped here.
     """
@@ -160,12 +184,13 @@ def runs(rows: DataFrame) -> DataFrame:
                 .agg(F.max(F.struct("event_time_ms", "seq", "position", "last_processed_offset", "lag")).alias("last"),
                      F.sum("processed").alias("processed"), F.max("max_rate").alias("max_rate"),
                      F.max("interval_ms").alias("interval_ms"), F.max("moved_ms").alias("moved_ms"),
+                     F.max("timer_interval_ms").alias("timer_interval_ms"), F.max("next_due_ms").alias("next_due_ms"),
                      F.sum("uncommitted").alias("uncommitted"),
                      F.sum("uncommitted_samples").alias("uncommitted_samples"),
                      F.min(F.when(F.col("log_end").isNotNull(), F.struct("event_time_ms", "seq", "log_end")))
                      .alias("first"))
-                .select(*keys, "last.*", "processed", "max_rate", "interval_ms", "moved_ms", "uncommitted",
-                        "uncommitted_samples", "first.log_end",
+                .select(*keys, "last.*", "processed", "max_rate", "interval_ms", "moved_ms", "timer_interval_ms",
+                        "next_due_ms", "uncommitted", "uncommitted_samples", "first.log_end",
                         F.col("first.event_time_ms").alias("first_ms"), F.lit(False).alias("stalled")))
     ok = (F.col("request_error").isNull() & F.col("offset_error").isNull() & F.col("offset").isNotNull()
           & (F.col("offset") != OFFSET_UNKNOWN))

@@ -46,20 +46,35 @@ last record it handed out:
   never past the log end the next reader reported at its first progress; with neither
   (no tick with a lag, no reader's progress), no upper bound.
 
-``silent_until``: the agent ticks every progress interval from a timer of its own, at the
-first poll after the timer fires, and a poll that hands out records is the only way records
-leave the consumer; each tick's event is queued at once and produced within the emitter's
-linger. So an owner that went on polling past t_p + (its longest observed tick interval)
-ticked again, and that tick reached the telemetry topic unless the process died within
-``SEND_ALLOWANCE_MS`` of it: its last record was handed out by t_p + longest interval +
-allowance (or by t_d, if sooner). An owner that never ticked for the partition (a crash within
-an interval of its assignment) is bounded by t_d alone. Other events (commits, health) come
-when the application acts, not on a clock: their absence says nothing, so only the ticks
-bound the silence. The width is about the partition's production rate times (tick interval +
-allowance), plus the lag at the last tick: a shorter ``lens.progress.interval.ms`` narrows it
-(widths measured: docs/measured.md, ``benchmarks/crash_bounds.py``). Not covered: a tick
-reports at most 100 partitions (the first, sorted); one that leaves those 100 as its owner
-gains partitions ticks no more while still read, and its bounds would be too tight.
+``silent_until``: the agent's timer makes a tick due a progress interval after its last tick of
+any cause, and the tick comes at the first poll after that; a poll that hands out records is
+the only way records leave the consumer; each tick's event is queued at once and produced
+within the emitter's linger. So an owner that went on polling past t_p + (the longest it was
+seen to take from a tick to its timer's next, ``max_progress_interval_ms``, at least the
+interval it promised) ticked again, and that tick reached the telemetry topic unless the
+process died within ``SEND_ALLOWANCE_MS`` of it: its last record was handed out by t_p +
+longest interval + allowance (or by t_d, if sooner). An owner whose ticks of this ownership
+all came early (at its first record, or after a poll gap: ``consumer_agent.progress``) has not
+shown how late its timer's ticks come, and one that never ticked for the partition is bounded
+by t_d alone. Other events (commits, health) come when the application acts, not on a clock:
+their absence says nothing, so only the ticks bound the silence. The width is about the
+partition's production rate times (tick interval + allowance), plus the lag at the last tick:
+a shorter ``lens.progress.interval.ms`` narrows it (widths measured: docs/measured.md,
+``benchmarks/crash_bounds.py``). Not covered: a tick reports at most 100 partitions (the first,
+sorted); one that leaves those 100 as its owner gains partitions ticks no more while still
+read, and its bounds would be too tight.
+
+The estimate (``duplicates_estimate``, ``pause_estimate_s``: the most likely figure, not a
+bound; ``pipelines.gold.crash_pace``): the owner went on at its measured pace from its last
+tick (what it had handed out, its last commit and any commit the next owner's start reveals)
+until it died, and its death is as likely at any moment of its silence: from its last sign of
+life (a tick's send, its last commit, the revealed commit) to when its timer's next tick would
+have been sent (t_p + the longest interval + the emitter's linger). Its interval
+(``_estimate_low``, ``_estimate_high``) is the same pace taken to the first and the last moment
+it can have died, within the bounds. No tick, or no interval or start known: no estimate. Where
+the figure is exact the estimate is the figure; where it is bounded for another reason (a lost
+owner's pause, an unknown first offset) the estimate is what a prediction is set beside
+(``pipelines.measures.measured_duplicates``, ``measured_pause_s``), its interval the bounds.
 
 The pause of a crash is within [first_fetch - silent_until, first_fetch - the earliest its
 last record can have been handed out]: after the tick before its last tick that counted
@@ -93,12 +108,17 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from pipelines.measures import point_figure
+from pipelines.catalog import ESTIMATES
+from pipelines.gold.crash_pace import LINGER_MS, Pace
+from pipelines.measures import measured_duplicates, measured_pause_s, point_figure
 
 # How long a progress event can take from its tick to the telemetry topic: queued at once,
 # produced within the emitter's linger.ms (50) plus a round trip; a process that died later
-# than this after a tick had sent it.
-SEND_ALLOWANCE_MS = 500
+# than this after a tick had sent it. Measured (benchmarks/crash_bounds.py prints it): from the
+# tick to the produce() call at most 46 ms (99th percentile 5 ms) of 452 ticks on a 2-core
+# machine at a load of 27; with the linger and a local round trip, about 100 ms at most: this
+# is 2.5 times that (docs/measured.md#crash-bounds).
+SEND_ALLOWANCE_MS = 250
 
 
 def _seconds(later: int | None, earlier: int | None) -> float | None:
@@ -119,9 +139,16 @@ def _before(offset: int | None) -> int | None:
     return None if offset is None else offset - 1
 
 
+def _timer_interval_ms(prev: dict[str, Any]) -> float | None:
+    """The longest an owner's timer let pass from one tick to its next, as seen in this ownership, at least
+    the interval it promised; None: no tick of this ownership was its timer's."""
+    longest = prev.get("max_progress_interval_ms")  # .get: an interval kept before the column
+    return None if longest is None else max(longest, prev.get("progress_due_ms") or 0.0)
+
+
 def _silent_until_ms(prev: dict[str, Any], nxt: dict[str, Any]) -> int:
     """The latest a crashed owner ``prev`` can have handed out a record (module docstring)."""
-    longest = prev.get("max_progress_interval_ms")  # .get: an interval kept before the column
+    longest = _timer_interval_ms(prev)
     if prev["last_progress_ms"] is None or longest is None:
         return nxt["assigned_ms"]
     return min(nxt["assigned_ms"], prev["last_progress_ms"] + math.ceil(longest) + SEND_ALLOWANCE_MS)
@@ -212,7 +239,7 @@ def handoff(prev: dict[str, Any], nxt: dict[str, Any], reader: dict[str, Any] | 
     ``reader`` is the first interval from ``nxt`` on that fetched (default ``nxt``)."""
     kind = prev["release_kind"]
     reader = nxt if reader is None else reader
-    end, ff_off = _pause_end_ms(nxt), reader["first_fetch_offset"]
+    end = _pause_end_ms(nxt)
     committed = _max_known(prev["committed_at_release"], prev["committed_max"])
     row = {
         "handoff_id": f"{prev['assign_event_id']}>{nxt['assign_event_id']}:{prev['topic']}/{prev['partition']}",
@@ -229,37 +256,110 @@ def handoff(prev: dict[str, Any], nxt: dict[str, Any], reader: dict[str, Any] | 
         "revoke_callback_ms": prev["callback_ms"], "revoke_event_id": prev["release_event_id"],
         "commit_in_revoke": prev["commit_in_revoke"],
     }
-    last_progress = prev["last_progress_ms"] or prev["assigned_ms"]
     if kind in ("revoked", "lost"):
-        nothing = handed_out_nothing(prev)  # then nothing of its own can be read again: exactly 0
-        uncommitted = 0 if nothing else _dups(prev["last_processed_at_release"], committed)
-        confirmed = 0 if nothing else _dups(prev["last_processed_at_release"], ff_off)
-        # a first record found at a progress tick without the group's committed offset: at most
-        # what the previous owner processed past its last commit (the next owner starts at or after it)
-        offset_unknown = ff_off is None and reader["first_fetch_ms"] is not None
-        lower, upper = (0, uncommitted) if offset_unknown else (confirmed, confirmed)
-        if kind == "revoked":
-            low, high = _waited(reader, end, prev["released_ms"], prev["released_ms"])
-            pause = low if low == high else None
-        else:
-            pause = None
-            low, high = _waited(reader, end, min(prev["released_ms"], nxt["assigned_ms"]), last_progress)
-        row.update(pause_s=point_figure(pause, low), pause_upper_s=high, duplicates=point_figure(confirmed, lower),
-                   duplicates_upper=upper, uncommitted_at_revoke=uncommitted)
+        row.update(_released_figures(prev, nxt, reader, committed, end))
+        row.update(bounded_estimates(row))
     else:
-        until = _silent_until_ms(prev, nxt)
-        lower, upper = _crash_dups(prev, reader, until, committed)
-        # its last record came after the tick before its last tick that counted records (an idle
-        # partition's last record may be ticks older than its last tick), or after its first
-        after = prev.get("last_record_after_ms") or prev["assigned_ms"]  # .get: kept before the column
-        alive = max(after, (prev["first_fetch_ms"] or 0) - int(prev["first_fetch_window_ms"] or 0))
-        # not seen reading: the link before it counted the wait up to the next assignment (``_pause_end_ms``)
-        earliest = nxt["assigned_ms"] if prev["first_fetch_ms"] is None else until
-        low, high = _waited(reader, end, earliest, alive)
-        row.update(pause_s=point_figure(None, low), pause_upper_s=high, duplicates=point_figure(None, lower),
-                   duplicates_upper=upper,
-                   uncommitted_at_revoke=_dups(prev["last_progress_processed_offset"], committed))
+        row.update(_crash_figures(prev, nxt, reader, committed, end))
     return row
+
+
+def _released_figures(prev: dict[str, Any], nxt: dict[str, Any], reader: dict[str, Any], committed: int | None,
+                      end: tuple[int | None, int | None]) -> dict[str, Any]:
+    """The figures of a handoff whose owner let go (revoked or lost): exact duplicates, a revoke's exact pause."""
+    ff_off = reader["first_fetch_offset"]
+    nothing = handed_out_nothing(prev)  # then nothing of its own can be read again: exactly 0
+    uncommitted = 0 if nothing else _dups(prev["last_processed_at_release"], committed)
+    confirmed = 0 if nothing else _dups(prev["last_processed_at_release"], ff_off)
+    # a first record found at a progress tick without the group's committed offset: at most
+    # what the previous owner processed past its last commit (the next owner starts at or after it)
+    offset_unknown = ff_off is None and reader["first_fetch_ms"] is not None
+    lower, upper = (0, uncommitted) if offset_unknown else (confirmed, confirmed)
+    if prev["release_kind"] == "revoked":
+        low, high = _waited(reader, end, prev["released_ms"], prev["released_ms"])
+        pause = low if low == high else None
+    else:
+        pause = None
+        low, high = _waited(reader, end, min(prev["released_ms"], nxt["assigned_ms"]),
+                            prev["last_progress_ms"] or prev["assigned_ms"])
+    return {"pause_s": point_figure(pause, low), "pause_upper_s": high, "duplicates": point_figure(confirmed, lower),
+            "duplicates_upper": upper, "uncommitted_at_revoke": uncommitted}
+
+
+def _crash_figures(prev: dict[str, Any], nxt: dict[str, Any], reader: dict[str, Any], committed: int | None,
+                   end: tuple[int | None, int | None]) -> dict[str, Any]:
+    """The bounds and the estimate of a handoff whose owner never let go (module docstring)."""
+    until = _silent_until_ms(prev, nxt)
+    lower, upper = _crash_dups(prev, reader, until, committed)
+    # its last record came after the tick before its last tick that counted records (an idle
+    # partition's last record may be ticks older than its last tick), or after its first
+    after = prev.get("last_record_after_ms") or prev["assigned_ms"]  # .get: kept before the column
+    alive = max(after, (prev["first_fetch_ms"] or 0) - int(prev["first_fetch_window_ms"] or 0))
+    # not seen reading: the link before it counted the wait up to the next assignment (``_pause_end_ms``)
+    earliest = nxt["assigned_ms"] if prev["first_fetch_ms"] is None else until
+    low, high = _waited(reader, end, earliest, alive)
+    start = reader["first_fetch_offset"] if reader["first_fetch_offset"] is not None else committed
+    estimates = _crash_estimates(prev, nxt, _pace(prev, reader, committed), start, until, alive, end, reader)
+    uncommitted = _dups(prev["last_progress_processed_offset"], committed)
+    return {"pause_s": point_figure(None, low), "pause_upper_s": high, "duplicates": point_figure(None, lower),
+            "duplicates_upper": upper, "uncommitted_at_revoke": uncommitted,
+            **_clamped(estimates, (lower, upper), (low, high))}
+
+
+def _pace(prev: dict[str, Any], reader: dict[str, Any], committed: int | None) -> Pace | None:
+    """How the crashed owner ``prev`` went on after its last tick (``crash_pace``); None: it never ticked."""
+    at, position = prev["last_progress_ms"], prev.get("last_progress_position")
+    first = None if prev["first_fetch_offset"] is None else prev["first_fetch_offset"] + 1
+    handed = _max_known(position, committed, first)
+    if at is None or handed is None:
+        return None
+    last = (_log_end(position, prev["last_progress_lag"]), at)
+    growth = _growth_per_ms(last, (reader["first_progress_log_end"], reader.get("first_progress_log_end_ms")))
+    if growth is None:  # the next reader's first progress is the closer look at the log across the silence
+        growth = _growth_per_ms((prev["first_progress_log_end"], prev.get("first_progress_log_end_ms")), last)
+    capacity = prev["max_rate_per_s"] / 1000.0 if prev["max_rate_per_s"] else None
+    return Pace(at, handed, last[0], capacity, growth)
+
+
+def _crash_estimates(prev: dict[str, Any], nxt: dict[str, Any], pace: Pace | None, start: int | None, until: int,
+                     after_ms: int, end: tuple[int | None, int | None], reader: dict[str, Any]) -> dict[str, Any]:
+    """The crash's estimates (module docstring), before they are held within the bounds: the pace taken to
+    the middle of its silence, and to its first and last moment."""
+    interval = _timer_interval_ms(prev) or prev.get("progress_due_ms")  # .get: kept before the column
+    if pace is None or interval is None or start is None:
+        return dict.fromkeys(ESTIMATES)
+    alive = max(pace.at_ms + LINGER_MS, prev.get("last_commit_ms") or 0)
+    revealed = pace.reached_ms(start) if start > pace.handed else None  # a commit the next owner's start shows
+    alive = max(alive, revealed or 0)
+    latest = max(alive, until)
+    silent = max(alive, min(latest, pace.at_ms + interval + LINGER_MS))
+    deaths = ((alive + silent) / 2.0, alive, latest)  # the estimate, its low and high ends
+    dups = [round(pace.handed_by(t)) - start for t in deaths]
+    middle = None if end[0] is None or end[1] is None else (end[0] + end[1]) // 2
+    pauses = [_waited(reader, (middle, middle), int(pace.last_record_ms(t, after_ms)))[0]
+              for t in (deaths[0], deaths[2], deaths[1])]  # a later death, a shorter pause
+    return dict(zip(ESTIMATES, [*dups, *pauses]))
+
+
+def _clamped(estimates: dict[str, Any], dups: tuple[int, int | None], pauses: tuple[Any, Any]) -> dict[str, Any]:
+    """The estimates held within the bounds they estimate inside (a duplicate count never below 0)."""
+    out = {}
+    for name, value in estimates.items():
+        low, high = pauses if name.startswith("pause") else dups
+        if value is not None:
+            value = max(value, low if low is not None else 0)
+            value = value if high is None else min(value, high)
+        out[name] = value
+    return out
+
+
+def bounded_estimates(row: dict[str, Any]) -> dict[str, Any]:
+    """The estimates of a handoff that is no crash (a release, or a part across an owner without the agent):
+    the figure where it is exact, else what a prediction is set beside (``pipelines.measures``); the
+    intervals are the bounds."""
+    dups, pause = measured_duplicates(row), measured_pause_s(row)
+    return dict(zip(ESTIMATES, (None if dups is None else round(dups), row["duplicates"], row["duplicates_upper"],
+                                pause, row["pause_s"], row["pause_upper_s"])))
 
 
 def handoffs_of(intervals: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -16,13 +16,18 @@ Offsets follow the contract: position and committed are the NEXT offset to read,
 both, at ``first_progress_log_end_ms``) is a log end offset reached after the owner started:
 it caps what any earlier owner can have processed; with the log end at the last progress it
 says how fast the log grew. ``last_progress_position`` is the position at the owner's last progress (the
-records handed out by then) and ``max_progress_interval_ms`` the longest time it took between
-two of its progress ticks: a crashed owner's silence is measured against it
-(``pipelines.gold.handoffs``); ``last_record_after_ms`` is the tick before the last one that
+records handed out by then), ``max_progress_interval_ms`` the longest time it took between two of
+its ticks where the later was its timer's (a tick at a first record or after a poll gap comes
+early: it says nothing of how late the timer's ticks come) and ``progress_due_ms`` the interval the
+agent promised (its ``lens.progress.interval.ms``): a crashed owner's silence is measured against
+them (``pipelines.gold.handoffs``); ``last_record_after_ms`` is the tick before the last one that
 counted records processed (handed out, in the default processing mode): its last record came
 later. ``committed_max`` is the highest offset the owner committed for the partition while it held
-it and until the next owner's first fetch: with auto-commit librdkafka commits after the revoke
-callback, and that commit decides where the next owner starts.
+it and until the next owner's first fetch (``last_commit_ms``: its last such commit, a sign it was
+alive): with auto-commit librdkafka commits after the revoke callback, and that commit decides where
+the next owner starts.
+``handed_out_at_release`` is the agent's word at the release: whether a poll handed out any
+record of the partition since the assignment (null: older agents, or the agent could not tell).
 ``uncommitted_sum`` over ``uncommitted_samples``: the records processed but not committed,
 on average over the owner's progress ticks (what the what-if's uncommitted window is read from).
 A member that stalled past ``max.poll.interval.ms`` (moved to the stale state) no longer
@@ -58,7 +63,7 @@ def _released(row: dict[str, Any], f: dict[str, Any]) -> None:
                    callback_ms=f["callback_ms"], commit_in_revoke=bool(f["revoke_committed"]),
                    position_at_release=_known(f["position"]),
                    last_processed_at_release=_known(f["last_processed_offset"]),
-                   committed_at_release=_known(f["committed_offset"]))
+                   committed_at_release=_known(f["committed_offset"]), handed_out_at_release=f["handed_out"])
 
 
 def _progress(row: dict[str, Any], f: dict[str, Any]) -> None:
@@ -72,8 +77,10 @@ def _progress(row: dict[str, Any], f: dict[str, Any]) -> None:
                last_progress_lag=f["lag"], last_progress_position=_known(f["position"]))
     if f["max_rate"] is not None:
         row["max_rate_per_s"] = max(row["max_rate_per_s"] or 0.0, f["max_rate"])
-    if f["interval_ms"] is not None:  # .get: a state kept before the column
-        row["max_progress_interval_ms"] = max(row.get("max_progress_interval_ms") or 0.0, f["interval_ms"])
+    if f["timer_interval_ms"] is not None:  # .get: a state kept before the column
+        row["max_progress_interval_ms"] = max(row.get("max_progress_interval_ms") or 0.0, f["timer_interval_ms"])
+    if f["next_due_ms"] is not None:
+        row["progress_due_ms"] = max(row.get("progress_due_ms") or 0.0, f["next_due_ms"])
     if f["moved_ms"] is not None:
         row["last_record_after_ms"] = max(row.get("last_record_after_ms") or f["moved_ms"], f["moved_ms"])
     if f["uncommitted_samples"]:  # .get: a state kept before the columns
@@ -151,6 +158,8 @@ class PartitionFold:
         if counted is not None:
             row["committed_max"] = max(row["committed_max"] if row["committed_max"] is not None
                                        else OFFSET_UNKNOWN, counted)
+            at = t if counted == f["offset"] else f["first_ms"]
+            row["last_commit_ms"] = max(row.get("last_commit_ms") or at, at)  # .get: a state kept before it
         if f["in_revoke"]:
             row["commit_in_revoke"] = True
 

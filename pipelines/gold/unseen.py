@@ -51,6 +51,7 @@ from typing import Any
 
 from pipelines.catalog import HANDOFFS
 from pipelines.gold.causes import Bodies
+from pipelines.gold.handoffs import bounded_estimates
 
 ROUND_GAP_MS = 1_000  # a round's events follow each other this closely (the ground truth's rebalance gap)
 HOUR_MS = 3_600_000
@@ -138,7 +139,7 @@ def _to_unseen(h: dict[str, Any], prev: dict[str, Any] | None, rounds: list[Roun
     reported = None if prev is None else (prev["committed_at_release"] if prev["committed_at_release"] is not None
                                           else prev["first_fetch_offset"])
     lower, upper = h["uncommitted_at_revoke"], _dups(h["last_processed_at_revoke"], reported)
-    return {
+    part = {
         **h, "handoff_id": f"{h['handoff_id']}~unseen", "unseen_owner": True, "same_owner": False,
         "next_agent_id": None, "next_member_id": None,
         "assigned_ms": taken.end_ms if taken else h["assigned_ms"],
@@ -146,6 +147,7 @@ def _to_unseen(h: dict[str, Any], prev: dict[str, Any] | None, rounds: list[Roun
         "first_fetch_ms": None, "first_fetch_offset": None, "first_fetch_window_ms": None,
         "first_fetch_timestamp_ms": None, "pause_s": None, "pause_upper_s": None, "duplicates": lower,
         "duplicates_upper": None if upper is None else max(upper, lower or 0)}
+    return {**part, **bounded_estimates(part)}
 
 
 def _from_unseen(h: dict[str, Any]) -> dict[str, Any]:
@@ -155,13 +157,14 @@ def _from_unseen(h: dict[str, Any]) -> dict[str, Any]:
         produced = h["first_fetch_timestamp_ms"]
         begin = h["assigned_ms"] if produced is None else max(h["assigned_ms"], produced)
         waited = max(0.0, (h["first_fetch_ms"] - h["first_fetch_window_ms"] - begin) / 1000.0)
-    return {
+    part = {
         **h, "handoff_id": f"unseen~{h['handoff_id']}", "unseen_owner": True, "same_owner": False,
         "prev_agent_id": None, "prev_member_id": None, "prev_assigned_ms": None, "release_kind": None,
         "revoke_ms": None, "last_processed_at_revoke": None, "committed_at_revoke": None,
         "uncommitted_at_revoke": None, "revoke_callback_ms": None, "revoke_event_id": None,
         "commit_in_revoke": False, "pause_s": waited, "pause_upper_s": None, "duplicates": None,
         "duplicates_upper": None}
+    return {**part, **bounded_estimates(part)}
 
 
 def _left_to_unseen(i: dict[str, Any], rounds: list[Round]) -> bool:

@@ -3,8 +3,9 @@ kind by kind and field by field (ids and times aside), so the Python agent (cons
 agent (jvm_agent/) cannot drift apart where they read one agent spec and where they do not.
 
 Programs (tests/support/conformance.py, played by its Player and by tests/jvm_agent/ConformanceDriver.java):
-- a member's life under classic range: assign, a synchronous and an asynchronous commit, commit-on-revoke
-  when its subscription changes (revoke), a stall past max.poll.interval.ms (lost, assigned again), close;
+- a member's life under classic range: assign, a synchronous and an asynchronous commit, a gap without a poll
+  (a progress tick after it), commit-on-revoke when its subscription changes (revoke), a stall past
+  max.poll.interval.ms (lost, assigned again), close;
 - a broker-less config: a consumer whose cluster never answers, its telemetry sent to one that does.
 What only one client has (client errors, callback_calls, versions, each client's own config keys) is set
 aside in conformance.py, each with its reason; the rest must be equal, generation included.
@@ -50,6 +51,15 @@ def test_a_members_life_reads_the_same_through_both_agents(kafka, unique, tmp_pa
     assert {"client.id", "enable.auto.commit", "session.timeout.ms", "max.poll.interval.ms"} <= set(py_config)
     after_close = [e["generation"] for e in java if e["kind"] == "state_transition"][-1]
     assert after_close >= 1  # the decided rule: the last generation stands in where the client cannot answer
+    # A tick right after each assignment's first records, each tick with the interval it promises, and
+    # (compared above with the revokes and losses) whether each released partition handed out a record.
+    for events in (python, java):
+        assert set(conformance.ticks_after_first_records(events)) <= {"first_record", "timer"}, events
+        ticks = [e["body"] for e in events if e["kind"] == "progress"]
+        assert {t["next_due_ms"] for t in ticks} == {4000.0} and {"first_record", "poll_gap"} <= {
+            t["cause"] for t in ticks}  # the 2.5 s gap after the first commit
+    assert {ps.get("handed_out") for e in java if e["kind"] in ("partitions_revoked", "partitions_lost")
+            for ps in e["body"]["partitions"]} == {True}
 
 
 def test_a_broker_less_config_reads_the_same_through_both_agents(kafka, unique, tmp_path):

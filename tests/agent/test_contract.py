@@ -28,7 +28,7 @@ NESTED = [
 
 
 # Body fields added within v1, optional (not required): absent from older agents' events.
-OPTIONAL_BODY_FIELDS = {"partitions_change": {"callback_calls"}}
+OPTIONAL_BODY_FIELDS = {"partitions_change": {"callback_calls"}, "progress": {"cause", "next_due_ms"}}
 
 
 def fields(cls: type) -> list[str]:
@@ -47,7 +47,8 @@ def test_each_body_class_has_exactly_the_schema_properties_of_its_kind():
 
 
 def test_optional_fields_are_nullable_in_both():
-    """A field typed ``X | None`` in Python must allow null in the schema, and the reverse."""
+    """A field typed ``X | None`` in Python must allow null in the schema, and the reverse; or be optional in
+    the schema and never null there (``OMITTED_WHEN_NONE``: None leaves it out of the event)."""
     for cls, spec in [*[(ev.KIND_BODIES[k], None) for k in ev.KIND_BODIES], *NESTED]:
         props = spec["properties"] if spec else None
         if props is None:
@@ -58,7 +59,8 @@ def test_optional_fields_are_nullable_in_both():
             nullable_py = type(None) in typing.get_args(hint)
             schema_type = props[name].get("type")
             nullable_schema = isinstance(schema_type, list) and "null" in schema_type
-            assert nullable_py == nullable_schema, f"{cls.__name__}.{name}"
+            assert nullable_py == (nullable_schema or (name in ev.OMITTED_WHEN_NONE and nullable_py)), \
+                f"{cls.__name__}.{name}"
 
 
 def test_contract_table_is_generated_from_the_current_schema_and_agent_spec():
@@ -164,3 +166,20 @@ def test_in_flight_commit_point_is_the_lowest_unfinished_offset():
     inflight.forget([key])
     inflight.mark(key, 9)  # not handed out (or already revoked): ignored
     assert inflight.commit_offset(key) is None
+
+
+def test_a_field_the_agent_does_not_know_is_left_out_where_the_schema_has_no_null():
+    """``handed_out`` at an assignment, a progress tick's ``cause`` from a caller that gives none: absent, and
+    the event validates; given, they are sent."""
+    state = ev.PartitionState("t", 0, 10, 9, 10)
+    assert "handed_out" not in ev.to_dict(state) and ev.to_dict(
+        ev.PartitionState("t", 0, 10, 9, 10, handed_out=False))["handed_out"] is False
+    tick = ev.to_dict(ev.Progress(interval_ms=5.0, partitions=[], truncated=0))
+    assert "cause" not in tick and "next_due_ms" not in tick
+    assert ev.to_dict(ev.Progress(5.0, [], 0, cause="first_record", next_due_ms=1000.0))["cause"] == "first_record"
+    identity = {"agent_id": "a", "group_id": "g", "group_instance_id": None, "client_id": "c", "host": "h", "pid": 1,
+                "group_protocol": "classic", "rebalance_protocol": "eager", "assignor": "range"}
+    for kind, body in (("partitions_assigned", ev.PartitionsChange([state], False, 0.1, 1, None)),
+                       ("progress", ev.Progress(5.0, [], 0))):
+        VALIDATOR.validate(ev.event(kind, ev.to_dict(body), event_id="0" * 32, event_time_ms=1, seq=0,
+                                    member_id=None, generation=-1, identity=identity))

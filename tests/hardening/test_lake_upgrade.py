@@ -26,6 +26,8 @@ from lens_runtime.paths import home
 from consumer_agent.contract import CLUSTER_UNKNOWN
 from pipelines import catalog, lake, migrations, sql_build
 from pipelines.gold import stage as gold_stage
+from pipelines.gold import upgrade as gold_upgrade
+from pipelines.gold.handoffs import ESTIMATES
 from pipelines.stages import run_pipeline
 from pipelines.telemetry_types import LATER_VERSION_COLUMN
 from tests.support.fleets import busy_fleet, scale_out_then_crash, with_own_ids
@@ -245,12 +247,17 @@ def test_a_lake_of_the_landed_head_reads_the_same_figures_under_the_new_names(sp
     said: list[str] = []
     run_pipeline(spark, config, progress=said.append)
     for migration in gold_tables:  # one line per migration of a table, saying what changed
+        estimates = [gold_upgrade.ESTIMATES_SAID] if migration.path == catalog.HANDOFFS.path else []
         assert [line for line in said if line.startswith(f"{migration.path}: ")] == \
-            [migrations.cluster_said(migration.path), migration.said()]
+            [migrations.cluster_said(migration.path), migration.said(), *estimates]
     for migration in migrations.MARTS:
+        name = migration.path.split("/", 1)[1]
+        estimates = [line for line in said if line.startswith(f"{migration.path}: rebuilt, added the estimates")]
         assert [line for line in said if line.startswith(f"{migration.path}: ")] == \
-            [migrations.cluster_said(migration.path, "rebuilt, "), migration.said("rebuilt, ")]
+            [migrations.cluster_said(migration.path, "rebuilt, "), migration.said("rebuilt, "), *estimates]
+        assert len(estimates) == (name in migrations.ESTIMATE_MARTS)
     assert migrations.migrate(spark, config.lake_path) == [] and migrations.stale_marts(spark, config.lake_path) == []
+    assert gold_upgrade.upgrade(spark, config.lake_path) == []
 
     # gold: every figure under its new name; the dropped exact-or-null columns are where the bounds meet
     for migration in gold_tables:
@@ -259,7 +266,9 @@ def test_a_lake_of_the_landed_head_reads_the_same_figures_under_the_new_names(sp
         assert lake.read(spark, config.lake_path, table).schema == table.schema()
         keys = tuple(k for k in table.keys if k != migrations.CLUSTER)  # the older tables' keys
         older, now = _keyed(older_gold[migration.path], keys), _keyed(newer, keys)
-        assert _paired(migration, older, now, {migrations.CLUSTER, *(w.column for w in migration.rewrites)}) == []
+        added = set(ESTIMATES)  # added since: checked below
+        assert _paired(migration, older, now, {migrations.CLUSTER, *added, *(w.column for w in migration.rewrites)}) \
+            == []
         assert {r[migrations.CLUSTER] for r in newer} == {CLUSTER_UNKNOWN}  # its agents sent none
         for w in migration.rewrites:
             assert {k: _as_now(w, r[w.column]) for k, r in older.items()} == {k: r[w.column] for k, r in now.items()}
@@ -270,6 +279,7 @@ def test_a_lake_of_the_landed_head_reads_the_same_figures_under_the_new_names(sp
         assert (h["unavailable_s"] is not None) <= (now["pause_s"] == now["pause_upper_s"] == h["unavailable_s"])
         assert (h["duplicates_confirmed"] is not None) <= \
             (now["duplicates"] == now["duplicates_upper"] == h["duplicates_confirmed"])
+        assert (h["duplicates_confirmed"] is not None) <= (now["duplicates_estimate"] == h["duplicates_confirmed"])
     assert any(h["unavailable_s"] is None and h["unavailable_lower_s"] for h in older_gold["gold/handoffs"])  # a bound
     for r in lake.read(spark, config.lake_path, catalog.RECOMMENDATIONS).collect():  # the stored SQL runs
         spark.sql(r.evidence_query, args={"cluster_id": r.cluster_id, "group_id": r.group_id}).collect()
@@ -285,7 +295,7 @@ def test_a_lake_of_the_landed_head_reads_the_same_figures_under_the_new_names(sp
         changed = {r.new for r in migration.renames if r.note}
         older = _keyed(older_marts[migration.path], MART_KEYS[name])
         rewritten = {w.column for w in migration.rewrites}
-        skip = changed | follows_the_pause | rewritten | {migrations.CLUSTER}
+        skip = changed | follows_the_pause | rewritten | {migrations.CLUSTER} | set(ESTIMATES)
         assert _paired(migration, older, newer_marts[migration.path], skip) == [], name
         for w in migration.rewrites:
             assert {k: r[w.column] for k, r in newer_marts[migration.path].items()} == \

@@ -95,17 +95,17 @@ def _crash(m1_acts, assigned_ms: int = 10_000, log_end: int = 1_000) -> dict:
 def test_a_crashed_owner_is_bounded_by_the_tick_it_did_not_send():
     """The log grows 50 records/s (log end 50 at 1 s, 160 at 3.2 s), a tick a second (the longest
     1.2 s), the last at 3.2 s with 149 handed out: its next tick would have reached the topic by
-    3.2 + 1.2 + 0.5 s, so it handed out at most up to the log end then, 160 + ceil(50 * 1.7) =
-    245 (exclusive), and its last record came between 2.2 s (the tick before the last, which
-    counted records) and 4.9 s."""
+    3.2 + 1.2 + 0.25 s, so it handed out at most up to the log end then, 160 + ceil(50 * 1.45) =
+    233 (exclusive), and its last record came between 2.2 s (the tick before the last, which
+    counted records) and 4.65 s."""
     def m1_acts(m1):
         m1.at(50).fetches(P0, 0).at(1_000).processes(P0, upto=49, lag=0)
         m1.at(2_200).processes(P0, upto=99, lag=10, interval_ms=1_200)
         m1.at(2_300).commits(P0, 100).at(3_200).processes(P0, upto=149, lag=10)
 
     h = _crash(m1_acts, log_end=160 + 50 * 8)  # m2's first progress at 11.2 s
-    assert (h["duplicates"], h["duplicates_upper"]) == (150 - 100, 245 - 100)
-    assert (h["pause_s"], h["pause_upper_s"]) == (5.3, 8.0)
+    assert (h["duplicates"], h["duplicates_upper"]) == (150 - 100, 233 - 100)
+    assert (h["pause_s"], h["pause_upper_s"]) == (5.55, 8.0)
 
 
 def test_a_crash_detected_before_its_next_tick_was_due_is_bounded_by_the_detection():
@@ -124,12 +124,12 @@ def test_a_crash_detected_before_its_next_tick_was_due_is_bounded_by_the_detecti
 def test_the_log_growing_faster_after_the_last_tick_widens_the_bound():
     """Produced 50 records/s while m1 ticked, then faster: 660 records in the 8 s to m2's first
     progress (82.5/s); the faster rate counts: ticks a second apart, the last at 3.2 s, so at
-    most ceil(82.5 * 1.5) = 124 records produced after the tick's log end (160)."""
+    most ceil(82.5 * 1.25) = 104 records produced after the tick's log end (160)."""
     def m1_acts(m1):
         m1.at(50).fetches(P0, 0).at(1_000).processes(P0, upto=49, lag=0).at(3_200).processes(P0, upto=149, lag=10)
 
     h = _crash(m1_acts, log_end=160 + 660)
-    assert h["duplicates_upper"] == 160 + 124 - 100
+    assert h["duplicates_upper"] == 160 + 104 - 100
 
 
 def test_a_crash_before_the_first_tick_still_has_both_bounds():
@@ -210,7 +210,7 @@ def test_a_crashed_owners_successor_found_late_without_its_offset_bounds_the_dup
     """m1 processed 0..99 (committed 50) and crashed; m2's first record was found at a tick without
     the group's committed offset: it started at or after 50. m1 handed out at most to 101: the log
     end at its last tick (100) plus the log's growth until its next tick was due (1 s interval +
-    0.5 s send allowance, at the rate the log grew to m2's first tick: 51 records in 40 s)."""
+    0.25 s send allowance, at the rate the log grew to m2's first tick: 51 records in 40 s)."""
     fleet = Fleet()
     m1, m2 = fleet.member("m1"), fleet.member("m2")
     m1.at(0).joins().assigned(P0).fetches(P0, 0).at(1_000).processes(P0, upto=99).commits(P0, 50)
@@ -219,7 +219,7 @@ def test_a_crashed_owners_successor_found_late_without_its_offset_bounds_the_dup
     [crash] = handoffs_of(ownership_intervals(fleet.events))
     assert crash["release_kind"] == "crash" and crash["first_fetch_offset"] is None
     assert (crash["duplicates"], crash["duplicates_upper"]) == (0, 101 + 1 - 50)
-    assert (crash["pause_s"], crash["pause_upper_s"]) == (36.5, 40.0)  # stopped between its first fetch and 2.5 s
+    assert (crash["pause_s"], crash["pause_upper_s"]) == (36.75, 40.0)  # stopped between its first fetch and 2.25 s
 
 
 def test_a_crashed_owner_that_never_read_the_partition_adds_no_wait_the_link_before_it_counted():
@@ -272,3 +272,76 @@ def test_the_agents_word_decides_whether_anything_was_handed_out():
     assert handed_out_nothing({**owner, "first_fetch_ms": 5, "handed_out_at_release": False})
     assert not handed_out_nothing({**owner, "position_at_release": 12})  # a position: something was handed out
     assert not handed_out_nothing({**owner, "first_fetch_ms": 5})
+
+
+def _steady_crash(m1_extra=lambda m1: m1, *, due: float | None = None, next_start: int = 100) -> dict:
+    """m1 reads P0 from 0 at 50 records/s, a timer tick a second (1.1 s apart), commits 100 at 2.3 s and
+    is killed after its tick at 3.2 s (position 150, caught up); m2 is assigned at 10 s, reads from
+    ``next_start`` and reports the log end 550 at 11.2 s (50 records/s across the silence)."""
+    fleet = Fleet()
+    m1, m2 = fleet.member("m1"), fleet.member("m2")
+    m1.at(0).joins().assigned(P0).at(50).fetches(P0, 0)
+    m1.at(1_000).processes(P0, upto=49, lag=0, cause="timer", next_due_ms=due)
+    m1.at(2_100).processes(P0, upto=99, lag=0, interval_ms=1_100, cause="timer", next_due_ms=due)
+    m1.at(2_300).commits(P0, 100).at(3_200).processes(P0, upto=149, lag=0, interval_ms=1_100, next_due_ms=due)
+    m1_extra(m1)
+    m2.at(10_000).joins().assigned(P0).at(10_200).fetches(P0, next_start).at(11_200).processes(P0, upto=549, lag=0)
+    [h] = handoffs_of(ownership_intervals(fleet.events))
+    assert h["release_kind"] == "crash"
+    return h
+
+
+def test_a_crash_estimate_is_the_owners_pace_to_the_middle_of_its_silence():
+    """From its last tick (3.2 s, 150 handed out) the owner went on at the log's 50 records/s; it died
+    between the tick's send (3.25 s) and when its next tick would have been sent (3.2 + 1.1 + 0.05 s),
+    as likely at any moment: the middle, 3.8 s, is 150 + 30 records, 80 past the commit m2 re-read
+    from. The interval takes the pace to the first and the last moment it can have died (3.25 s: 52;
+    the bound's 4.55 s: 118), within the bounds; the pause runs from the estimated last record (3.8 s)
+    to m2's first (10.2 s)."""
+    h = _steady_crash()
+    assert (h["duplicates"], h["duplicates_upper"]) == (50, 118)
+    assert (h["duplicates_estimate"], h["duplicates_estimate_low"], h["duplicates_estimate_high"]) == (80, 52, 118)
+    assert (h["pause_s"], h["pause_estimate_low_s"], h["pause_estimate_s"], h["pause_estimate_high_s"],
+            h["pause_upper_s"]) == (5.65, 5.66, 6.4, 6.96, 8.1)
+
+
+def test_a_commit_the_next_owners_start_reveals_moves_the_death_later():
+    """m2 starts at 170, past the 150 handed out at the last tick: m1 lived to commit 170 (0.4 s after its
+    tick at its pace), so it died between 3.6 s and 4.35 s: the middle, 3.975 s, is 188.75, 19 re-read;
+    dead at 3.6 s it would have re-read none."""
+    h = _steady_crash(next_start=170)
+    assert (h["duplicates"], h["duplicates_estimate_low"], h["duplicates_estimate"], h["duplicates_upper"]) == \
+        (0, 0, 19, 48)
+
+
+def test_a_crash_estimate_needs_a_tick_and_is_the_figure_where_the_figure_is_exact():
+    fleet = Fleet()
+    m1, m2 = fleet.member("m1"), fleet.member("m2")
+    m1.at(0).joins().assigned(P0, P1).at(50).fetches(P0, 0).at(100).fetches(P1, 0)
+    m1.at(1_000).processes_many({P0: 49, P1: 9}).commits(P0, 40).at(1_500).revokes(P1)
+    m2.at(1_600).joins().assigned(P1).at(1_700).fetches(P1, 0)
+    m2.at(9_000).assigned(P0).at(9_100).fetches(P0, 40)   # m1 crashed: no tick of m1's ownership of P0 after it
+    by_partition = {h["partition"]: h for h in handoffs_of(ownership_intervals(fleet.events))}
+    revoked = by_partition[1]
+    assert (revoked["duplicates_estimate"], revoked["duplicates_estimate_low"], revoked["duplicates_estimate_high"]) \
+        == (10, 10, 10) and revoked["pause_estimate_s"] == revoked["pause_s"] == 0.2
+    crash = by_partition[0]
+    assert crash["release_kind"] == "crash" and crash["duplicates_estimate"] is not None  # its tick at 1 s
+    h = _crash(lambda m1: m1.at(50).fetches(P0, 100))  # killed before its first tick: nothing to estimate from
+    assert h["duplicates_estimate"] is None and h["pause_estimate_s"] is None
+
+
+def test_a_tick_that_came_early_does_not_shorten_the_silence():
+    """The agent ticks at a newly assigned partition's first record and after a poll gap, then its timer
+    restarts: such a tick's interval says nothing of when the timer's next tick comes. An ownership whose
+    only tick came early (5 ms after the agent's last) is bounded by the next assignment, as one that
+    never ticked: 150 + ceil(849 / 11,150 records/ms x 9,950 ms), not 5 ms + 0.5 s of the log's growth;
+    its estimate takes the interval the agent promised (a death at 0.6 s: 193). An ownership with a
+    timer's tick is bounded by the longer of its ticks' intervals and the promise: 2 s promised, 1.1 s
+    seen, 150 + ceil(50 x 2.25) records at most (263: 163 past the commit)."""
+    early = _crash(lambda m1: m1.at(50).fetches(P0, 100).processes(P0, upto=120, interval_ms=5.0, lag=30,
+                                                                   cause="first_record", next_due_ms=1_000.0))
+    assert (early["duplicates"], early["duplicates_estimate"], early["duplicates_upper"]) == (21, 93, 809)
+    assert (early["pause_s"], early["pause_estimate_s"]) == (0.2, 9.612)
+    promised = _steady_crash(lambda m1: m1, due=2_000.0)
+    assert promised["duplicates_upper"] == 163

@@ -209,3 +209,47 @@ def test_a_closed_loop_table_gains_the_columns_declared_since_once(spark, tmp_pa
     assert stored.schema == catalog.VERIFICATIONS.schema()
     assert [(r.group_id, r.holds, r.reruns) for r in stored.collect()] == [("g", True, None)]
     assert migrations.migrate(spark, lake_path, said.append) == []
+
+
+def _write_without(spark, lake_path: str, table: catalog.Table, rows: list[dict], left_out: set[str]) -> None:
+    columns = [(n, k) for n, k in table.all_columns() if n not in left_out]
+    typed = [tuple(float(r[n]) if k == "double" and r.get(n) is not None else r.get(n) for n, k in columns)
+             for r in rows]
+    frame = spark.createDataFrame(typed,
+                                  ", ".join(f"`{n}` {k}" for n, k in columns))
+    frame.write.format("delta").save(table.location(lake_path))
+
+
+def test_handoffs_written_before_the_estimates_get_them_once(spark, tmp_path):
+    """An older gold stored handoffs without the estimates and intervals without the fold's newer columns.
+    The migration adds the estimates in one rewrite: a crash's as gold draws them now from the stored
+    intervals (which lack what the newer agents send), a revoke's its exact figures."""
+    from lens_scenarios.synthetic import P0, P1, Fleet
+    from pipelines.gold import upgrade
+    from pipelines.gold.handoffs import ESTIMATES, handoffs_of
+    from tests.support.reference_ownership import ownership_intervals
+
+    fleet = Fleet()
+    m1, m2 = fleet.member("m1"), fleet.member("m2")
+    m1.at(0).joins().assigned(P0, P1).at(50).fetches(P0, 0).at(60).fetches(P1, 0)
+    m1.at(1_000).processes_many({P0: 49, P1: 9}).at(2_100).processes_many({P0: 99, P1: 19}, interval_ms=1_100)
+    m1.at(2_300).commits(P0, 100).at(2_400).revokes(P1)
+    m2.at(2_500).joins().assigned(P1).at(2_600).fetches(P1, 5)
+    m2.at(9_000).assigned(P0).at(9_200).fetches(P0, 100).at(10_200).processes(P0, upto=499, lag=0)
+    newer = {"progress_due_ms", "last_commit_ms", "handed_out_at_release"}
+    intervals = [{**i, **dict.fromkeys(newer)} for i in ownership_intervals(fleet.events)]
+    drawn = {h["handoff_id"]: h for h in handoffs_of([dict(i) for i in intervals])}
+    lake_path = str(tmp_path / "lake")
+    _write_without(spark, lake_path, catalog.OWNERSHIP, intervals, newer)
+    _write_without(spark, lake_path, catalog.HANDOFFS, list(drawn.values()), set(ESTIMATES))
+
+    said: list[str] = []
+    assert migrations.migrate(spark, lake_path, said.append) == []  # no renames: gold recomputes
+    assert upgrade.upgrade(spark, lake_path, said.append) == [upgrade.ESTIMATES_SAID] == said
+    stored = {r.handoff_id: r.asDict() for r in lake.read(spark, lake_path, catalog.HANDOFFS).collect()}
+    assert lake.read(spark, lake_path, catalog.HANDOFFS).schema == catalog.HANDOFFS.schema()
+    assert {i: {c: h[c] for c in ESTIMATES} for i, h in stored.items()} == \
+        {i: {c: h[c] for c in ESTIMATES} for i, h in drawn.items()}
+    kinds = {h["release_kind"]: h for h in stored.values()}
+    assert kinds["crash"]["duplicates_estimate"] is not None and kinds["revoked"]["duplicates_estimate"] == 15
+    assert upgrade.upgrade(spark, lake_path, said.append) == []  # once

@@ -19,6 +19,15 @@ def test_a_bounded_figure_reads_as_its_range_and_an_exact_one_as_one_number():
     assert bounded(4.1, 17.83, ",.1f") == "4.1 to 17.8"
 
 
+def test_a_range_names_its_most_likely_figure_where_gold_estimates_one():
+    """A crash's range with gold's estimate beside it, worded as no bound; an exact figure stays one number, and
+    a mart without the estimate (None) or a template's undefined value leaves the range as it was."""
+    assert bounded(90, 254, ",.0f", 180) == "90 to 254 (most likely 180)"
+    assert bounded(9.7, 20.4, ",.1f", 16.46) == "9.7 to 20.4 (most likely 16.5)"
+    assert bounded(30, 30, ",.0f", 30) == "30"
+    assert bounded(90, 254, ",.0f", None) == bounded(90, 254, ",.0f", "") == "90 to 254"
+
+
 def test_since_takes_an_age_or_an_iso_time_and_names_the_fix_otherwise():
     assert parse_since("36h", NOW) == datetime(2026, 11, 24, 0, 0, tzinfo=timezone.utc)
     assert parse_since("7d", NOW) == datetime(2026, 11, 18, 12, 0, tzinfo=timezone.utc)

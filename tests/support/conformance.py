@@ -50,10 +50,11 @@ def _produce(topic: str, *counts: int) -> list[dict[str, Any]]:
 
 
 def life(bootstrap: str, topics: dict[str, str]) -> dict[str, Any]:
-    """A member's life under classic range: assign, commits sync and async, commit-on-revoke on a
+    """A member's life under classic range: assign, commits sync and async, a poll gap, commit-on-revoke on a
     subscription change, a stall past max.poll.interval.ms (lost, assigned again), close."""
     steps = [*_produce("t1", 5, 5), {"do": "subscribe", "topics": ["t1"]}, {"do": "read", "records": 10},
-             {"do": "commit", "sync": True}, *_produce("t1", 3, 3), {"do": "read", "records": 6},
+             {"do": "commit", "sync": True}, {"do": "stall", "ms": 2500},  # a poll gap, shorter than the interval
+             *_produce("t1", 3, 3), {"do": "read", "records": 6},
              {"do": "commit", "sync": False}, *_produce("t1", 2, 2), {"do": "read", "records": 4},
              *_produce("t2", 4, 4), {"do": "subscribe", "topics": ["t2"]}, {"do": "read", "records": 8},
              {"do": "stall", "ms": 8500}, {"do": "await", "callbacks": ["lost", "assigned"], "records": 8},
@@ -220,6 +221,19 @@ def comparable(events: list[Event], topics: dict[str, str]) -> list[tuple[str, d
         runs += sorted(run_list, key=lambda item: (item[1]["topic"], item[1]["partition"])) \
             if kind == "first_fetch" else run_list
     return runs
+
+
+def ticks_after_first_records(events: list[Event]) -> list[str | None]:
+    """For each run of first_fetch events (in sequence order), the cause of the progress tick right after it
+    (None when the next event is no tick): the poll that handed out a newly assigned partition's first record
+    ticks at once (``first_record``, or ``timer`` when the timer was due then)."""
+    ordered = sorted(events, key=lambda e: e["seq"])
+    causes = []
+    for i, event in enumerate(ordered):
+        if event["kind"] == "first_fetch" and (i + 1 == len(ordered) or ordered[i + 1]["kind"] != "first_fetch"):
+            after = ordered[i + 1] if i + 1 < len(ordered) else None
+            causes.append(after["body"].get("cause") if after and after["kind"] == "progress" else None)
+    return causes
 
 
 def client_errors(events: list[Event]) -> list[str]:

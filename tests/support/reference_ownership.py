@@ -74,7 +74,8 @@ def ownership_intervals(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]
                            callback_ms=body["callback_ms"], commit_in_revoke=bool(cor.get("committed")),
                            position_at_release=_known(ps["position"]),
                            last_processed_at_release=_known(ps["last_processed_offset"]),
-                           committed_at_release=_known(ps["committed_offset"]))
+                           committed_at_release=_known(ps["committed_offset"]),
+                           handed_out_at_release=ps.get("handed_out"))
         elif kind == "first_fetch":
             row = latest_of.get((agent, body["topic"], body["partition"]))
             if row is not None and row["first_fetch_ms"] is None:
@@ -93,7 +94,10 @@ def ownership_intervals(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]
                     row.update(first_progress_log_end=ps["position"] + ps["lag"], first_progress_log_end_ms=t)
                 row.update(last_progress_ms=t, last_progress_processed_offset=_known(ps["last_processed_offset"]),
                            last_progress_lag=ps["lag"], last_progress_position=_known(ps["position"]))
-                row["max_progress_interval_ms"] = max(row["max_progress_interval_ms"] or 0.0, body["interval_ms"])
+                if body.get("cause", "timer") == "timer":  # a tick at a first record or a poll gap comes early
+                    row["max_progress_interval_ms"] = max(row["max_progress_interval_ms"] or 0.0, body["interval_ms"])
+                if body.get("next_due_ms") is not None:
+                    row["progress_due_ms"] = max(row["progress_due_ms"] or 0.0, body["next_due_ms"])
                 if ps["last_processed_offset"] >= 0 and ps["committed_offset"] >= 0:
                     row["uncommitted_sum"] = (row["uncommitted_sum"] or 0) + max(
                         ps["last_processed_offset"] + 1 - ps["committed_offset"], 0)
@@ -119,6 +123,7 @@ def ownership_intervals(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]
         if deadline is None or t <= deadline:
             row["committed_max"] = max(row["committed_max"] if row["committed_max"] is not None else OFFSET_UNKNOWN,
                                        offset)
+            row["last_commit_ms"] = max(row["last_commit_ms"] or t, t)
     return intervals
 
 

@@ -32,6 +32,12 @@ select
     handoffs.pause_upper_s,
     handoffs.duplicates,
     handoffs.duplicates_upper,
+    handoffs.duplicates_estimate,
+    handoffs.duplicates_estimate_low,
+    handoffs.duplicates_estimate_high,
+    handoffs.pause_estimate_s,
+    handoffs.pause_estimate_low_s,
+    handoffs.pause_estimate_high_s,
     {{ built_through_batch() }} as built_through_batch
 from handoffs
 left join members as next_members

@@ -24,5 +24,12 @@ select
     -- an upper bound is unknown only where its figure is: both count 0
     coalesce(pause_upper_s, 0.0) as pause_upper_s,
     {{ point_figure('duplicates', '0') }} as duplicates,
-    coalesce(duplicates_upper, 0) as duplicates_upper
+    coalesce(duplicates_upper, 0) as duplicates_upper,
+    -- the most likely figure (an estimate, not a bound) and its interval; null: nothing to estimate from
+    duplicates_estimate,
+    duplicates_estimate_low,
+    duplicates_estimate_high,
+    pause_estimate_s,
+    pause_estimate_low_s,
+    pause_estimate_high_s
 from source

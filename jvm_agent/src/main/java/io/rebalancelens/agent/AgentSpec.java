@@ -98,6 +98,10 @@ public final class AgentSpec {
         return constant(name).asLong();
     }
 
+    public double doubleConstant(String name) {
+        return constant(name).asDouble();
+    }
+
     public String textConstant(String name) {
         return constant(name).asText();
     }

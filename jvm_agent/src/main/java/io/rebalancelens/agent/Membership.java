@@ -244,13 +244,19 @@ final class Membership {
         slots.entrySet().removeIf(slot -> slot.getValue().position == OFFSET_UNKNOWN && !owned.contains(slot.getKey()));
     }
 
-    private List<Map<String, Object>> partitionStates(Collection<TopicPartition> partitions) {
+    /** The partitions' offsets; {@code released}: at a revoke or loss, with whether a poll handed out any of a
+     * partition's records since its assignment (awaitingFirst holds it until one does; a seek hands out none). */
+    private List<Map<String, Object>> partitionStates(Collection<TopicPartition> partitions, boolean released) {
         List<Map<String, Object>> states = new ArrayList<>();
         for (TopicPartition tp : partitions) {
             long position = position(tp);
-            states.add(body("topic", tp.topic(), "partition", tp.partition(), "position", position,
+            Map<String, Object> state = body("topic", tp.topic(), "partition", tp.partition(), "position", position,
                     "last_processed_offset", processed.lastOffset(tp, position),
-                    "committed_offset", committed.getOrDefault(tp, OFFSET_UNKNOWN)));
+                    "committed_offset", committed.getOrDefault(tp, OFFSET_UNKNOWN));
+            if (released && owned.contains(tp)) {
+                state.put("handed_out", !awaitingFirst.containsKey(tp));
+            }
+            states.add(state);
         }
         return states;
     }
@@ -266,7 +272,7 @@ final class Membership {
             awaitingFirst.put(tp, now);
             slot(tp).position = OFFSET_UNKNOWN;  // a new owner's start is the client's to find until a poll shows it
         }
-        envelope.emit("partitions_assigned", body("partitions", partitionStates(partitions),
+        envelope.emit("partitions_assigned", body("partitions", partitionStates(partitions, false),
                 "incremental", cooperative, "callback_ms", callbackMs, "assignment_size", owned.size(),
                 "commit_on_revoke", null));
         enter(lifecycle.stable(), ASSIGNED);
@@ -278,7 +284,7 @@ final class Membership {
      */
     void recordRelease(String kind, Collection<TopicPartition> partitions, double callbackMs,
                        Map<String, Object> hold) {
-        List<Map<String, Object>> states = partitionStates(partitions);
+        List<Map<String, Object>> states = partitionStates(partitions, true);
         if (cooperative) {
             owned.removeAll(partitions);
         } else {

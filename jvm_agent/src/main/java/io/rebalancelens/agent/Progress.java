@@ -23,6 +23,10 @@ import org.apache.kafka.common.TopicPartition;
 final class Progress {
     /** The progress body's cap on partitions (the rest counted in {@code truncated}), as the Python agent. */
     static final int MAX_PARTITIONS = (int) AgentSpec.get().longConstant("progress_max_partitions");
+    /** Why a tick came (the schema's progress cause): the timer, a first record, a poll after a long gap. */
+    static final String TIMER = "timer";
+    static final String FIRST_RECORD = "first_record";
+    static final String POLL_GAP = "poll_gap";
 
     private final ConsumerView consumer;
     private final Membership member;
@@ -30,7 +34,9 @@ final class Progress {
     private final Envelope envelope;
     private final TelemetryEmitter emitter;
     private final TickTimer timer;
+    private final double intervalMs;
     private long lastTick = System.nanoTime();
+    private boolean firstRecord;  // this poll handed out a newly assigned partition's first record
 
     /** {@code consumer}: what the tick reports (owned partitions, positions, commits, lags); {@code member}: the
      * poll path's per-partition slots and first fetches. */
@@ -41,16 +47,25 @@ final class Progress {
         this.processed = processed;
         this.envelope = envelope;
         this.emitter = emitter;
-        this.timer = new TickTimer(intervalMs * 1_000_000L);
+        this.intervalMs = intervalMs;
+        this.timer = new TickTimer(intervalMs * 1_000_000L, AgentSpec.get().doubleConstant("progress_gap_probe_share"));
     }
 
-    /** After the client's poll returned {@code records}. */
+    /** After the client's poll returned {@code records}: a tick when the timer says so, when the poll handed out a
+     * newly assigned partition's first record, or when it came a long gap after a probe (the agent spec's
+     * progress_gap_probe_share). */
     void afterPoll(ConsumerRecords<?, ?> records) {
         if (!records.isEmpty() || !records.nextOffsets().isEmpty()) {
             handedOut(records);
         }
-        if (timer.due()) {
-            tick(System.nanoTime(), records);
+        int due = timer.due();
+        if (due != TickTimer.IDLE || firstRecord) {
+            long now = System.nanoTime();
+            String cause = due == TickTimer.TICK ? TIMER : firstRecord ? FIRST_RECORD
+                    : due == TickTimer.PROBE && timer.gapFound(now) ? POLL_GAP : null;
+            if (cause != null) {
+                tick(now, records, cause);
+            }
         }
     }
 
@@ -89,6 +104,7 @@ final class Progress {
             List<? extends ConsumerRecord<?, ?>> batch = records.records(tp);
             Long assignedAt = member.firstFetched(tp);
             if (assignedAt != null) {
+                firstRecord = true;
                 ConsumerRecord<?, ?> first = batch.get(0);
                 envelope.emit("first_fetch", body("topic", tp.topic(), "partition", tp.partition(),
                         "offset", first.offset(), "since_assign_ms", (System.nanoTime() - assignedAt) / 1e6,
@@ -103,9 +119,10 @@ final class Progress {
 
     /** One progress event for the owned partitions ({@code unprocessed}: the poll just returned), then
      * agent_health if drops or errors are unreported. */
-    private void tick(long now, ConsumerRecords<?, ?> unprocessed) {
-        double intervalMs = (now - lastTick) / 1e6;
+    private void tick(long now, ConsumerRecords<?, ?> unprocessed, String cause) {
+        double sinceMs = (now - lastTick) / 1e6;
         lastTick = now;
+        firstRecord = false;
         timer.restart();
         Map<TopicPartition, Long> counts = processed.takeCounts(member.slots(), unprocessed);
         member.dropReleased();
@@ -125,8 +142,8 @@ final class Progress {
                     "processed", counts.getOrDefault(tp, 0L), "lag", lag.isPresent() ? lag.getAsLong() : null));
         }
         if (!partitions.isEmpty()) {
-            envelope.emit("progress", body("interval_ms", intervalMs, "partitions", partitions,
-                    "truncated", truncated));
+            envelope.emit("progress", body("interval_ms", sinceMs, "partitions", partitions,
+                    "truncated", truncated, "cause", cause, "next_due_ms", intervalMs));
         }
         emitHealth();
     }
