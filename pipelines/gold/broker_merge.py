@@ -100,13 +100,15 @@ def _narrowed(agent: dict[str, Any], broker: dict[str, Any], figure: str) -> tup
 
 
 def _estimated(agent: dict[str, Any], broker: dict[str, Any], row: dict[str, Any], figure: str) -> None:
-    """``row``'s estimate of ``figure``: the agent's where its figure is exact or its owner crashed (its
-    pace is measured), else the broker's where the log says when the owner stopped; held within the
-    narrowed bounds."""
+    """``row``'s estimate of ``figure``: the figure where it is exact, the agent's where its owner crashed
+    (its pace is measured), else the broker's where the log says when the owner stopped; held within
+    the narrowed bounds."""
     names = ESTIMATES_OF[figure]
-    exact = agent[figure] is not None and agent[figure] == agent[upper_name(figure)]
-    source = agent if exact or agent.get("release_kind") == "crash" or broker[names[0]] is None else broker
     low, high = row[figure], row[upper_name(figure)]
+    if low is not None and low == high:  # exact: the figure is its own estimate
+        row.update(dict.fromkeys(names, low))
+        return
+    source = agent if agent.get("release_kind") == "crash" or broker[names[0]] is None else broker
     for name in names:
         value = source.get(name)
         if value is not None:

@@ -25,10 +25,24 @@ def test_the_agents_exact_figures_win_inside_the_broker_bounds():
     (row,) = rows
     assert row["source"] == "both" and row["handoff_id"] == "agent-1"
     assert (row["duplicates"], row["duplicates_upper"], row["pause_s"], row["pause_upper_s"]) == (7, 7, 0.5, 0.5)
-    assert (row["duplicates_estimate"], row["stopped_by_ms"]) == (12, 9_400)  # what only the log knows
+    assert row["stopped_by_ms"] == 9_400  # what only the log knows
+    assert (row["duplicates_estimate"], row["duplicates_estimate_low"], row["duplicates_estimate_high"]) == (7, 7, 7)
     assert (row["cause"], row["cause_confidence"]) == ("restart", "exact")  # the agent saw why
     assert [(a["figure"], a["handoffs"], a["outside"]) for a in agreement("c", "g", checks)] == [
         ("duplicates", 1, 0), ("pause_s", 1, 0)]
+
+
+def test_a_bounded_agent_figure_takes_the_logs_estimate_within_the_narrowed_bounds():
+    agent = _row("agent", duplicates=20, duplicates_upper=60, pause_s=0.1, pause_upper_s=0.35, cause="unseen_member",
+                 duplicates_estimate=40, pause_estimate_s=0.2)
+    broker = _row("broker", duplicates_estimate_low=5, duplicates_estimate_high=30)
+    (row,), _ = merge_handoffs([agent], [broker])
+    assert (row["duplicates"], row["duplicates_upper"]) == (20, 40)  # the overlap
+    assert (row["duplicates_estimate"], row["duplicates_estimate_low"], row["duplicates_estimate_high"]) == (20, 20, 30)
+    assert (row["pause_s"], row["pause_upper_s"], row["pause_estimate_s"]) == (0.3, 0.35, 0.35)
+    crashed = _row("agent", duplicates=20, duplicates_upper=60, release_kind="crash", duplicates_estimate=35)
+    (row,), _ = merge_handoffs([crashed], [broker])
+    assert row["duplicates_estimate"] == 35  # the owner's measured pace, inside the overlap
 
 
 def test_an_exact_figure_outside_the_broker_bounds_is_kept_and_counted():
