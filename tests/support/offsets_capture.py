@@ -47,6 +47,14 @@ class Capture:
     started_ms: int = 0
 
 
+def _past(at_ms: int) -> None:
+    """Wait until the clock has left the millisecond ``at_ms``: the broker stamps records in whole
+    milliseconds, so what the driver does next (a member leaving) could otherwise carry the step's
+    own time and look as if it happened before the step was seen."""
+    while int(time.time() * 1000) <= at_ms:
+        time.sleep(0.0005)
+
+
 class _Driver:
     def __init__(self, kafka: KafkaCluster, capture: Capture) -> None:
         self.kafka, self.capture = kafka, capture
@@ -79,8 +87,10 @@ class _Driver:
                 consumer.commit(offsets=offsets, asynchronous=False)
                 committed.update({tp.partition: tp.offset for tp in offsets})
         ids = {n: c.memberid() for n, c in self.members.items()}
-        self.capture.steps.append(Step(self.capture.groups[scenario], what, int(time.time() * 1000), held, ids,
-                                       committed))
+        at_ms = int(time.time() * 1000)
+        self.capture.steps.append(Step(self.capture.groups[scenario], what, at_ms, held, ids, committed))
+        _past(at_ms)
+
 
     def close_all(self) -> None:
         for name in list(self.members):
