@@ -121,7 +121,8 @@ def test_every_commit_is_read_and_kept_around_each_change(offsets_capture, captu
         for step in (s for s in offsets_capture.steps if s.group == group):
             for partition, offset in step.committed.items():
                 assert any(c["partition"] == partition and c["committed_offset"] == offset for c in commits)
-        changes = (classic_ownership_changes(classic_generations(rows)) if scenario in ("eager", "cooperative", "static")
+        classic = scenario in ("eager", "cooperative", "static")
+        changes = (classic_ownership_changes(classic_generations(rows)) if classic
                    else consumer_ownership_changes(rows, offsets_capture.topic_ids))
         kept = kept_commits(commits, changes)
         for change in changes:

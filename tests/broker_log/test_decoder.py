@@ -72,7 +72,8 @@ def test_truncated_bytes_are_counted_as_malformed_never_raised(decoder):
 
 def test_a_tombstone_keeps_its_key(decoder):
     record = decoder.decode(_key(2, "my-group"), None)
-    assert (record.name, record.key, record.version, record.value) == ("GroupMetadata", {"group": "my-group"}, None, None)
+    assert (record.name, record.key, record.version, record.value) == (
+        "GroupMetadata", {"group": "my-group"}, None, None)
 
 
 def test_unknown_tagged_fields_are_skipped_and_counted_known_ones_read(decoder):

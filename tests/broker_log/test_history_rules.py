@@ -3,7 +3,7 @@ shows (failed rounds, a deleted group, an unknown assignor, a busy partition's c
 from __future__ import annotations
 
 from pipelines.broker_log.classic_history import classic_generations, classic_ownership_changes
-from pipelines.broker_log.commit_window import KEEP_REASONS, kept_commits
+from pipelines.broker_log.commit_window import CHECKPOINTS, KEEP_REASONS, kept_commits
 from pipelines.broker_log.consumer_history import consumer_events, consumer_ownership_changes
 
 
@@ -45,40 +45,43 @@ def test_an_assignor_the_lens_does_not_declare_is_not_guessed_eager():
         (0, "assigned", None, "a"), (1, "assigned", None, "a"), (1, "assigned", "a", "b")]
 
 
-def _commits(partition: int, start_ms: int, end_ms: int, every_ms: int, per_commit: int) -> list[dict]:
-    return [{"group_id": "g", "topic": "t", "partition": partition, "committed_offset": i * per_commit,
-             "leader_epoch": -1, "commit_timestamp_ms": at, "at_ms": at, "offsets_partition": 0, "offset": i}
-            for i, at in enumerate(range(start_ms, end_ms, every_ms))]
-
-
-def _change(at_ms: int) -> dict:
-    return {"topic": "t", "partition": 0, "at_ms": at_ms}
+def _log(every_ms: int, end_ms: int, per_commit: int, change_times: list[int]) -> tuple[list[dict], list[dict]]:
+    """A partition committed every ``every_ms`` and changing owner at ``change_times``, its records
+    in log order (offsets by time): (commits, changes)."""
+    events = sorted([(at, 1) for at in range(0, end_ms, every_ms)] + [(at, 0) for at in change_times])
+    commits, changes = [], []
+    for offset, (at, is_commit) in enumerate(events):
+        place = {"topic": "t", "partition": 0, "at_ms": at, "offsets_partition": 0, "offset": offset}
+        if is_commit:
+            commits.append({**place, "group_id": "g", "committed_offset": len(commits) * per_commit,
+                            "leader_epoch": -1, "commit_timestamp_ms": at})
+        else:
+            changes.append(place)
+    return commits, changes
 
 
 def test_commits_kept_are_bounded_per_change_whatever_the_commit_rate():
-    changes = [_change(600_500), _change(1_800_250), _change(3_000_010)]
     hour = 3_600_000
     for every_ms in (1000, 100, 10):  # 1, 10 and 100 commits a second for an hour
-        kept = kept_commits(_commits(0, 0, hour, every_ms, 5), changes)
-        by_change = [k for k in kept if set(k["reasons"]) & {"before_change", "after_change", "first_advance"}]
-        assert len(by_change) <= 3 * len(changes)
-        assert len(kept) <= 3 * len(changes) + hour // 60_000 + 1, every_ms
+        commits, changes = _log(every_ms, hour, 5, [600_500, 1_800_250, 3_000_010])
+        kept = kept_commits(commits, changes)
+        assert len(kept) <= (3 + CHECKPOINTS) * len(changes), every_ms
         assert all(set(k["reasons"]) <= set(KEEP_REASONS) for k in kept)
 
 
 def test_the_commits_around_a_change_are_the_ones_the_bounds_read():
-    commits = _commits(0, 0, 10_000, 1000, 5)  # offsets 0, 5, ..., 45 at 0 s ... 9 s
+    commits, changes = _log(1000, 10_000, 5, [4500])  # offsets 0, 5, ..., 45 at 0 s ... 9 s
     commits[5]["committed_offset"] = commits[4]["committed_offset"]  # the new owner first commits where it started
-    kept = {k["at_ms"]: k["reasons"] for k in kept_commits(commits, [_change(4500)], checkpoint_ms=60_000)}
-    assert "before_change" in kept[4000] and "after_change" in kept[5000] and "first_advance" in kept[6000]
-    assert kept[0] == ["checkpoint"] and kept[9000] == ["latest"] and len(kept) == 5
+    kept = {k["at_ms"]: k["reasons"] for k in kept_commits(commits, changes, checkpoint_ms=1000)}
+    assert kept == {1000: ["checkpoint"], 2000: ["checkpoint"], 3000: ["checkpoint"],
+                    4000: ["before_change", "checkpoint"], 5000: ["after_change"], 6000: ["first_advance"]}
 
 
 def test_a_deleted_offset_is_kept_and_a_nameless_topic_keeps_nothing():
-    commits = _commits(0, 0, 3000, 1000, 5)
+    commits, changes = _log(1000, 3000, 5, [1500])
     commits.append({**commits[-1], "committed_offset": None, "at_ms": 5000, "offset": 99})
-    kept = kept_commits(commits, [{"topic": None, "partition": 0, "at_ms": 1500}])
-    assert [k["reasons"] for k in kept] == [["checkpoint"], ["deleted", "latest"]]
+    kept = kept_commits(commits, [{**changes[0], "topic": None}])
+    assert [k["reasons"] for k in kept] == [["deleted"]]
 
 
 def _consumer_row(offset: int, at: int, name: str, key: dict, value: dict | None) -> dict:
