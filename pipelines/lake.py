@@ -162,6 +162,14 @@ def _create(rows: DataFrame, lake_path: str, table: Table) -> None:
      .save(table.location(lake_path)))
 
 
+def append(spark: SparkSession, lake_path: str, table: Table, rows: DataFrame) -> None:
+    """Append ``rows`` (the caller knows none is there yet); creates the table (see ``_create``)."""
+    if not exists(spark, lake_path, table):
+        _create(rows, lake_path, table)
+        return
+    _layout(rows, table).option("mergeSchema", "true").save(table.location(lake_path))
+
+
 def delete_rows(spark: SparkSession, lake_path: str, table: Table, condition: Column) -> None:
     """Delete the rows matching ``condition``; when no file's statistics allow one, a
     look at the statistics and no commit."""
@@ -176,17 +184,22 @@ def same_keys(keys: Sequence[str], left: str, right: str) -> Column:
     return reduce(lambda a, b: a & b, [F.col(f"{left}.`{k}`").eqNullSafe(F.col(f"{right}.`{k}`")) for k in keys])
 
 
-def insert_new(spark: SparkSession, lake_path: str, table: Table, rows: DataFrame) -> None:
-    """Insert the rows whose key is not in the table yet (idempotent append); creates the
-    table (see ``_create``) when it does not exist yet."""
+def insert_new(spark: SparkSession, lake_path: str, table: Table, rows: DataFrame,
+               update: dict[str, str] | None = None) -> None:
+    """Insert the rows whose key is not in the table yet (idempotent append); with ``update``
+    (column -> SQL over the stored row ``t`` and the new one ``s``), set those columns of the
+    rows whose key is there (``rows`` holds one row per key). Creates the table (see
+    ``_create``) when it does not exist yet."""
     from delta.tables import DeltaTable
 
     if not exists(spark, lake_path, table):
         _create(rows, lake_path, table)
         return
-    (DeltaTable.forPath(spark, table.location(lake_path)).alias("t")
-     .merge(rows.alias("s"), same_keys(table.keys, "t", "s")).whenNotMatchedInsertAll()
-     .withSchemaEvolution().execute())  # a column added to the declaration joins the table
+    merge = (DeltaTable.forPath(spark, table.location(lake_path)).alias("t")
+             .merge(rows.alias("s"), same_keys(table.keys, "t", "s")))
+    if update:
+        merge = merge.whenMatchedUpdate(set=update)
+    merge.whenNotMatchedInsertAll().withSchemaEvolution().execute()  # a column added to the declaration joins
 
 
 def sql_literal(value: Any) -> str:

@@ -74,10 +74,16 @@ def _log_ends(consumer: Any, timeout_s: float) -> dict[int, int]:
         raise LensError(_read_failure(err.args[0])) from None
 
 
+def refused(error_name: str) -> str:
+    """The one line a refused read of the topic gives (``error_name``: Kafka's, e.g.
+    TOPIC_AUTHORIZATION_FAILED): the ACL it needs and the fallback where it cannot be granted."""
+    return (f"reading {OFFSETS_TOPIC} was refused ({error_name}): the broker source needs READ on "
+            f"Topic:{OFFSETS_TOPIC} (kafka-acls --add --allow-principal User:<you> --operation Read "
+            f"--topic {OFFSETS_TOPIC}); where that cannot be granted, the Admin API (describe groups, "
+            "list offsets) is the fallback, at polling resolution")
+
+
 def _read_failure(err: Any) -> str:
     if "AUTHORIZATION" in err.name():
-        return (f"reading {OFFSETS_TOPIC} was refused ({err.name()}): the broker source needs READ on "
-                f"Topic:{OFFSETS_TOPIC} (kafka-acls --add --allow-principal User:<you> --operation Read "
-                f"--topic {OFFSETS_TOPIC}); where that cannot be granted, the Admin API (describe groups, "
-                "list offsets) is the fallback, at polling resolution")
+        return refused(err.name())
     return f"reading {OFFSETS_TOPIC} failed: {err.name()}: {err.str()}"

@@ -8,7 +8,7 @@ and value bytes). Each record is decoded (``records.RecordDecoder``; what the sc
 is counted and skipped) and fed to its group's ``GroupHistory``; the rows it writes come out as
 they are written, so a task holds the partition's group states, not its records. At the end: every
 group's state (those without new records as they came), the decoder's counts, and the topic ids
-the commits named.
+the records named (``topic_ids.ids_in``).
 """
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ from pipelines.broker_log.commit_window import OFFSET_COMMITS
 from pipelines.broker_log.consumer_history import is_consumer_group_record
 from pipelines.broker_log.group_history import OUTPUTS, GroupHistory
 from pipelines.broker_log.records import RecordDecoder, Skipped, record_row
-from pipelines.broker_log.schema import ZERO_UUID
 from pipelines.broker_log.schema_set import SchemaSet
+from pipelines.broker_log.topic_ids import ids_in
 
 # The walk's output rows: one of these keys set per row (the others None).
 ROW_KINDS: tuple[str, ...] = (*OUTPUTS, "state", "count", "topic")
@@ -66,11 +66,11 @@ class PartitionWalk:
         if isinstance(record, Skipped):
             return
         row = record_row(record, raw["offsets_partition"], raw["offset"], raw["timestamp_ms"])
+        for topic_id, topic in ids_in(row["name"], row["key"], row["value"]).items():
+            if self.names.get(topic_id) != topic:
+                self.names[topic_id] = self.learned[topic_id] = topic
         if row["group_id"] is None or not _is_history(row):
             return
-        if row["name"] in OFFSET_COMMITS and row["value"] and row["value"].get("topicId", ZERO_UUID) != ZERO_UUID:
-            if self.names.get(row["value"]["topicId"]) != row["key"]["topic"]:
-                self.names[row["value"]["topicId"]] = self.learned[row["value"]["topicId"]] = row["key"]["topic"]
         history = self._history(row["group_id"])
         history.feed(row)
         self.through[row["group_id"]] = row["offset"]
@@ -111,3 +111,9 @@ class PartitionWalk:
         rows += [{**base, "outcome": MEMBER_BYTES_UNREADABLE, "record_type": None, "name": message, "version": None,
                   "records": n} for message, n in sorted(stats.unreadable_member_bytes.items())]
         return rows
+
+
+def walk_partition(schemas: SchemaSet, topic_names: dict[str, str],
+                   rows: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """One partition's rows (its groups' states, then its records in offset order) -> its output rows."""
+    return PartitionWalk(schemas, topic_names).walk(rows)
