@@ -28,6 +28,8 @@ import time
 import uuid
 from pathlib import Path
 
+from pipeline_throughput import send
+
 PARTITIONS = 4  # the captured range group's (tests.support.offsets_capture)
 OFFSETS_PARTITIONS = 50  # offsets.topic.num.partitions' default
 REBALANCE_EVERY_GROUPS = 10
@@ -79,7 +81,7 @@ def captured_generations(kafka) -> tuple[str, list[bytes]]:
 
 
 def busy_records(groups: int, minutes: int, topic: str, generations: list[bytes], start_ms: int):
-    """(partition, key, value, timestamp) of the busy topic, in time order."""
+    """(key, value, timestamp, partition) of the busy topic, in time order."""
     for second in range(minutes * 60):
         at = start_ms + second * 1000
         for g in range(groups):
@@ -89,29 +91,9 @@ def busy_records(groups: int, minutes: int, topic: str, generations: list[bytes]
                 phase = (second + g) % REBALANCE_EVERY_S
                 if second == 0 or phase in (0, REBALANCE_EVERY_S // 2):
                     which = 0 if second == 0 else 1 if phase == 0 else 2
-                    yield place, group_key(group), generations[which], at
+                    yield group_key(group), generations[which], at, place
             for p in range(PARTITIONS):
-                yield place, commit_key(group, topic, p), commit_value(second * 10 + p, at), at
-
-
-def produce(bootstrap: str, topic: str, records) -> int:
-    from confluent_kafka import Producer
-
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50, "batch.num.messages": 10000,
-                         "queue.buffering.max.messages": 1_000_000, "compression.type": "lz4"})
-    n = 0
-    for partition, key, value, at in records:
-        while True:
-            try:
-                producer.produce(topic, value, key, partition=partition, timestamp=at)
-                break
-            except BufferError:
-                producer.poll(0.1)
-        n += 1
-        if n % 100_000 == 0:
-            producer.poll(0)
-    producer.flush(300)
-    return n
+                yield commit_key(group, topic, p), commit_value(second * 10 + p, at), at, place
 
 
 def _check_encoding(topic: str) -> None:
@@ -143,8 +125,8 @@ def main() -> None:
         busy = kafka.create_topic("busy-offsets", partitions=OFFSETS_PARTITIONS)
         started = time.monotonic()
         start_ms = int(time.time() * 1000) - args.minutes * 60_000
-        written = produce(broker.bootstrap_servers, busy, busy_records(args.groups, args.minutes, topic, generations,
-                                                                       start_ms))
+        written = send(broker.bootstrap_servers, busy, busy_records(args.groups, args.minutes, topic, generations,
+                                                                    start_ms))
         print(f"written: {written:,} records ({args.groups:,} groups x {args.minutes} min) in "
               f"{time.monotonic() - started:.0f} s", flush=True)
         spark = build_spark(SparkSettings(master="local[2]", lake=str(work), log_level="WARN",
@@ -161,11 +143,13 @@ def main() -> None:
             spark.stop()
     commits = counts["records"] / PARTITIONS
     rate = args.groups  # commits a second the busy cluster wrote
-    print(f"\n{'records read':<32}{counts['records']:>14,}\n{'seconds (2 cores, one slice)':<32}{took:>14.1f}\n"
-          f"{'records/s':<32}{counts['records'] / took:>14,.0f}\n{'commits/s':<32}{commits / took:>14,.0f}\n"
-          f"{'commits/s the topic had':<32}{rate:>14,}\n{'keeps up with (x that rate)':<32}{commits / took / rate:>14.1f}\n"
-          f"{'ownership changes':<32}{counts['changes']:>14,}\n{'commits kept':<32}{kept:>14,}\n"
-          f"{'commits kept per change':<32}{kept / max(1, counts['changes']):>14.2f}")
+    figures = [("records read", f"{counts['records']:,}"), ("seconds (2 cores, one slice)", f"{took:.1f}"),
+               ("records/s", f"{counts['records'] / took:,.0f}"), ("commits/s", f"{commits / took:,.0f}"),
+               ("commits/s the topic had", f"{rate:,}"),
+               ("keeps up with (x that rate)", f"{commits / took / rate:.1f}"),
+               ("ownership changes", f"{counts['changes']:,}"), ("commits kept", f"{kept:,}"),
+               ("commits kept per change", f"{kept / max(1, counts['changes']):.2f}")]
+    print("\n" + "\n".join(f"{name:<32}{value:>14}" for name, value in figures))
 
 
 if __name__ == "__main__":

@@ -79,6 +79,18 @@ def _rows(spark, config, table, group: str):
     return lake.read(spark, config.lake_path, table).where(F.col("group_id") == group)
 
 
+def _handed_over(spark, config, group: str, leaving, staying, holds: int) -> tuple[list, str]:
+    """``leaving`` closes, ``staying`` takes over (``holds`` partitions then), the stage runs: the
+    handoffs from ``leaving`` it landed, and ``staying``'s member id."""
+    left, stays = leaving.memberid(), staying.memberid()
+    leaving.close()
+    _settle([staying], [holds])
+    run_stage(spark, config, "broker", progress=lambda _m: None)
+    staying.close()
+    return (_rows(spark, config, catalog.BROKER_OWNERSHIP, group)
+            .where((F.col("kind") == "assigned") & (F.col("previous_owner") == left)).collect()), stays
+
+
 def test_a_reader_without_the_acl_gets_one_line_then_the_history_once_granted(spark, secured, tmp_path):
     broker, cluster, reader = secured
     topic = cluster.create_topic(f"acl-{uuid.uuid4().hex[:6]}", partitions=2)
@@ -152,14 +164,8 @@ def test_a_compacted_first_scan_rebuilds_the_current_owners_and_goes_on_from_the
     spanned = sum(r.to_offset - r.from_offset for r in audit.select("offsets_partition", "from_offset", "to_offset")
                   .distinct().collect())
     assert 0 < read < spanned, "the cleaned offsets read through, not counted"
-    b_id = b.memberid()
-    b.close()
-    _settle([a], [4])
-    run_stage(spark, config, "broker", progress=lambda _m: None)
-    a.close()
-    moved = (_rows(spark, config, catalog.BROKER_OWNERSHIP, group)
-             .where((F.col("kind") == "assigned") & (F.col("previous_owner") == b_id)).count())
-    assert moved == 2, "b's partitions handed to a: the previous owner came from the first scan's state"
+    moved, _ = _handed_over(spark, config, group, b, a, 4)
+    assert len(moved) == 2, "b's partitions handed to a: the previous owner came from the first scan's state"
 
 
 def test_a_group_deleted_and_recreated_starts_over(spark, secured, tmp_path):
@@ -203,14 +209,8 @@ def test_a_coordinator_reload_loses_nothing(spark, secured, tmp_path):
     run_stage(spark, config, "broker", progress=lambda _m: None)
     broker.restart()  # the coordinator unloads its groups and loads them again from the log
     _settle([a, b], [1, 1])
-    b_id = b.memberid()
-    b.close()
-    _settle([a], [2])
-    run_stage(spark, config, "broker", progress=lambda _m: None)
-    a.close()
-    handoff = (_rows(spark, config, catalog.BROKER_OWNERSHIP, group)
-               .where((F.col("kind") == "assigned") & (F.col("previous_owner") == b_id)).collect())
-    assert len(handoff) == 1 and handoff[0].owner == a.memberid()
+    handoff, a_id = _handed_over(spark, config, group, b, a, 2)
+    assert len(handoff) == 1 and handoff[0].owner == a_id
     slices = lake.read(spark, config.lake_path, catalog.BROKER_DECODED).select(
         "offsets_partition", "from_offset", "to_offset").distinct().collect()
     by_partition: dict[int, list] = {}
