@@ -104,3 +104,30 @@ def test_a_deleted_consumer_group_starts_over_when_its_name_comes_back():
     assert [e["kind"] for e in consumer_events(rows, {})] == ["partitions_assigned", "group_deleted",
                                                               "partitions_assigned"]
     assert consumer_events(rows, {})[0]["assigned"][0]["topic"] is None  # an id no source names stays unnamed
+
+
+def test_a_partition_walk_counts_and_skips_what_the_schemas_cannot_read_and_keeps_tombstones():
+    import struct
+
+    from pipelines.broker_log.partition_walk import PartitionWalk
+    from pipelines.broker_log.schema_set import schema_set
+
+    def string16(text: str) -> bytes:
+        return struct.pack(">h", len(text)) + text.encode()
+
+    commit_key = struct.pack(">h", 1) + string16("g") + string16("t") + struct.pack(">i", 0)
+    commit_v3 = struct.pack(">hqi", 3, 7, -1) + string16("") + struct.pack(">q", 1000)
+    raw = [(struct.pack(">h", 99) + string16("g"), b"\x00\x00"),  # a type Kafka 4.2 does not have
+           (commit_key, struct.pack(">h", 9) + b"\x00" * 20),  # a newer OffsetCommit value version
+           (commit_key, b"\x00\x03\x00"),  # bytes that do not parse
+           (commit_key, commit_v3), (commit_key, None)]  # a commit, then its offset deleted: a tombstone
+    rows = [{"offsets_partition": 0, "offset": i, "timestamp_ms": 1000 + i, "key": k, "value": v, "group_id": None,
+             "state": None, "through_offset": None} for i, (k, v) in enumerate(raw)]
+    out = list(PartitionWalk(schema_set(), {}).walk(iter(rows)))
+    counts = {(c["outcome"], c["record_type"], c["version"]): c["records"] for c in (r["count"] for r in out)
+              if c is not None}
+    assert counts == {("unknown_type", 99, None): 1, ("unknown_version", 1, 9): 1, ("malformed", 1, 3): 1,
+                      ("decoded", 1, None): 2}
+    kept = [r["commits"] for r in out if r["commits"] is not None]
+    assert [(k["offset"], k["committed_offset"], k["reasons"]) for k in kept] == [(4, None, ["deleted"])]
+    assert [r["state"]["group_id"] for r in out if r["state"] is not None] == ["g"]
