@@ -136,7 +136,7 @@ def main() -> None:
                                     broker_source="on")
             cluster = stage.clusters_of(config)[0]
             started = time.monotonic()
-            counts = stage.run_cluster(spark, config, cluster, print, topic=busy)
+            counts = stage.run_cluster(spark, config, cluster, print, {}, topic=busy)
             took = time.monotonic() - started
             kept = lake.read(spark, config.lake_path, catalog.BROKER_COMMITS).count()
         finally:

@@ -151,15 +151,15 @@ def _layout(rows: DataFrame, table: Table) -> DataFrameWriter:
             .partitionBy(*table.partition_by).option("maxRecordsPerFile", ROWS_PER_FILE))
 
 
-def _create(rows: DataFrame, lake_path: str, table: Table) -> None:
+def _create(rows: DataFrame, lake_path: str, table: Table, metadata: str | None = None) -> None:
     """Write a new table in ``_layout``; Delta keeps statistics only for the table's
     ``stats_columns`` (the ones reads and writes prune by: collecting them for every nested
     body field costs a third of the write), and deletion vectors are on, so a replace or
     DELETE that removes a few rows marks them instead of rewriting their files."""
-    (_layout(rows, table)
-     .option("delta.dataSkippingStatsColumns", ",".join(table.stats_columns))
-     .option("delta.enableDeletionVectors", "true")
-     .save(table.location(lake_path)))
+    writer = (_layout(rows, table)
+              .option("delta.dataSkippingStatsColumns", ",".join(table.stats_columns))
+              .option("delta.enableDeletionVectors", "true"))
+    (writer.option("userMetadata", metadata) if metadata else writer).save(table.location(lake_path))
 
 
 def append(spark: SparkSession, lake_path: str, table: Table, rows: DataFrame) -> None:
@@ -235,7 +235,8 @@ def _check_literal_settings(spark: SparkSession) -> None:
                         "(lens_runtime.spark_session.build_spark sets them); set them on the session")
 
 
-def replace_where(spark: SparkSession, lake_path: str, table: Table, rows: DataFrame, predicate: str) -> None:
+def replace_where(spark: SparkSession, lake_path: str, table: Table, rows: DataFrame, predicate: str,
+                  metadata: str | None = None) -> None:
     """Make the table's rows matching ``predicate`` (SQL) equal to ``rows``, in one commit.
 
     Delta's ``replaceWhere``: the rows the predicate matches are deleted (deletion
@@ -244,16 +245,17 @@ def replace_where(spark: SparkSession, lake_path: str, table: Table, rows: DataF
     one transaction, so a reader sees the old rows or the new ones, never neither, and
     a run killed before the commit left nothing. Delta also checks that every row
     written matches the predicate. Creates the table (see ``_create``) when it does not
-    exist yet. Columns of ``rows`` the table lacks are added to it (Delta's mergeSchema: a
+    exist yet. ``metadata``: the commit's userMetadata (a stage's mark, read back without a Spark
+    job: ``newest_commit``). Columns of ``rows`` the table lacks are added to it (Delta's mergeSchema: a
     lake written before a column joined the catalog gets it, the rows written before read
     null in it; a changed type still fails).
     """
     if not exists(spark, lake_path, table):
-        _create(rows, lake_path, table)
+        _create(rows, lake_path, table, metadata)
         return
     _check_literal_settings(spark)
-    (_layout(rows, table).mode("overwrite").option("replaceWhere", predicate).option("mergeSchema", "true")
-     .save(table.location(lake_path)))
+    writer = _layout(rows, table).mode("overwrite").option("replaceWhere", predicate).option("mergeSchema", "true")
+    (writer.option("userMetadata", metadata) if metadata else writer).save(table.location(lake_path))
 
 
 def rewrite(spark: SparkSession, lake_path: str, table: Table, rows: DataFrame) -> None:

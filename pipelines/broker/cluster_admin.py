@@ -98,8 +98,14 @@ class ClusterAdmin:
         return str(self._get(self.admin.describeCluster().clusterId(), "describing the cluster"))
 
     def partitions(self, topic: str) -> list[int]:
+        """The topic's partitions; none when it does not exist (a cluster where no group committed yet)."""
         names = self.jvm.java.util.Collections.singletonList(topic)
-        described = self._get(self.admin.describeTopics(names).allTopicNames(), f"describing {topic}")
+        try:
+            described = self._get(self.admin.describeTopics(names).allTopicNames(), f"describing {topic}")
+        except LensError as err:
+            if "(UNKNOWN_TOPIC_OR_PARTITION)" in str(err):
+                return []
+            raise
         return sorted(int(p.partition()) for p in described.get(topic).partitions())
 
     def offsets(self, topic: str, partitions: list[int], spec: str | int) -> dict[int, int]:

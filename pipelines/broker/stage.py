@@ -29,6 +29,8 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 
@@ -48,6 +50,7 @@ from pipelines.gold.group_apply import stream_per_group
 from pipelines.ingest import Offsets, capped
 
 CLUSTER = "cluster_id"
+MARK_KEY = "rebalance_lens_broker"  # in a state commit's userMetadata: every cluster's next offsets
 # The walk's outputs and the tables they land in (what ``partition_walk.ROW_KINDS`` names).
 HISTORY: dict[str, Table] = {"generations": catalog.BROKER_GENERATIONS, "events": catalog.BROKER_EVENTS,
                              "changes": catalog.BROKER_OWNERSHIP, "commits": catalog.BROKER_COMMITS}
@@ -61,6 +64,9 @@ INPUT_ROW = ("offsets_partition int, offset bigint, timestamp_ms bigint, key bin
 # match what are assigned"); its consumer-based offset reader, still in Spark 4.2, assigns them as
 # given. Set for the slice's read only.
 CONSUMER_OFFSET_FETCHING = "spark.sql.streaming.kafka.useDeprecatedOffsetFetching"
+# A slice's tables land side by side (each write is mostly the driver waiting on Delta's log and
+# Spark's scheduler, not cores), then its state, alone and last.
+LANDING_THREADS = 4
 # The times of an ownership change whose log end the bounds read (docs/broker-source.md).
 LOG_END_TIMES = ("at_ms", "released_ms", "revoke_requested_ms", "join_completed_ms")
 
@@ -119,9 +125,11 @@ class _Run:
     admin: ClusterAdmin
     schemas: SchemaSet
     names: dict[str, str]  # topic id -> name
+    new_names: dict[str, str]  # those the Admin API named that the lake has not stored: stored by the first slice
     progress: Progress
     refused: set[str]  # data topics whose log ends were refused (said once)
     topic: str  # __consumer_offsets
+    marks: dict[str, Offsets]  # per cluster, the next offsets: this one's moved on as its slices land
 
 
 def run(spark: SparkSession, config: PipelineConfig, progress: Progress = print) -> dict[str, int]:
@@ -130,41 +138,41 @@ def run(spark: SparkSession, config: PipelineConfig, progress: Progress = print)
         progress("broker: off (--broker-source on reads every group's history from __consumer_offsets)")
         return {"clusters": 0}
     counts: Counter = Counter()
-    clusters = clusters_of(config)
+    clusters, marks = clusters_of(config), read_marks(spark, config)
     for cluster in clusters:
-        counts.update(run_cluster(spark, config, cluster, progress))
+        counts.update(run_cluster(spark, config, cluster, progress, marks))
     return {"clusters": len(clusters), **counts}
 
 
 def run_cluster(spark: SparkSession, config: PipelineConfig, cluster: BrokerCluster, progress: Progress,
-                topic: str = OFFSETS_TOPIC) -> Counter:
-    """One cluster's new records into the lake, slice by slice; its counts. ``topic``: where the
-    records are (a benchmark's copy of a busy offsets topic: no broker lets a client write that one)."""
+                marks: dict[str, Offsets], topic: str = OFFSETS_TOPIC) -> Counter:
+    """One cluster's new records into the lake, slice by slice, from ``marks`` (``read_marks``: kept
+    up to date as slices land); its counts. ``topic``: where the records are (a benchmark's copy of
+    a busy offsets topic: no broker lets a client write that one)."""
     counts: Counter = Counter()
     with ClusterAdmin(spark, cluster.options) as admin:
         cluster_id = admin.cluster_id()
         partitions = admin.partitions(topic)
+        if not partitions:
+            progress(f"broker: cluster {cluster_id} ({cluster.bootstrap}) has no {topic} yet: no group committed")
+            return counts
         earliest = admin.offsets(topic, partitions, "earliest")
         bound = admin.offsets(topic, partitions, "latest")
         if config.ingest_until_ms is not None:
             until = admin.offsets(topic, partitions, config.ingest_until_ms)
             bound = {p: min(bound[p], until[p]) for p in bound}
-        stored = _stored_topics(spark, config, cluster_id)
-        names = {**stored, **admin.topic_ids()}
-        if names.keys() - stored.keys():
-            _write_topics(spark, config, cluster_id, spark.createDataFrame(sorted(names.items()), TOPIC_ROW))
-        work = _Run(cluster, cluster_id, admin, schema_set(), names, progress, set(), topic)
-        done = _progress(spark, config, cluster_id)
+        work = None
         while True:
-            starts, ends = next_slice(done, earliest, bound, config.broker_max_records)
+            starts, ends = next_slice(marks.get(cluster_id, {}), earliest, bound, config.broker_max_records)
             if ends == starts:
                 break
+            work = work or _Run(cluster, cluster_id, admin, schema_set(),
+                                *_topic_names(spark, config, cluster_id, admin), progress, set(), topic, marks)
             started, moving = time.monotonic(), [p for p in ends if ends[p] > starts[p]]
             landed = _slice(spark, config, work, starts, ends)
             progress(f"broker: {cluster_id}: {landed['records']:,} record(s) of {len(moving)} partition(s) landed "
                      f"in {time.monotonic() - started:.1f} s ({sum(bound[p] - ends[p] for p in ends):,} offsets to go)")
             counts.update(landed)
-            done = {**done, **ends}
     progress(f"broker: cluster {cluster_id} ({cluster.bootstrap}): {counts['records']:,} record(s) read, "
              f"{counts['changes']:,} ownership change(s), {counts['commits']:,} commit(s) kept, "
              f"{counts['skipped']:,} skipped")
@@ -175,14 +183,36 @@ def _cluster_is(cluster_id: str) -> str:
     return f"{CLUSTER} = {lake.sql_literal(cluster_id)}"
 
 
-def _progress(spark: SparkSession, config: PipelineConfig, cluster_id: str) -> Offsets:
-    """Per partition of the topic, the next offset the last slice left (none: never read)."""
+def _marked(metadata: str | None) -> dict[str, Offsets] | None:
+    """The next offsets a state commit's userMetadata carries, per cluster; None for other commits."""
+    try:
+        found = json.loads(metadata or "")[MARK_KEY]
+    except (ValueError, TypeError, KeyError):
+        return None
+    return {cluster: {int(p): int(o) for p, o in offsets.items()} for cluster, offsets in found.items()}
+
+
+def read_marks(spark: SparkSession, config: PipelineConfig) -> dict[str, Offsets]:
+    """Per cluster and partition of the topic, the next offset to read (none: never read): from the
+    state table's newest commit (no Spark job), else from its rows (after a compaction's commit)."""
     if not lake.exists(spark, config.lake_path, catalog.BROKER_STATE):
         return {}
-    rows = (lake.read(spark, config.lake_path, catalog.BROKER_STATE)
-            .where(F.expr(_cluster_is(cluster_id)) & F.col("group_id").isNull())
-            .select("offsets_partition", "next_offset").collect())
-    return {r.offsets_partition: r.next_offset for r in rows}
+    found = _marked(lake.newest_commit(spark, config.lake_path, catalog.BROKER_STATE)[1].get("userMetadata"))
+    if found is not None:
+        return found
+    marks: dict[str, Offsets] = {}
+    for r in (lake.read(spark, config.lake_path, catalog.BROKER_STATE).where(F.col("group_id").isNull())
+              .select(CLUSTER, "offsets_partition", "next_offset").collect()):
+        marks.setdefault(r[CLUSTER], {})[r.offsets_partition] = r.next_offset
+    return marks
+
+
+def _topic_names(spark: SparkSession, config: PipelineConfig, cluster_id: str,
+                 admin: ClusterAdmin) -> tuple[dict[str, str], dict[str, str]]:
+    """topic id -> name: those stored and those the cluster has now; and those not stored yet."""
+    stored = _stored_topics(spark, config, cluster_id)
+    names = {**stored, **admin.topic_ids()}
+    return names, {t: n for t, n in names.items() if stored.get(t) != n}
 
 
 def _stored_topics(spark: SparkSession, config: PipelineConfig, cluster_id: str) -> dict[str, str]:
@@ -237,10 +267,17 @@ def _slice(spark: SparkSession, config: PipelineConfig, work: _Run, starts: Offs
         with lake.spilled(spark, walked, spill_path(config)) as out:
             spark.conf.unset(CONSUMER_OFFSET_FETCHING)
             counts = _counts(out)
-            _write_history(spark, config, work.cluster_id, out, counts, starts, moving)
-            _write_audit(spark, config, work.cluster_id, out, counts, starts, ends, moving)
-            counts["log_ends"] = _write_log_ends(spark, config, work, out)
-            _write_state(spark, config, work.cluster_id, out, ends, moving)
+            landings = [*_history_landings(spark, config, work.cluster_id, out, counts, starts, moving),
+                        partial(_write_audit, spark, config, work.cluster_id, out, counts, starts, ends, moving,
+                                work.new_names),
+                        partial(_write_log_ends, spark, config, work, out)]
+            with ThreadPoolExecutor(LANDING_THREADS, thread_name_prefix="broker-landing") as pool:
+                landed = [future.result() for future in [pool.submit(land) for land in landings]]
+            counts["log_ends"] = landed[-1]
+            work.new_names.clear()  # stored
+            marks = {**work.marks, work.cluster_id: {**work.marks.get(work.cluster_id, {}), **ends}}
+            _write_state(spark, config, work.cluster_id, out, ends, moving, json.dumps({MARK_KEY: marks}))
+            work.marks.update(marks)
     except Exception as err:  # Spark's read refused (no READ, where DESCRIBE was granted)
         name = kafka_error(err)
         if name is not None and name.endswith(AUTHORIZATION):
@@ -284,15 +321,22 @@ def _replace(spark: SparkSession, config: PipelineConfig, table: Table, rows: Da
         lake.delete_rows(spark, config.lake_path, table, F.expr(predicate))
 
 
-def _write_history(spark: SparkSession, config: PipelineConfig, cluster_id: str, out: DataFrame, counts: Counter,
-                   starts: Offsets, moving: list[int]) -> None:
-    """The walks' generations, events and ownership changes (replacing the slice's) and the
-    commits kept (merged: a commit kept again gets its new reasons)."""
-    for kind in ("generations", "events", "changes"):
+def _history_landings(spark: SparkSession, config: PipelineConfig, cluster_id: str, out: DataFrame,
+                      counts: Counter, starts: Offsets, moving: list[int]) -> list[Callable[[], None]]:
+    """The writes of the walks' generations, events and ownership changes (replacing the slice's)
+    and of the commits kept: independent tables, landed side by side."""
+    def replaced(kind: str) -> None:
         rows = _with_cluster(out.where(F.col(kind).isNotNull()).select(f"{kind}.*"), cluster_id, HISTORY[kind])
         _replace(spark, config, HISTORY[kind], rows, _in_slice(cluster_id, starts, moving), counts[kind])
-    if not counts["commits"]:
-        return
+
+    landings: list[Callable[[], None]] = [partial(replaced, kind) for kind in ("generations", "events", "changes")]
+    if counts["commits"]:
+        landings.append(partial(_write_commits, spark, config, cluster_id, out))
+    return landings
+
+
+def _write_commits(spark: SparkSession, config: PipelineConfig, cluster_id: str, out: DataFrame) -> None:
+    """The commits kept, merged: a commit kept again gets its new reasons."""
     commits = out.where(F.col("commits").isNotNull()).select("commits.*")
     others = [c for c in commits.columns if c not in ("offsets_partition", "offset", "reasons")]
     commits = (commits.groupBy("offsets_partition", "offset")
@@ -304,8 +348,9 @@ def _write_history(spark: SparkSession, config: PipelineConfig, cluster_id: str,
 
 
 def _write_audit(spark: SparkSession, config: PipelineConfig, cluster_id: str, out: DataFrame, counts: Counter,
-                 starts: Offsets, ends: Offsets, moving: list[int]) -> None:
-    """The decoder's counts of the slice (replacing a killed run's) and the topic ids its commits named."""
+                 starts: Offsets, ends: Offsets, moving: list[int], new_names: dict[str, str]) -> None:
+    """The decoder's counts of the slice (replacing a killed run's) and the topic ids ``new_names``
+    and its records named."""
     place = F.create_map(*[F.lit(x) for p in moving for x in (p, starts[p])])
     until = F.create_map(*[F.lit(x) for p in moving for x in (p, ends[p])])
     outcomes = (out.where(F.col("count").isNotNull()).select("count.*")
@@ -314,13 +359,12 @@ def _write_audit(spark: SparkSession, config: PipelineConfig, cluster_id: str, o
     lake.replace_where(spark, config.lake_path, catalog.BROKER_DECODED,
                        _with_cluster(outcomes, cluster_id, catalog.BROKER_DECODED),
                        _in_slice(cluster_id, starts, moving, "from_offset"))
-    if counts["topics"]:
-        _write_topics(spark, config, cluster_id, out.where(F.col("topic").isNotNull()).select("topic.*"))
-
-
-def _write_topics(spark: SparkSession, config: PipelineConfig, cluster_id: str, topics: DataFrame) -> None:
-    lake.insert_new(spark, config.lake_path, catalog.BROKER_TOPICS,
-                    _with_cluster(topics.dropDuplicates(["topic_id"]), cluster_id, catalog.BROKER_TOPICS))
+    named = out.where(F.col("topic").isNotNull()).select("topic.*")
+    if new_names:
+        named = spark.createDataFrame(sorted(new_names.items()), TOPIC_ROW).unionByName(named)
+    if new_names or counts["topics"]:  # an id names one topic for good (a topic created again gets a new one)
+        lake.insert_new(spark, config.lake_path, catalog.BROKER_TOPICS,
+                        _with_cluster(named.dropDuplicates(["topic_id"]), cluster_id, catalog.BROKER_TOPICS))
 
 
 def _write_log_ends(spark: SparkSession, config: PipelineConfig, work: _Run, out: DataFrame) -> int:
@@ -351,8 +395,9 @@ def _write_log_ends(spark: SparkSession, config: PipelineConfig, work: _Run, out
 
 
 def _write_state(spark: SparkSession, config: PipelineConfig, cluster_id: str, out: DataFrame, ends: Offsets,
-                 moving: list[int]) -> None:
-    """Last, in one commit: the groups' states and the partitions' next offsets."""
+                 moving: list[int], mark: str) -> None:
+    """Last, in one commit: the groups' states and the partitions' next offsets (rows, and every
+    cluster's in the commit's ``mark``)."""
     states = (out.where(F.col("state").isNotNull()).select("state.*")
               .withColumn("next_offset", F.lit(None).cast("bigint")))
     marks = spark.createDataFrame([(None, p, None, ends[p], None) for p in moving],
@@ -360,4 +405,4 @@ def _write_state(spark: SparkSession, config: PipelineConfig, cluster_id: str, o
                                   "state string")
     rows = _with_cluster(states.unionByName(marks), cluster_id, catalog.BROKER_STATE)
     lake.replace_where(spark, config.lake_path, catalog.BROKER_STATE, rows,
-                       f"{_cluster_is(cluster_id)} AND offsets_partition IN ({', '.join(map(str, moving))})")
+                       f"{_cluster_is(cluster_id)} AND offsets_partition IN ({', '.join(map(str, moving))})", mark)

@@ -149,5 +149,6 @@ def test_a_killed_run_rerun_counts_nothing_twice_and_a_second_run_reads_only_wha
     decoded = lake.read(spark, config.lake_path, catalog.BROKER_DECODED).where("outcome = 'decoded'")
     assert decoded.agg(F.sum("records")).first()[0] == rerun["records"] + again["records"], "killed slice's, replaced"
     _each_offset_counted_once(spark, config)
+    assert list(broker.read_marks(spark, config).values()) == [through], "the state commit's mark: its rows'"
     commits = lake.read(spark, config.lake_path, catalog.BROKER_COMMITS)
     assert commits.count() == commits.select("offsets_partition", "offset").distinct().count()
