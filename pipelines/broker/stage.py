@@ -51,6 +51,10 @@ from pipelines.ingest import Offsets, capped
 
 CLUSTER = "cluster_id"
 MARK_KEY = "rebalance_lens_broker"  # in a state commit's userMetadata: every cluster's next offsets
+# What a run counts (its result, as ``pipeline run`` prints it): records read (decoded and skipped),
+# the groups whose history went on, the rows written per table, the log ends asked.
+COUNTED = ("records", "decoded", "skipped", "groups", "generations", "events", "changes", "commits", "topics",
+           "log_ends")
 # The walk's outputs and the tables they land in (what ``partition_walk.ROW_KINDS`` names).
 HISTORY: dict[str, Table] = {"generations": catalog.BROKER_GENERATIONS, "events": catalog.BROKER_EVENTS,
                              "changes": catalog.BROKER_OWNERSHIP, "commits": catalog.BROKER_COMMITS}
@@ -137,7 +141,7 @@ def run(spark: SparkSession, config: PipelineConfig, progress: Progress = print)
     if config.broker_source != "on":
         progress("broker: off (--broker-source on reads every group's history from __consumer_offsets)")
         return {"clusters": 0}
-    counts: Counter = Counter()
+    counts: Counter = Counter(dict.fromkeys(COUNTED, 0))
     clusters, marks = clusters_of(config), read_marks(spark, config)
     for cluster in clusters:
         counts.update(run_cluster(spark, config, cluster, progress, marks))
