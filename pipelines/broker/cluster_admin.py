@@ -8,9 +8,9 @@ calls, and no secret is written anywhere else. What the stage asks: the cluster'
 never waits on an open transaction), the topics' ids, and the log end of data partitions at
 given times (``offsets_for_times``: the first offset stamped at or after the time).
 
-A refusal names the ACL: no DESCRIBE or READ on ``__consumer_offsets`` is the broker source's
-one line (``broker_log.offsets_topic.refused``, with the Admin API fallback); no DESCRIBE on a
-data topic only leaves its log ends out (``LogEnds.refused``).
+A refusal names the ACLs: no READ on ``__consumer_offsets`` (or no DESCRIBE on the reader's group)
+is the broker source's one line (``broker_log.offsets_topic.refused``, with the Admin API
+fallback); no DESCRIBE on a data topic only leaves its log ends out (``LogEnds.refused``).
 """
 from __future__ import annotations
 
@@ -38,6 +38,7 @@ def kafka_error(exc: BaseException) -> str | None:
         java = java.getCause()
     text = str(exc)
     for marker, name in (("TopicAuthorizationException", "TOPIC_AUTHORIZATION_FAILED"),
+                         ("GroupAuthorizationException", "GROUP_AUTHORIZATION_FAILED"),
                          ("SaslAuthenticationException", "SASL_AUTHENTICATION_FAILED")):
         if marker in text:
             return name

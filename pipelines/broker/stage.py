@@ -41,7 +41,7 @@ from lens_runtime.broker_choice import NO_BROKER
 from lens_runtime.errors import LensError
 from pipelines import catalog, lake
 from pipelines.broker.cluster_admin import AUTHORIZATION, ClusterAdmin, kafka_error
-from pipelines.broker_log.offsets_topic import OFFSETS_TOPIC, refused
+from pipelines.broker_log.offsets_topic import OFFSETS_TOPIC, READER_GROUP, refused
 from pipelines.broker_log.partition_walk import walk_partition
 from pipelines.broker_log.schema_set import SchemaSet, schema_set
 from pipelines.catalog import Table, ddl_of
@@ -234,7 +234,7 @@ def _records(spark: SparkSession, work: _Run, starts: Offsets, ends: Offsets, mo
     reader = (spark.read.format("kafka").option("assign", json.dumps({work.topic: moving}))
               .option("startingOffsets", by_partition(starts)).option("endingOffsets", by_partition(ends))
               .option("failOnDataLoss", "false"))  # a compacted topic has gaps: not a loss
-    for key, value in {**work.cluster.options, "isolation.level": "read_committed"}.items():
+    for key, value in {**work.cluster.options, "isolation.level": "read_committed", "group.id": READER_GROUP}.items():
         reader = reader.option(f"kafka.{key}", value)
     return reader.load().select(
         F.col("partition").alias("offsets_partition"), "offset", F.unix_millis("timestamp").alias("timestamp_ms"),
@@ -279,7 +279,8 @@ def _slice(spark: SparkSession, config: PipelineConfig, work: _Run, starts: Offs
                 landed = [future.result() for future in [pool.submit(land) for land in landings]]
             counts["log_ends"] = landed[-1]
             work.new_names.clear()  # stored
-            marks = {**work.marks, work.cluster_id: {**work.marks.get(work.cluster_id, {}), **ends}}
+            marks = {**work.marks, work.cluster_id: {**work.marks.get(work.cluster_id, {}),
+                                                     **{p: ends[p] for p in moving}}}
             _write_state(spark, config, work.cluster_id, out, ends, moving, json.dumps({MARK_KEY: marks}))
             work.marks.update(marks)
     except Exception as err:  # Spark's read refused (no READ, where DESCRIBE was granted)

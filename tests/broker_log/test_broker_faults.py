@@ -22,7 +22,7 @@ from pyspark.sql import functions as F
 from lens_runtime.errors import LensError
 from lens_runtime.kafka_broker import EmbeddedKafka
 from pipelines import catalog, lake
-from pipelines.broker_log.offsets_topic import OFFSETS_TOPIC, read_offsets_topic
+from pipelines.broker_log.offsets_topic import OFFSETS_TOPIC, READER_GROUP, read_offsets_topic
 from pipelines.config import PipelineConfig
 from pipelines.stages import run_stage
 from tests.support.kafka_cluster import KafkaCluster
@@ -52,9 +52,10 @@ def _config(lake_path, bootstrap: str, **given) -> PipelineConfig:
     return PipelineConfig(bootstrap_servers=bootstrap, lake_path=str(lake_path), broker_source="on", **given)
 
 
-def _grant(cluster: KafkaCluster, operation: AclOperation, topic: str = OFFSETS_TOPIC) -> None:
-    binding = AclBinding(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, f"User:{READER}", "*",
-                         operation, AclPermissionType.ALLOW)
+def _grant(cluster: KafkaCluster, operation: AclOperation, name: str = OFFSETS_TOPIC,
+           kind: ResourceType = ResourceType.TOPIC) -> None:
+    binding = AclBinding(kind, name, ResourcePatternType.LITERAL, f"User:{READER}", "*", operation,
+                         AclPermissionType.ALLOW)
     admin = cluster.admin()  # held until the answers are in: a collected client never completes its futures
     for future in admin.create_acls([binding]).values():
         future.result(30)
@@ -101,15 +102,16 @@ def test_a_reader_without_the_acl_gets_one_line_then_the_history_once_granted(sp
     _settle([a], [2])
     _commit_all([a], topic, 1)
     config = _config(tmp_path / "lake", broker.sasl_bootstrap_servers, broker_kafka_options={"*": reader})
-    for grant in (None, AclOperation.DESCRIBE):  # nothing, then DESCRIBE only: the fetch itself is refused
+    # nothing: the topic refused; READ on it: the reader's group (Spark's consumer asks its offsets)
+    for grant, error in ((None, "TOPIC_AUTHORIZATION_FAILED"), (AclOperation.READ, "GROUP_AUTHORIZATION_FAILED")):
         if grant is not None:
             _grant(cluster, grant)
         with pytest.raises(LensError) as refused:
             run_stage(spark, config, "broker", progress=lambda _m: None)
         line = str(refused.value)
         assert "\n" not in line and f"READ on Topic:{OFFSETS_TOPIC}" in line and "Admin API" in line, line
-        assert "TOPIC_AUTHORIZATION_FAILED" in line, line
-    _grant(cluster, AclOperation.READ)
+        assert f"DESCRIBE on Group:{READER_GROUP}" in line and error in line, line
+    _grant(cluster, AclOperation.DESCRIBE, READER_GROUP, ResourceType.GROUP)
     said: list[str] = []
     counts = run_stage(spark, config, "broker", progress=said.append)
     a.close()
