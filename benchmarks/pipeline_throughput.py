@@ -150,17 +150,18 @@ def create_topic(bootstrap: str, topic: str = "rebalance-lens-telemetry") -> str
     return topic
 
 
-def send(bootstrap: str, topic: str, events: Iterable[tuple[str, str, int]]) -> int:
-    """Produce (key, value, timestamp ms) triples; how many."""
+def send(bootstrap: str, topic: str, events: Iterable[tuple]) -> int:
+    """Produce (key, value, timestamp ms[, partition]) tuples; how many."""
     from confluent_kafka import Producer
 
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50, "batch.size": 1_000_000,
                          "compression.type": "lz4", "queue.buffering.max.messages": 1_000_000})
     n = 0
-    for key, value, ts in events:
+    for key, value, ts, *partition in events:
+        placed = {"partition": partition[0]} if partition else {}
         while True:
             try:
-                producer.produce(topic, key=key, value=value, timestamp=ts)
+                producer.produce(topic, key=key, value=value, timestamp=ts, **placed)
                 break
             except BufferError:
                 producer.poll(0.1)

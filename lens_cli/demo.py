@@ -4,7 +4,8 @@
 2. play a small matrix of built-in scenarios (real member processes running the agent)
    under several assignors and commit styles, all sending telemetry to one topic, each
    writing its own ground truth;
-3. run the pipeline (ingest, validate, silver, gold, recommend) into a fresh Delta lake;
+3. run the pipeline (ingest, broker, validate, silver, gold, recommend) into a fresh Delta lake: the
+   broker stage reads the broker's own ``__consumer_offsets`` (every group's history);
 4. print, per run, what gold measured beside what ground truth says;
 5. print each run's top recommendation beside its measured cost;
 6. write the tuning report (one HTML page, from the SQL marts) and print its path.
@@ -183,9 +184,9 @@ def run_demo(lake: str | None = None, master: str | None = None,
     with broker_for(bootstrap, Fallback.OWN, say=lambda line: console.print(line, markup=False)) as broker:
         results = _play_matrix(console, matrix, broker.bootstrap_servers, out, telemetry)
         console.print("\n[bold]Pipeline[/]: telemetry topic -> bronze -> validated -> silver -> gold -> "
-                      "recommendations -> SQL marts (Delta)")
+                      "recommendations -> SQL marts (Delta); the broker's __consumer_offsets -> every group's history")
         config = PipelineConfig.resolve(bootstrap_servers=broker.bootstrap_servers, topic=telemetry,
-                                        lake_path=lake_path, spark_master=master,
+                                        lake_path=lake_path, spark_master=master, broker_source="on",
                                         **(embedded_broker_groups() if broker.embedded else {}))
         gold, top = _run_pipeline(console, config)
     _print_costs(console, results, gold, top)

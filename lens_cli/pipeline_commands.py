@@ -90,7 +90,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     actions = pipeline.add_subparsers(dest="pipeline_action", metavar="ACTION", required=True)
     run = actions.add_parser("run", help="run one stage or all of them, incrementally")
     run.add_argument("stage", nargs="?", default="all",
-                     help="ingest, validate, silver, gold, recommend, sql or all (default)")
+                     help="ingest, broker, validate, silver, gold, recommend, sql or all (default)")
     run.add_argument("--since", default=None,
                      help="recompute silver/gold for events from this time (ISO 8601 or epoch ms); "
                           "a first ingest starts from it")

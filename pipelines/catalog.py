@@ -336,6 +336,89 @@ VERIFICATIONS = Table(
                "measured_pause_mixed_phase_s double, reruns int, measured_duplicates_saved_se double, "
                "measured_pause_saved_se_s double"))
 
+# The broker stage's tables (``pipelines.broker``): each group's history rebuilt from the records
+# its coordinator wrote into ``__consumer_offsets`` (``pipelines.broker_log``), for every group of
+# the clusters read, whatever its members run. Their columns are the fields of the plain rows
+# ``pipelines.broker_log`` returns, plus the cluster: what gold's bounds read is what the history
+# functions write. A record's place in the topic (``offsets_partition``, ``offset``) names each row.
+BROKER_PLACE = _columns("cluster_id string, group_id string, offsets_partition int, offset bigint")
+BROKER_SORT = ("cluster_id", "group_id", "offsets_partition", "offset")
+_TOPIC_PARTITIONS = "array<struct<topic: string, partitions: array<bigint>>>"
+_ID_PARTITIONS = ("array<struct<topic: string, topic_id: string, partitions: array<bigint>, "
+                  "assignment_epochs: array<bigint>>>")
+BROKER_MEMBER = ("struct<member_id: string, instance_id: string, client_id: string, client_host: string, "
+                 "session_timeout_ms: bigint, rebalance_timeout_ms: bigint, subscribed_topics: array<string>, "
+                 f"rack_id: string, owned_partitions: {_TOPIC_PARTITIONS}, subscription_generation: bigint, "
+                 f"assigned_partitions: {_TOPIC_PARTITIONS}>")
+BROKER_GENERATIONS = Table(
+    "silver/broker_generations",
+    grain="one row per GroupMetadata record of a classic group: a completed generation (members, subscriptions, "
+          "assignments), the group emptied, a static member replaced, or the group deleted",
+    keys=("cluster_id", "offsets_partition", "offset"), written_by="broker", scope=None, sort_by=BROKER_SORT,
+    columns=(*BROKER_PLACE, *_columns(
+        "synced_ms bigint, kind string, generation bigint, protocol_type string, assignor string, "
+        "rebalance_protocol string, leader_id string, join_completed_ms bigint, failed_rounds bigint"),
+        ("members", f"array<{BROKER_MEMBER}>"), ("joined", "array<string>"), ("left", "array<string>"),
+        ("replaced", "array<struct<old_member_id: string, new_member_id: string>>")))
+BROKER_EVENTS = Table(
+    "silver/broker_group_events",
+    grain="one row per record of a consumer-protocol (KIP-848) group: an epoch bump, a target assignment, a member "
+          "joining, changing or leaving, a member's assignment (revocation asked, acknowledged, partitions given)",
+    keys=("cluster_id", "offsets_partition", "offset"), written_by="broker", scope=None, sort_by=BROKER_SORT,
+    columns=(*BROKER_PLACE, *_columns(
+        "at_ms bigint, kind string, member_id string, instance_id string, group_epoch bigint, "
+        "assignment_epoch bigint, assignment_timestamp_ms bigint, member_epoch bigint, previous_member_epoch bigint, "
+        "member_state string"),
+        *((name, _ID_PARTITIONS) for name in ("assigned", "pending_revocation", "added", "removed", "target")),
+        ("subscribed_topics", "array<string>"), ("subscribed_regex", "string"), ("replaces_member_id", "string")))
+BROKER_OWNERSHIP = Table(
+    "silver/broker_ownership_changes",
+    grain="one row per change of a partition's owner the broker logged (assigned: a handoff with its previous "
+          "owner's release; released; reassigned by an eager round; replaced: a static member's new id)",
+    keys=("cluster_id", "offsets_partition", "offset", "topic_id", "topic", "partition"), written_by="broker",
+    scope=None, sort_by=BROKER_SORT,
+    columns=(*BROKER_PLACE, *_columns(
+        "protocol string, topic string, topic_id string, partition bigint, kind string, at_ms bigint, owner string, "
+        "owner_instance_id string, previous_owner string, previous_instance_id string, previous_since_ms bigint, "
+        "revoke_requested_ms bigint, released_ms bigint, release_kind string, generation bigint, "
+        "join_completed_ms bigint, member_epoch bigint")))
+BROKER_COMMITS = Table(
+    "silver/broker_commits",
+    grain="one row per offset commit the bounds read: the last before and the first after each ownership change "
+          "of its partition, the first that advances, checkpoints before it, deleted offsets (reasons say which)",
+    keys=("cluster_id", "offsets_partition", "offset"), written_by="broker", scope=None, sort_by=BROKER_SORT,
+    columns=(*BROKER_PLACE, *_columns(
+        "topic string, partition bigint, committed_offset bigint, leader_epoch bigint, commit_timestamp_ms bigint, "
+        "at_ms bigint"), ("reasons", "array<string>")))
+BROKER_LOG_ENDS = Table(
+    "silver/broker_log_ends",
+    grain="one row per data partition and time an ownership change needs its log end at (offsets_for_times)",
+    keys=("cluster_id", "topic", "partition", "at_ms"), written_by="broker", scope=None,
+    columns=_columns("cluster_id string, topic string, partition bigint, at_ms bigint, log_end_offset bigint, "
+                     "found boolean, asked_ms bigint"))
+BROKER_TOPICS = Table(
+    "silver/broker_topics", grain="one row per topic id a cluster's records or its Admin API named",
+    keys=("cluster_id", "topic_id"), written_by="broker", scope=None,
+    columns=_columns("cluster_id string, topic_id string, topic string"))
+# The broker stage's state between runs (written and read by it only): per group, what its next
+# record is read against (``GroupHistory.state`` as JSON); per partition of ``__consumer_offsets``
+# (group_id null), the next offset to read. One commit replaces both for the partitions a run read.
+BROKER_STATE = Table(
+    "silver/broker_state",
+    grain="one row per group (its history's state, as of through_offset), and one per partition of "
+          "__consumer_offsets (group_id null: the next offset to read)",
+    keys=("cluster_id", "offsets_partition", "group_id"), written_by="broker", scope=None,
+    columns=_columns("cluster_id string, group_id string, offsets_partition int, through_offset bigint, "
+                     "next_offset bigint, state string"))
+BROKER_DECODED = Table(
+    "audit/broker_decode",
+    grain="one row per partition of __consumer_offsets, slice read and outcome: records decoded (by record name), "
+          "skipped (unknown type, unknown version, malformed), unknown tags stepped over, member bytes unreadable",
+    keys=("cluster_id", "offsets_partition", "from_offset", "outcome", "record_type", "name", "version"),
+    written_by="broker", scope=None,
+    columns=_columns("cluster_id string, offsets_partition int, from_offset bigint, to_offset bigint, "
+                     "outcome string, record_type int, name string, version int, records bigint"))
+
 # The tables the pipeline's stages write (a run of every stage writes each), then the closed loop's.
 TABLES: tuple[Table, ...] = (BRONZE, QUARANTINE, VALIDATION_SUMMARY, STAGE_PROGRESS, EVENTS, SEQUENCES, MEMBER_STATES,
                              COMMITS,
@@ -344,3 +427,6 @@ TABLES: tuple[Table, ...] = (BRONZE, QUARANTINE, VALIDATION_SUMMARY, STAGE_PROGR
                              FOLD_STATE, REBALANCE_EVENTS, WHAT_IF,
                              RECOMMENDATIONS, RECOMMEND_FAILURES)
 CLOSED_LOOP_TABLES: tuple[Table, ...] = (VERIFICATIONS,)
+# Written by the broker stage when the broker source is on (``PipelineConfig.broker_source``).
+BROKER_TABLES: tuple[Table, ...] = (BROKER_GENERATIONS, BROKER_EVENTS, BROKER_OWNERSHIP, BROKER_COMMITS,
+                                    BROKER_LOG_ENDS, BROKER_TOPICS, BROKER_STATE, BROKER_DECODED)

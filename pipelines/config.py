@@ -75,7 +75,16 @@ SETTINGS: tuple[Setting, ...] = (
             "hours of a group's history, up to its last event, that recommend judges it on (default 168: 7 days)"),
     Setting("lock_wait_s", "LENS_LOCK_WAIT_S", "--lock-wait",
             "seconds to wait for another run on the same lake to end before giving up (default 0: give up at once)"),
+    Setting("broker_source", "LENS_BROKER_SOURCE", "--broker-source",
+            "on: the broker stage reads every group's history from __consumer_offsets (needs READ on it); "
+            "off (default): it does nothing"),
+    Setting("broker_clusters", "LENS_BROKER_CLUSTERS", "--broker-clusters",
+            "bootstrap servers of each cluster the broker stage reads, ';' between clusters "
+            "(default: the telemetry cluster)"),
+    Setting("broker_max_records", "LENS_BROKER_MAX_RECORDS", "--broker-max-records",
+            "__consumer_offsets records per broker-stage slice, each landed with its progress (default: no limit)"),
 )
+BROKER_SOURCE_VALUES = ("off", "on")
 
 
 def embedded_broker_groups() -> dict[str, int]:
@@ -124,6 +133,12 @@ class PipelineConfig:
     ``since_ms``: recompute silver and gold for the groups with events from this time; a
     first ingest starts from it. ``kafka_options``: extra settings of the Kafka source
     (``kafka.`` prefix added), e.g. SASL for a secured telemetry cluster.
+    ``broker_source``: "on" makes the broker stage (``pipelines.broker``) read each group's
+    history from ``__consumer_offsets`` of ``broker_clusters`` (bootstrap servers, ';' between
+    clusters; empty: the telemetry cluster, with ``kafka_options``), ``broker_max_records`` records
+    at a time. ``broker_kafka_options``: per cluster (its bootstrap servers as written in
+    ``broker_clusters``, or "*" for every one), the Kafka client settings it needs (Java client
+    names, as ``kafka_options``: security.protocol, sasl.mechanism, sasl.jaas.config, ...).
     """
 
     bootstrap_servers: str = ""
@@ -146,6 +161,10 @@ class PipelineConfig:
     lock_wait_s: float = 0.0
     since_ms: int | None = None
     kafka_options: dict[str, str] = field(default_factory=dict)
+    broker_source: str = "off"
+    broker_clusters: str = ""
+    broker_max_records: int | None = None
+    broker_kafka_options: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.lake_path:
@@ -173,6 +192,12 @@ class PipelineConfig:
         if self.ingest_until_ms is not None and self.ingest_until_ms <= 0:
             raise LensError(f"ingest_until_ms={self.ingest_until_ms} must be epoch milliseconds > 0 "
                             "(--ingest-until or LENS_INGEST_UNTIL_MS), or unset to ingest to the end of the topic")
+        if self.broker_source not in BROKER_SOURCE_VALUES:
+            raise LensError(f"broker_source={self.broker_source!r} is neither on nor off: pass --broker-source on "
+                            "or set LENS_BROKER_SOURCE=on to read every group from __consumer_offsets, off not to")
+        if self.broker_max_records is not None and self.broker_max_records <= 0:
+            raise LensError(f"broker_max_records={self.broker_max_records} must be a positive number of records "
+                            "(--broker-max-records or LENS_BROKER_MAX_RECORDS), or unset for no limit")
         object.__setattr__(self, "spark_log_level", self.spark_log_level.upper())
         if not self.checkpoint_path:
             object.__setattr__(self, "checkpoint_path", f"{self.lake_path.rstrip('/')}/_checkpoints")

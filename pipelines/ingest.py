@@ -160,11 +160,17 @@ def next_range(config: PipelineConfig, log: LogOffsets, state: Landed) -> tuple[
             start = earliest  # the log is shorter than what landed: the topic was recreated
         starts[p] = max(start, earliest)  # records before the earliest were deleted by retention
     ends = {p: max(starts[p], log.bound[p]) for p in starts}
+    return starts, capped(starts, ends, config.max_offsets_per_trigger)
+
+
+def capped(starts: Offsets, ends: Offsets, limit: int | None) -> Offsets:
+    """``ends`` moved in so that [starts, ends) holds at most ``limit`` records (None: no limit),
+    shared among the partitions behind."""
     behind = [p for p in starts if ends[p] > starts[p]]
-    if config.max_offsets_per_trigger and behind:
-        share = max(1, config.max_offsets_per_trigger // len(behind))
-        ends = {p: min(end, starts[p] + share) for p, end in ends.items()}
-    return starts, ends
+    if not limit or not behind:
+        return ends
+    share = max(1, limit // len(behind))
+    return {p: min(end, starts[p] + share) for p, end in ends.items()}
 
 
 def land(spark: SparkSession, config: PipelineConfig, state: Landed, starts: Offsets, ends: Offsets) -> int:

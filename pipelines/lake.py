@@ -151,15 +151,23 @@ def _layout(rows: DataFrame, table: Table) -> DataFrameWriter:
             .partitionBy(*table.partition_by).option("maxRecordsPerFile", ROWS_PER_FILE))
 
 
-def _create(rows: DataFrame, lake_path: str, table: Table) -> None:
+def _create(rows: DataFrame, lake_path: str, table: Table, metadata: str | None = None) -> None:
     """Write a new table in ``_layout``; Delta keeps statistics only for the table's
     ``stats_columns`` (the ones reads and writes prune by: collecting them for every nested
     body field costs a third of the write), and deletion vectors are on, so a replace or
     DELETE that removes a few rows marks them instead of rewriting their files."""
-    (_layout(rows, table)
-     .option("delta.dataSkippingStatsColumns", ",".join(table.stats_columns))
-     .option("delta.enableDeletionVectors", "true")
-     .save(table.location(lake_path)))
+    writer = (_layout(rows, table)
+              .option("delta.dataSkippingStatsColumns", ",".join(table.stats_columns))
+              .option("delta.enableDeletionVectors", "true"))
+    (writer.option("userMetadata", metadata) if metadata else writer).save(table.location(lake_path))
+
+
+def append(spark: SparkSession, lake_path: str, table: Table, rows: DataFrame) -> None:
+    """Append ``rows`` (the caller knows none is there yet); creates the table (see ``_create``)."""
+    if not exists(spark, lake_path, table):
+        _create(rows, lake_path, table)
+        return
+    _layout(rows, table).option("mergeSchema", "true").save(table.location(lake_path))
 
 
 def delete_rows(spark: SparkSession, lake_path: str, table: Table, condition: Column) -> None:
@@ -176,17 +184,22 @@ def same_keys(keys: Sequence[str], left: str, right: str) -> Column:
     return reduce(lambda a, b: a & b, [F.col(f"{left}.`{k}`").eqNullSafe(F.col(f"{right}.`{k}`")) for k in keys])
 
 
-def insert_new(spark: SparkSession, lake_path: str, table: Table, rows: DataFrame) -> None:
-    """Insert the rows whose key is not in the table yet (idempotent append); creates the
-    table (see ``_create``) when it does not exist yet."""
+def insert_new(spark: SparkSession, lake_path: str, table: Table, rows: DataFrame,
+               update: dict[str, str] | None = None) -> None:
+    """Insert the rows whose key is not in the table yet (idempotent append); with ``update``
+    (column -> SQL over the stored row ``t`` and the new one ``s``), set those columns of the
+    rows whose key is there (``rows`` holds one row per key). Creates the table (see
+    ``_create``) when it does not exist yet."""
     from delta.tables import DeltaTable
 
     if not exists(spark, lake_path, table):
         _create(rows, lake_path, table)
         return
-    (DeltaTable.forPath(spark, table.location(lake_path)).alias("t")
-     .merge(rows.alias("s"), same_keys(table.keys, "t", "s")).whenNotMatchedInsertAll()
-     .withSchemaEvolution().execute())  # a column added to the declaration joins the table
+    merge = (DeltaTable.forPath(spark, table.location(lake_path)).alias("t")
+             .merge(rows.alias("s"), same_keys(table.keys, "t", "s")))
+    if update:
+        merge = merge.whenMatchedUpdate(set=update)
+    merge.whenNotMatchedInsertAll().withSchemaEvolution().execute()  # a column added to the declaration joins
 
 
 def sql_literal(value: Any) -> str:
@@ -222,7 +235,8 @@ def _check_literal_settings(spark: SparkSession) -> None:
                         "(lens_runtime.spark_session.build_spark sets them); set them on the session")
 
 
-def replace_where(spark: SparkSession, lake_path: str, table: Table, rows: DataFrame, predicate: str) -> None:
+def replace_where(spark: SparkSession, lake_path: str, table: Table, rows: DataFrame, predicate: str,
+                  metadata: str | None = None) -> None:
     """Make the table's rows matching ``predicate`` (SQL) equal to ``rows``, in one commit.
 
     Delta's ``replaceWhere``: the rows the predicate matches are deleted (deletion
@@ -231,16 +245,17 @@ def replace_where(spark: SparkSession, lake_path: str, table: Table, rows: DataF
     one transaction, so a reader sees the old rows or the new ones, never neither, and
     a run killed before the commit left nothing. Delta also checks that every row
     written matches the predicate. Creates the table (see ``_create``) when it does not
-    exist yet. Columns of ``rows`` the table lacks are added to it (Delta's mergeSchema: a
+    exist yet. ``metadata``: the commit's userMetadata (a stage's mark, read back without a Spark
+    job: ``newest_commit``). Columns of ``rows`` the table lacks are added to it (Delta's mergeSchema: a
     lake written before a column joined the catalog gets it, the rows written before read
     null in it; a changed type still fails).
     """
     if not exists(spark, lake_path, table):
-        _create(rows, lake_path, table)
+        _create(rows, lake_path, table, metadata)
         return
     _check_literal_settings(spark)
-    (_layout(rows, table).mode("overwrite").option("replaceWhere", predicate).option("mergeSchema", "true")
-     .save(table.location(lake_path)))
+    writer = _layout(rows, table).mode("overwrite").option("replaceWhere", predicate).option("mergeSchema", "true")
+    (writer.option("userMetadata", metadata) if metadata else writer).save(table.location(lake_path))
 
 
 def rewrite(spark: SparkSession, lake_path: str, table: Table, rows: DataFrame) -> None:

@@ -50,7 +50,7 @@ def _maintain(spark: SparkSession, config: PipelineConfig, retain_hours: int, pr
     listing = "spark.sql.sources.parallelPartitionDiscovery.parallelism"
     spark.conf.set(listing, LISTING_TASKS)
     progress(f"{catalog.SEQUENCES.path}: {sequences.prune(spark, config.lake_path):,} superseded rows deleted")
-    for table in tables or (*catalog.TABLES, *catalog.CLOSED_LOOP_TABLES):
+    for table in tables or (*catalog.TABLES, *catalog.CLOSED_LOOP_TABLES, *catalog.BROKER_TABLES):
         if not lake.exists(spark, config.lake_path, table):
             continue
         delta = DeltaTable.forPath(spark, table.location(config.lake_path))

@@ -17,6 +17,7 @@ from pyspark.sql import SparkSession
 
 from lens_runtime.errors import LensError
 from pipelines import ingest, lake_lock, migrations, silver, sql_build, validate
+from pipelines.broker import stage as broker
 from pipelines.config import PipelineConfig, Progress, describe
 from pipelines.gold import stage as gold
 from pipelines.gold import upgrade as gold_upgrade
@@ -24,8 +25,8 @@ from pipelines.recommend import stage as recommend
 
 Stage = Callable[[SparkSession, PipelineConfig, Progress], dict[str, int]]
 # In the order they run: each reads what the ones before it wrote.
-STAGES: dict[str, Stage] = {"ingest": ingest.run, "validate": validate.run, "silver": silver.run, "gold": gold.run,
-                             "recommend": recommend.run, "sql": sql_build.run}
+STAGES: dict[str, Stage] = {"ingest": ingest.run, "broker": broker.run, "validate": validate.run, "silver": silver.run,
+                             "gold": gold.run, "recommend": recommend.run, "sql": sql_build.run}
 # The stages that write the lake's tables (the SQL build only reads them): what a caller that
 # needs gold or recommendations, not the marts, runs.
 DATA_STAGES = tuple(s for s in STAGES if s != "sql")

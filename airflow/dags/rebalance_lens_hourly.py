@@ -2,7 +2,8 @@
 ### rebalance-lens, hourly
 
 Each hour's telemetry through the pipeline, one task per stage, so a failed stage retries alone:
-**ingest** (the telemetry topic to `bronze/telemetry_raw`), **validate**, **silver**, **gold**,
+**ingest** (the telemetry topic to `bronze/telemetry_raw`), **broker** (each group's history from
+`__consumer_offsets`, when the broker source is on), **validate**, **silver**, **gold**,
 **recommend**, then **sql** (the dbt models built and tested: the marts).
 
 **Keyed by the data interval.** A run for `[h, h+1)` ingests, per partition, the records from
@@ -26,7 +27,7 @@ from airflow.sdk import CronDataIntervalTimetable, chain, dag, task
 from lens_airflow.schedule import DAG_ARGS, DEFAULT_ARGS, LONG_TASK_TIMEOUT, MARTS, TAGS
 from lens_airflow.tasks import run_hourly_stage
 
-STAGES = ("ingest", "validate", "silver", "gold", "recommend", "sql")  # pipelines.stages.STAGES, in order
+STAGES = ("ingest", "broker", "validate", "silver", "gold", "recommend", "sql")  # pipelines.stages.STAGES, in order
 
 
 @dag(

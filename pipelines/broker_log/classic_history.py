@@ -42,21 +42,22 @@ def _topic_partitions(entries: list[dict[str, Any]] | None) -> list[dict[str, An
     return None if entries is None else [{"topic": e["topic"], "partitions": list(e["partitions"])} for e in entries]
 
 
-def classic_generations(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def classic_generations(rows: list[dict[str, Any]], previous: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """One group's rows (offset order; any record type, the GroupMetadata ones are read) -> one
-    row per GroupMetadata record: its generation, members and what changed since the one before."""
+    row per GroupMetadata record: its generation, members and what changed since the one before
+    (``previous``: the generation row a walk that resumes left off at)."""
     out: list[dict[str, Any]] = []
-    previous: dict[str, Any] | None = None
     for row in rows:
         if row["name"] != GROUP_METADATA:
             continue
-        generation = _generation_row(row, previous)
+        generation = generation_row(row, previous)
         out.append(generation)
         previous = None if generation["kind"] == "deleted" else generation
     return out
 
 
-def _generation_row(row: dict[str, Any], previous: dict[str, Any] | None) -> dict[str, Any]:
+def generation_row(row: dict[str, Any], previous: dict[str, Any] | None) -> dict[str, Any]:
+    """One GroupMetadata record's row, against the group's previous generation row (None: none seen)."""
     value = row["value"]
     base = {"group_id": row["group_id"], "offsets_partition": row["offsets_partition"], "offset": row["offset"],
             "synced_ms": row["timestamp_ms"]}
@@ -98,8 +99,9 @@ def _kind(members: list[dict[str, Any]], same_generation: bool, replaced: list[d
     return "generation"
 
 
-def classic_ownership_changes(generations: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The ownership changes of one group's generations (``classic_generations``' rows, in order).
+def classic_ownership_changes(generations: list[dict[str, Any]], book: OwnerBook | None = None) -> list[dict[str, Any]]:
+    """The ownership changes of one group's generations (``classic_generations``' rows, in order),
+    from ``book`` (the owners a walk that resumes left off at) or from nobody.
 
     A partition missing from every member's assignment is released at the sync time: revoked
     when its owner is still a member (a cooperative round's first half), removed when the owner
@@ -109,21 +111,26 @@ def classic_ownership_changes(generations: list[dict[str, Any]]) -> list[dict[st
     owner stopped between ``previous_since_ms`` and ``join_completed_ms``."""
     if not generations:
         return []
-    book = OwnerBook(generations[0]["group_id"], "classic")
+    book = book or OwnerBook(generations[0]["group_id"], "classic")
     for gen in generations:
-        if gen["kind"] == "unchanged":
-            continue
-        context = {"generation": gen["generation"], "join_completed_ms": gen["join_completed_ms"],
-                   "offsets_partition": gen["offsets_partition"], "offset": gen["offset"]}
-        owners = {(tp["topic"], p): m for m in gen["members"] for tp in m["assigned_partitions"] or []
-                  for p in tp["partitions"]}
-        members = {m["member_id"] for m in gen["members"]}
-        for key in [k for k in book.owner if k not in owners]:
-            kind = "revoked" if book.owner[key].member_id in members else "removed"
-            book.release(key, gen["synced_ms"], kind, context)
-        if gen["kind"] == "deleted":
-            book.released.clear()  # no handoff from one incarnation of the group to the next
-        eager = gen["kind"] == "generation" and gen["rebalance_protocol"] == "eager"
-        for key, member in sorted(owners.items()):
-            book.assign(key, member["member_id"], member["instance_id"], gen["synced_ms"], context, again=eager)
+        apply_generation(book, gen)
     return book.rows
+
+
+def apply_generation(book: OwnerBook, gen: dict[str, Any]) -> None:
+    """One generation row's ownership changes, written into ``book``."""
+    if gen["kind"] == "unchanged":
+        return
+    context = {"generation": gen["generation"], "join_completed_ms": gen["join_completed_ms"],
+               "offsets_partition": gen["offsets_partition"], "offset": gen["offset"]}
+    owners = {(tp["topic"], p): m for m in gen["members"] for tp in m["assigned_partitions"] or []
+              for p in tp["partitions"]}
+    members = {m["member_id"] for m in gen["members"]}
+    for key in sorted(k for k in book.owner if k not in owners):
+        kind = "revoked" if book.owner[key].member_id in members else "removed"
+        book.release(key, gen["synced_ms"], kind, context)
+    if gen["kind"] == "deleted":
+        book.released.clear()  # no handoff from one incarnation of the group to the next
+    eager = gen["kind"] == "generation" and gen["rebalance_protocol"] == "eager"
+    for key, member in sorted(owners.items()):
+        book.assign(key, member["member_id"], member["instance_id"], gen["synced_ms"], context, again=eager)

@@ -73,17 +73,35 @@ def _grouped(keys: set[tuple[str, int]], names: dict[str, str]) -> list[dict[str
             for t, ps in by_topic.items()]
 
 
-class _GroupWalk:
-    """The state a consumer group's records are read against: its members' metadata and their
-    current assignments; writes events and feeds the ownership book."""
+def _slim_member(value: dict[str, Any]) -> dict[str, Any]:
+    """What the walk keeps of a MemberMetadata value (all it compares)."""
+    return {k: value[k] for k in ("instanceId", "subscribedTopicNames", "subscribedTopicRegex")}
 
-    def __init__(self, group_id: str, names: dict[str, str]) -> None:
+
+def _slim_assignment(value: dict[str, Any]) -> dict[str, Any]:
+    """What the walk keeps of a CurrentMemberAssignment value (all it compares)."""
+    return {"memberEpoch": value["memberEpoch"],
+            **{k: [{"topicId": e["topicId"], "partitions": list(e["partitions"])} for e in value[k] or []]
+               for k in ("assignedPartitions", "partitionsPendingRevocation")}}
+
+
+class ConsumerGroupWalk:
+    """The state a consumer group's records are read against: its members' metadata and their
+    current assignments; writes events and feeds the ownership book. ``state`` is that state as
+    plain data, which ``restored`` continues from: a walk can stop after any record and go on."""
+
+    def __init__(self, group_id: str, names: dict[str, str], state: dict[str, Any] | None = None) -> None:
         self.names = names
-        self.members: dict[str, dict[str, Any]] = {}  # member id -> its MemberMetadata value
-        self.assignments: dict[str, dict[str, Any]] = {}  # member id -> its CurrentMemberAssignment value
-        self.left_static: dict[str, str] = {}  # instance id -> the member id that left with epoch -2
-        self.book = OwnerBook(group_id, "consumer", names)
+        state = state or {}
+        self.members: dict[str, dict[str, Any]] = state.get("members", {})  # member id -> its metadata (slim)
+        self.assignments: dict[str, dict[str, Any]] = state.get("assignments", {})  # member id -> its assignment
+        self.left_static: dict[str, str] = state.get("left_static", {})  # instance id -> member id that left (-2)
+        self.book = OwnerBook.restored(group_id, "consumer", state.get("book"), names)
         self.events: list[dict[str, Any]] = []
+
+    def state(self) -> dict[str, Any]:
+        return {"members": self.members, "assignments": self.assignments, "left_static": self.left_static,
+                "book": self.book.state()}
 
     def feed(self, row: dict[str, Any]) -> None:
         if row["name"] == ASSIGNMENT:
@@ -114,7 +132,7 @@ class _GroupWalk:
                                       client_id=(before or {}).get("clientId"),
                                       client_host=(before or {}).get("clientHost")))
             return
-        self.members[member_id] = value
+        self.members[member_id] = _slim_member(value)
         instance = value["instanceId"]
         replaces = self.left_static.pop(instance, None) if before is None and instance else None
         if before is None:
@@ -152,7 +170,7 @@ class _GroupWalk:
             self.events.append(_event(row, "assignment_removed", instance_id=instance,
                                       removed=_grouped(held, self.names)))
             return
-        self.assignments[member_id] = value
+        self.assignments[member_id] = _slim_assignment(value)
         if before.get("memberEpoch") == STATIC_LEAVE_EPOCH:
             held = set()  # it let its partitions go when it left (below): back under its id, it holds nothing yet
         assigned, pending = _keys(value["assignedPartitions"]), _keys(value["partitionsPendingRevocation"])
@@ -195,13 +213,18 @@ def _assignment_kind(value: dict[str, Any], asked: set, released: set, gained: s
     return "epoch_advanced"
 
 
-def _walk(rows: list[dict[str, Any]], topic_names: dict[str, str]) -> _GroupWalk | None:
+def _walk(rows: list[dict[str, Any]], topic_names: dict[str, str]) -> ConsumerGroupWalk | None:
     walk = None
     for row in rows:
-        if row["name"].startswith("ConsumerGroup"):
-            walk = walk or _GroupWalk(row["group_id"], topic_names)
+        if is_consumer_group_record(row):
+            walk = walk or ConsumerGroupWalk(row["group_id"], topic_names)
             walk.feed(row)
     return walk
+
+
+def is_consumer_group_record(row: dict[str, Any]) -> bool:
+    """A record of a KIP-848 consumer group (not of a share or streams group, nor a commit)."""
+    return row["name"].startswith("ConsumerGroup")
 
 
 def consumer_events(rows: list[dict[str, Any]], topic_names: dict[str, str]) -> list[dict[str, Any]]:

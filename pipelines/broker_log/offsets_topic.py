@@ -3,8 +3,9 @@
 ``assign`` (no group, so no Group ACL and no offsets of our own), ``read_committed`` (a
 transactional offset commit counts only once its transaction commits; librdkafka's default, said
 anyway), and every partition read from a start offset to the log end seen when the read began.
-Reading needs READ on ``Topic:__consumer_offsets``; without it the broker answers
-TOPIC_AUTHORIZATION_FAILED, which ``read_offsets_topic`` turns into one line naming the ACL.
+Reading needs READ on ``Topic:__consumer_offsets`` (and DESCRIBE on the reader's group, see
+``READER_GROUP``); without it the broker answers TOPIC_AUTHORIZATION_FAILED (GROUP_...), which
+``read_offsets_topic`` turns into one line naming the ACLs (``refused``).
 """
 from __future__ import annotations
 
@@ -15,6 +16,10 @@ from typing import Any
 from lens_runtime.errors import LensError
 
 OFFSETS_TOPIC = "__consumer_offsets"
+# The group id the reader's consumers carry (they join no group: assign(), no commits); a client with
+# a group id looks its coordinator up and asks its committed offsets before its first fetch (Spark's
+# offset reader does), which needs DESCRIBE on the group.
+READER_GROUP = "rebalance-lens-broker-source"
 
 
 @dataclass(frozen=True)
@@ -32,7 +37,7 @@ def read_offsets_topic(client_config: dict[str, Any], start: dict[int, int] | No
     of each partition as it was when the read began, in offset order per partition."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
-    config = {**client_config, "group.id": client_config.get("group.id", "rebalance-lens-broker-source"),
+    config = {**client_config, "group.id": client_config.get("group.id", READER_GROUP),
               "enable.auto.commit": False, "isolation.level": "read_committed", "enable.partition.eof": True}
     consumer = Consumer(config)
     try:
@@ -74,10 +79,17 @@ def _log_ends(consumer: Any, timeout_s: float) -> dict[int, int]:
         raise LensError(_read_failure(err.args[0])) from None
 
 
+def refused(error_name: str) -> str:
+    """The one line a refused read of the topic gives (``error_name``: Kafka's, e.g.
+    TOPIC_AUTHORIZATION_FAILED): the ACLs it needs and the fallback where they cannot be granted."""
+    return (f"reading {OFFSETS_TOPIC} was refused ({error_name}): the broker source needs READ on "
+            f"Topic:{OFFSETS_TOPIC} and DESCRIBE on Group:{READER_GROUP} (kafka-acls --add --allow-principal "
+            f"User:<you> --operation Read --topic {OFFSETS_TOPIC} --operation Describe --group {READER_GROUP}); "
+            "where that cannot be granted, the Admin API (describe groups, list offsets) is the fallback, "
+            "at polling resolution")
+
+
 def _read_failure(err: Any) -> str:
     if "AUTHORIZATION" in err.name():
-        return (f"reading {OFFSETS_TOPIC} was refused ({err.name()}): the broker source needs READ on "
-                f"Topic:{OFFSETS_TOPIC} (kafka-acls --add --allow-principal User:<you> --operation Read "
-                f"--topic {OFFSETS_TOPIC}); where that cannot be granted, the Admin API (describe groups, "
-                "list offsets) is the fallback, at polling resolution")
+        return refused(err.name())
     return f"reading {OFFSETS_TOPIC} failed: {err.name()}: {err.str()}"

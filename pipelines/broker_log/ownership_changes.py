@@ -82,6 +82,31 @@ class OwnerBook:
     def holdings_of(self, member_id: str) -> list[PartitionKey]:
         return sorted(k for k, h in self.owner.items() if h.member_id == member_id)
 
+    def taken(self) -> list[dict[str, Any]]:
+        """The rows written since the last call (a walk that resumes across runs hands them on as it goes)."""
+        rows, self.rows = self.rows, []
+        return rows
+
+    def state(self) -> dict[str, Any]:
+        """Who holds what, who let what go and who was asked to: plain data (JSON), what ``restored`` takes."""
+        return {"owner": [[*k, h.member_id, h.instance_id, h.since_ms] for k, h in sorted(self.owner.items())],
+                "released": [[*k, r.holding.member_id, r.holding.instance_id, r.holding.since_ms, r.released_ms,
+                              r.release_kind, r.revoke_requested_ms] for k, r in sorted(self.released.items())],
+                "revoke_requested": [[*k, at] for k, at in sorted(self.revoke_requested.items())]}
+
+    @classmethod
+    def restored(cls, group_id: str, protocol: str, state: dict[str, Any] | None,
+                 topic_names: dict[str, str] | None = None) -> OwnerBook:
+        """A book as ``state`` left it (None: a new one)."""
+        book = cls(group_id, protocol, topic_names)
+        for topic, partition, member, instance, since in (state or {}).get("owner", []):
+            book.owner[(topic, partition)] = Holding(member, instance, since)
+        for topic, partition, member, instance, since, at, kind, asked in (state or {}).get("released", []):
+            book.released[(topic, partition)] = Release(Holding(member, instance, since), at, kind, asked)
+        for topic, partition, at in (state or {}).get("revoke_requested", []):
+            book.revoke_requested[(topic, partition)] = at
+        return book
+
     def _row(self, key: PartitionKey, kind: str, at_ms: int, holding: Holding | None, previous: Holding | None,
              release: Release | None, context: dict[str, Any]) -> None:
         topic, topic_id = (key[0], None) if self.topic_names is None else (self.topic_names.get(key[0]), key[0])

@@ -3,7 +3,10 @@
 Two sources, the log first: an offset commit since Kafka 4.1 carries its topic's id beside the
 name in its key (``OffsetCommitValue.topicId``), and the legacy partition-metadata record pairs
 them too; then the Admin API (DescribeTopics) for the topics that exist now. An id that neither
-knows (a topic deleted before its commits were read) stays an id: never guessed.
+knows (a topic deleted before its commits were read) stays an id: never guessed. The broker
+stage asks the Admin API through Spark's JVM (``pipelines.broker.cluster_admin.ClusterAdmin.topic_ids``,
+the client its settings are for), keeps every pair it learned (``silver/broker_topics``) and adds
+those the records pair as it reads them (``ids_in``).
 """
 from __future__ import annotations
 
@@ -19,13 +22,19 @@ def ids_from_records(records: Iterable[CoordinatorRecord]) -> dict[str, str]:
     """topic id -> name, from the decoded records that pair them."""
     names: dict[str, str] = {}
     for record in records:
-        if record.value is None:
-            continue
-        if record.name == "OffsetCommit" and record.value.get("topicId", ZERO_UUID) != ZERO_UUID:
-            names[record.value["topicId"]] = record.key["topic"]
-        elif record.name == "ConsumerGroupPartitionMetadata":
-            names.update({t["topicId"]: t["topicName"] for t in record.value["topics"]})
+        names.update(ids_in(record.name, record.key, record.value))
     return names
+
+
+def ids_in(name: str, key: dict[str, Any], value: dict[str, Any] | None) -> dict[str, str]:
+    """topic id -> name, of one decoded record (its name, key and value; a ``records.record_row``'s too)."""
+    if value is None:
+        return {}
+    if name == "OffsetCommit" and value.get("topicId", ZERO_UUID) != ZERO_UUID:
+        return {value["topicId"]: key["topic"]}
+    if name == "ConsumerGroupPartitionMetadata":
+        return {t["topicId"]: t["topicName"] for t in value["topics"]}
+    return {}
 
 
 def ids_from_admin(admin: Any, timeout_s: float = 30.0) -> dict[str, str]:

@@ -26,6 +26,10 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 GroupFunction = Callable[[list[dict[str, Any]]], list[dict[str, Any]]]
+# A group's rows streamed in and its output streamed out: for a group too large to hold (a
+# partition of __consumer_offsets between two runs), with output in batches of STREAM_BATCH rows.
+StreamFunction = Callable[[Iterator[dict[str, Any]]], Iterator[dict[str, Any]]]
+STREAM_BATCH = 10_000
 
 
 def apply_per_group(rows: DataFrame, key: str | Sequence[str], fn: GroupFunction, ddl: str,
@@ -37,6 +41,28 @@ def apply_per_group(rows: DataFrame, key: str | Sequence[str], fn: GroupFunction
     and raises ``KeyError`` rather than becoming a null). Struct values may be dicts and
     arrays lists: pyarrow converts them by field name.
     """
+    def whole(group: Iterator[dict[str, Any]], to_batch: Callable[[list[dict[str, Any]]], pa.RecordBatch]):
+        yield to_batch(fn(list(group)))
+
+    return _per_group(rows, key, whole, ddl, order)
+
+
+def stream_per_group(rows: DataFrame, key: str | Sequence[str], fn: StreamFunction, ddl: str,
+                     order: Sequence[str] = ()) -> DataFrame:
+    """``apply_per_group`` for a group too large to hold: ``fn`` reads the group's rows (sorted by
+    ``order``, nulls first) as they stream from Arrow and yields its output dicts, which go back
+    in batches of ``STREAM_BATCH``."""
+    def streamed(group: Iterator[dict[str, Any]], to_batch: Callable[[list[dict[str, Any]]], pa.RecordBatch]):
+        out = fn(group)
+        while chunk := list(itertools.islice(out, STREAM_BATCH)):
+            yield to_batch(chunk)
+
+    return _per_group(rows, key, streamed, ddl, order)
+
+
+def _per_group(rows: DataFrame, key: str | Sequence[str], each: Callable, ddl: str, order: Sequence[str]) -> DataFrame:
+    """Rows shuffled and sorted by ``key`` then ``order``; ``each(group_rows, to_batch)`` per group
+    yields Arrow batches (``to_batch`` turns a list of output dicts into one)."""
     schema = StructType.fromDDL(ddl)  # parsed by the driver's JVM; the workers get the Arrow schema
     arrow_schema = to_arrow_schema(schema)
     names = arrow_schema.names
@@ -45,11 +71,13 @@ def apply_per_group(rows: DataFrame, key: str | Sequence[str], fn: GroupFunction
     def key_of(row: dict[str, Any]) -> tuple:
         return tuple(row[k] for k in keys)
 
+    def to_batch(out: list[dict[str, Any]]) -> pa.RecordBatch:
+        return pa.RecordBatch.from_pydict({n: [row[n] for row in out] for n in names}, schema=arrow_schema)
+
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         # The partition is sorted by key, so a group is a run of rows, possibly spanning batches.
         rows_of_partition = itertools.chain.from_iterable(batch.to_pylist() for batch in batches)
         for _, group in itertools.groupby(rows_of_partition, key=key_of):
-            out = fn(list(group))
-            yield pa.RecordBatch.from_pydict({n: [row[n] for row in out] for n in names}, schema=arrow_schema)
+            yield from each(group, to_batch)
 
     return rows.repartition(*keys).sortWithinPartitions(*keys, *order).mapInArrow(run, schema)

@@ -55,7 +55,7 @@ def test_the_demo_reads_cleanly(kafka, tmp_path):
     result = _cli("demo", "--run", "crash/cooperative-sticky/batch", "--bootstrap", kafka.bootstrap_servers,
                   "--lake", str(tmp_path / "lake"), timeout=900)
     output = _clean(result)
-    for stage in ("ingest", "validate", "silver", "gold", "recommend", "sql"):
+    for stage in ("ingest", "broker", "validate", "silver", "gold", "recommend", "sql"):
         assert f"[{stage}] starting" in output and f"[{stage}] done in" in output, stage
     assert "What the runs showed" in output and "known only as a range" in output
     report = re.search(r"Report: (\S+)", output)

@@ -95,7 +95,7 @@ def test_the_stages_after_validation_took_the_valid_hostile_events(spark, world)
     """Nothing crashed (the fixture ran every stage), and the later stages read the hostile
     events: every group with a valid event is in gold/members and the SQL marts were built."""
     results = world.results
-    assert set(results) == {"ingest", "validate", "silver", "gold", "recommend", "sql"}
+    assert set(results) == {"ingest", "broker", "validate", "silver", "gold", "recommend", "sql"}
     assert results["sql"]["failed"] == 0
     groups = {r.group_id for r in lake.read(spark, world.config.lake_path, catalog.EVENTS).select("group_id")
               .distinct().collect()}

@@ -52,7 +52,7 @@ def test_every_setting_is_a_flag_of_pipeline_run():
 
 def test_stages_in_order_and_unknown_stage():
     assert resolve_stages(["gold", "ingest"]) == ["ingest", "gold"]
-    assert resolve_stages(["all"]) == ["ingest", "validate", "silver", "gold", "recommend", "sql"]
+    assert resolve_stages(["all"]) == ["ingest", "broker", "validate", "silver", "gold", "recommend", "sql"]
     with pytest.raises(LensError, match="unknown stage 'bronze'"):
         resolve_stages(["bronze"])
 
