@@ -370,7 +370,8 @@ BROKER_EVENTS = Table(
         "assignment_epoch bigint, assignment_timestamp_ms bigint, member_epoch bigint, previous_member_epoch bigint, "
         "member_state string"),
         *((name, _ID_PARTITIONS) for name in ("assigned", "pending_revocation", "added", "removed", "target")),
-        ("subscribed_topics", "array<string>"), ("subscribed_regex", "string"), ("replaces_member_id", "string")))
+        ("subscribed_topics", "array<string>"), ("subscribed_regex", "string"), ("replaces_member_id", "string"),
+        *_columns("client_id string, client_host string, rebalance_timeout_ms bigint, member_protocol string")))
 BROKER_OWNERSHIP = Table(
     "silver/broker_ownership_changes",
     grain="one row per change of a partition's owner the broker logged (assigned: a handoff with its previous "

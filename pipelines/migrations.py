@@ -266,7 +266,7 @@ def with_sources(spark: SparkSession, lake_path: str) -> list[tuple[catalog.Tabl
     out = []
     for path, fills in SOURCE_FILLS.items():
         table = TABLES[path]
-        columns = _columns(spark, table.location(lake_path))
+        columns = stored_columns(spark, table.location(lake_path))
         if columns is None or SOURCE in columns:
             continue
         rows = lake.read(spark, lake_path, table)

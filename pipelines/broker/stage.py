@@ -46,7 +46,7 @@ from pipelines.broker_log.partition_walk import walk_partition
 from pipelines.broker_log.schema_set import SchemaSet, schema_set
 from pipelines.catalog import Table, ddl_of
 from pipelines.config import PipelineConfig, Progress
-from pipelines.gold.group_apply import stream_per_group
+from pipelines.group_apply import stream_per_group
 from pipelines.ingest import Offsets, capped
 
 CLUSTER = "cluster_id"
@@ -281,7 +281,7 @@ def _slice(spark: SparkSession, config: PipelineConfig, work: _Run, starts: Offs
             work.new_names.clear()  # stored
             marks = {**work.marks, work.cluster_id: {**work.marks.get(work.cluster_id, {}),
                                                      **{p: ends[p] for p in moving}}}
-            _write_state(spark, config, work.cluster_id, out, ends, moving, json.dumps({MARK_KEY: marks}))
+            write_state(spark, config, work.cluster_id, out, ends, moving, json.dumps({MARK_KEY: marks}))
             work.marks.update(marks)
     except Exception as err:  # Spark's read refused (no READ, where DESCRIBE was granted)
         name = kafka_error(err)
@@ -399,7 +399,7 @@ def _write_log_ends(spark: SparkSession, config: PipelineConfig, work: _Run, out
     return len(rows)
 
 
-def _write_state(spark: SparkSession, config: PipelineConfig, cluster_id: str, out: DataFrame, ends: Offsets,
+def write_state(spark: SparkSession, config: PipelineConfig, cluster_id: str, out: DataFrame, ends: Offsets,
                  moving: list[int], mark: str) -> None:
     """Last, in one commit: the groups' states and the partitions' next offsets (rows, and every
     cluster's in the commit's ``mark``)."""

@@ -74,8 +74,13 @@ def _grouped(keys: set[tuple[str, int]], names: dict[str, str]) -> list[dict[str
 
 
 def _slim_member(value: dict[str, Any]) -> dict[str, Any]:
-    """What the walk keeps of a MemberMetadata value (all it compares)."""
-    return {k: value[k] for k in ("instanceId", "subscribedTopicNames", "subscribedTopicRegex")}
+    """What the walk keeps of a MemberMetadata value (all it compares, names on a leave, and a classic
+    member's assignor names: whether it gives everything back at each rejoin)."""
+    classic = value.get("classicMemberMetadata")
+    protocols = [{"name": p["name"]} for p in (classic or {}).get("supportedProtocols") or []]
+    return {**{k: value.get(k) for k in ("instanceId", "subscribedTopicNames", "subscribedTopicRegex", "clientId",
+                                         "clientHost")},
+            "classicMemberMetadata": {"supportedProtocols": protocols} if classic is not None else None}
 
 
 def _slim_assignment(value: dict[str, Any]) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from pyspark.sql import functions as F
 from pipelines import catalog, lake
 from pipelines.config import PipelineConfig, Progress
 from pipelines.gold.facts import NEVER, facts, runs, stalled_at, stalls
-from pipelines.gold.group_apply import apply_per_group
+from pipelines.group_apply import apply_per_group
 from pipelines.gold.broker_gold import COVERAGE, with_broker
 from pipelines.gold.group_pass import INTERVAL_FIELDS, KINDS, group_gold
 from pipelines.gold.handoffs import handoffs_of

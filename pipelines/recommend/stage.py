@@ -7,7 +7,7 @@ from pyspark.sql import functions as F
 
 from pipelines import catalog, cluster, lake
 from pipelines.config import PipelineConfig, Progress
-from pipelines.gold.group_apply import apply_per_group
+from pipelines.group_apply import apply_per_group
 from pipelines.recommend import window
 from pipelines.recommend.configuration import BrokerGroups
 from pipelines.recommend.group_pass import recommend_or_fail

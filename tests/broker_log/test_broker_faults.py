@@ -246,7 +246,7 @@ def test_a_run_in_slices_killed_between_two_lands_what_one_slice_lands(spark, ka
             .where("group_id IS NULL").collect()}
     sliced = _config(tmp_path / "sliced", kafka.bootstrap_servers, broker_max_records=sum(ends.values()) // 4 + 1,
                      ingest_until_ms=until)
-    original, calls = broker._write_state, []
+    original, calls = broker.write_state, []
 
     def dies_on_the_third(*args, **kwargs):
         calls.append(1)
@@ -254,7 +254,7 @@ def test_a_run_in_slices_killed_between_two_lands_what_one_slice_lands(spark, ka
             raise RuntimeError("killed")
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(broker, "_write_state", dies_on_the_third)
+    monkeypatch.setattr(broker, "write_state", dies_on_the_third)
     with pytest.raises(RuntimeError, match="killed"):
         run_stage(spark, sliced, "broker", progress=lambda _m: None)
     said: list[str] = []

@@ -50,17 +50,17 @@ def landed(spark, kafka, offsets_capture, tmp_path_factory):
     _quiet(kafka, offsets_capture)
     config = PipelineConfig(bootstrap_servers=kafka.bootstrap_servers, broker_source="on",
                             lake_path=str(tmp_path_factory.mktemp("broker-lake") / "lake"))
-    original = broker._write_state
+    original = broker.write_state
 
     def killed(*args, **kwargs):
         raise RuntimeError("killed")
 
-    broker._write_state = killed
+    broker.write_state = killed
     try:
         with pytest.raises(RuntimeError, match="killed"):
             run_stage(spark, config, "broker", progress=lambda _m: None)
     finally:
-        broker._write_state = original
+        broker.write_state = original
     said: list[str] = []
     rerun = run_stage(spark, config, "broker", progress=said.append)
     between = _progress(spark, config)

@@ -7,7 +7,7 @@ from contextlib import contextmanager
 import pytest
 from pyspark.errors import PythonException
 
-from pipelines.gold.group_apply import apply_per_group
+from pipelines.group_apply import apply_per_group
 from pipelines.gold.stage import ENVELOPE_FOR_LOGIC
 from pipelines.catalog import OWNERSHIP
 from lens_scenarios.synthetic import P0, P1, Fleet

@@ -21,10 +21,10 @@ def scale_out_then_crash(group: str = "orders-app") -> Fleet:
 
     Hand-computed: P0 m1->m1 pauses 0.7 s with 20 duplicates (processed to 99, committed 80);
     P1 m1->m2 pauses 0.8 s with no duplicate; P1 m2->m1 after the crash: at least 30 duplicates
-    (m2 processed to 149, committed 120) and at most 62 (its ticks came every 10 s, so it died by
-    110.5 s, the next one due plus the 0.5 s send allowance; the log grew at most 3 records/s past
-    its last tick's end, 150: at most to 181); the pause within [54.7, 75.2] s (m1 reads at 165.2 s;
-    m2's last record was handed out after its tick at 90 s and by 110.5 s).
+    (m2 processed to 149, committed 120) and at most 61 (its ticks came every 10 s, so it died by
+    110.25 s, the next one due plus the 0.25 s send allowance; the log grew at most 3 records/s past
+    its last tick's end, 150: at most to 180); the pause within [54.95, 75.2] s (m1 reads at 165.2 s;
+    m2's last record was handed out after its tick at 90 s and by 110.25 s).
     """
     fleet = Fleet(group=group)
     m1 = fleet.member("m1")
