@@ -289,6 +289,7 @@ def continued(changes: list[dict[str, Any]], window_ms: int = CONVERSION_MS) -> 
     the conversion (a static member between its close and its replacement) did so in its first tenure."""
     ended: dict[str, tuple[int, int, str]] = {}  # member -> (released at, since, protocol) of its last tenure
     carried: dict[tuple[str, int], int] = {}  # (member, since in the new records) -> since before the conversion
+    pending: dict[str, Any] | None = None  # the last release nobody has been given the partition after
     out = []
     for c in changes:
         if c["previous_owner"] is not None and c["release_kind"] is not None:
@@ -296,9 +297,27 @@ def continued(changes: list[dict[str, Any]], window_ms: int = CONVERSION_MS) -> 
         before = ended.get(c["owner"]) if c["previous_owner"] is None and c["owner"] is not None else None
         if before and before[2] != c["protocol"] and abs(c["at_ms"] - before[0]) <= window_ms:
             carried[(c["owner"], c["at_ms"])] = carried.get((c["owner"], before[1]), before[1])
+        elif _across(pending, c, window_ms):
+            c = {**c, **{f: pending[f] for f in RELEASE_FIELDS}}  # another member takes it at the conversion
         since = carried.get((c["previous_owner"], c["previous_since_ms"]))
         out.append(c if since is None else {**c, "previous_since_ms": since})
+        pending = c if c["kind"] == "released" else None if c["owner"] is not None else pending
     return out
+
+
+# What a release hands on to the assignment after it (``ownership_changes.OwnerBook``'s row fields).
+RELEASE_FIELDS = ("previous_owner", "previous_instance_id", "previous_since_ms", "revoke_requested_ms",
+                  "released_ms", "release_kind")
+
+
+def _across(release: dict[str, Any] | None, change: dict[str, Any], window_ms: int) -> bool:
+    """``change`` gives the partition to a member of the other protocol's records right as the conversion
+    released it from another: one book wrote the release, the other the assignment, so neither wrote the
+    handoff (a release and an assignment of one protocol are joined by its own book)."""
+    return (release is not None and change["kind"] == "assigned" and change["previous_owner"] is None
+            and change["owner"] is not None and release["protocol"] != change["protocol"]
+            and release["previous_owner"] != change["owner"]
+            and abs(change["at_ms"] - release["released_ms"]) <= window_ms)
 
 
 def _is_handoff(change: dict[str, Any]) -> bool:

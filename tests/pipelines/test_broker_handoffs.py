@@ -115,3 +115,18 @@ def test_a_tenure_carries_across_the_groups_conversion_to_the_consumer_protocol(
     changes = [classic_release, converted, handed]
     (row,) = broker_handoffs(changes, A_COMMITS, _log_ends(changes, A_COMMITS))
     assert row["prev_assigned_ms"] == 1_000 and row["stopped_after_ms"] == 7_000
+
+
+def test_another_member_given_the_partition_at_the_conversion_is_a_handoff():
+    """The classic owner A lets go as the group converts and B, a consumer-protocol member, is given the
+    partition in the same write: one protocol's records hold the release, the other's the assignment, and
+    the handoff from A to B is priced as any other (seen on the migration of a plain group)."""
+    classic_release = _change(protocol="classic", kind="released", owner=None, previous_since_ms=1_000,
+                              at_ms=10_000, released_ms=10_000, release_kind="removed", revoke_requested_ms=None)
+    converted = _change(kind="assigned", owner="B", previous_owner=None, previous_since_ms=None, at_ms=10_000,
+                        released_ms=None, release_kind=None, revoke_requested_ms=None, offset=2)
+    later = _change(kind="assigned", owner="C", previous_owner=None, previous_since_ms=None, at_ms=20_000,
+                    released_ms=None, release_kind=None, revoke_requested_ms=None, offset=3, partition=1)
+    changes = [classic_release, converted, later]
+    rows = broker_handoffs(changes, A_COMMITS, _log_ends(changes, A_COMMITS))
+    assert [(r["prev_member_id"], r["next_member_id"], r["prev_assigned_ms"]) for r in rows] == [("A", "B", 1_000)]
