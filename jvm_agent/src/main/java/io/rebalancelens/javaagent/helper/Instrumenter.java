@@ -8,8 +8,10 @@ import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.function.BiConsumer;
 import java.util.function.Consumer;
 import java.util.function.Function;
+import java.util.function.ObjLongConsumer;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.internals.ConsumerDelegate;
 
@@ -36,9 +38,11 @@ public final class Instrumenter {
 
     /**
      * Entry of the constructor: {the config to build with, what turns the delegate it built into the instrumented
-     * one}, or null when the library itself is building this consumer (it instruments its own).
+     * one}, or null when the library itself is building this consumer (it instruments its own). {@code timed}: how
+     * the instrumented consumer is told its client coordinator's steps (keyed by the client's Metrics).
      */
-    public static Object[] begin(Object config, Map<String, Object> options, Consumer<String> say) {
+    public static Object[] begin(Object config, Map<String, Object> options, Consumer<String> say,
+                                 BiConsumer<Object, ObjLongConsumer<String>> timed) {
         Map<String, Object> client = ((ConsumerConfig) config).originals();
         Map<String, Object> withWitness = new HashMap<>(client);
         CommitWitness.Slot slot = CommitWitness.begin(withWitness);
@@ -47,7 +51,7 @@ public final class Instrumenter {
         }
         Function<Object, Object> finish = delegate -> {
             try {
-                return instrument(slot, client, options, delegate);
+                return instrument(slot, client, options, delegate, timed);
             } catch (RuntimeException | LinkageError e) {
                 say.accept("not instrumenting a KafkaConsumer: " + e);
                 return delegate;
@@ -59,13 +63,14 @@ public final class Instrumenter {
     }
 
     private static Object instrument(CommitWitness.Slot slot, Map<String, Object> clientConfig,
-                                     Map<String, Object> launchOptions, Object delegate) {
+                                     Map<String, Object> launchOptions, Object delegate,
+                                     BiConsumer<Object, ObjLongConsumer<String>> timed) {
         Map<String, Object> config = new HashMap<>(clientConfig);
         config.putAll(launchOptions);
         AgentOptions options = AgentOptions.parse(config);  // the producer inherits the consumer's cluster
         ConsumerDelegate<?, ?> original = (ConsumerDelegate<?, ?>) delegate;
-        org.apache.kafka.clients.consumer.Consumer<?, ?> instrumented =
-                InstrumentedConsumer.around(original, slot, clientConfig, options);
+        InstrumentedConsumer<?, ?> instrumented = InstrumentedConsumer.around(original, slot, clientConfig, options);
+        timed.accept(original.metricsRegistry(), instrumented.coordinatorSteps());
         InvocationHandler route = (proxy, method, args) -> {
             Object target = method.getDeclaringClass() == org.apache.kafka.clients.consumer.Consumer.class
                     ? instrumented : original;
