@@ -9,6 +9,9 @@ apply it.
   recommendations' stored evidence SQL) is rewritten in the same commit.
 - A mart (``marts/<model>``) under older names is rebuilt whole by the next SQL build
   (``stale_marts`` names them; ``pipelines.sql_build`` passes them to dbt as ``rebuild``).
+- gold/episodes written before the client's rebalance timings gets their columns (``with_phase_source``):
+  the join steps null, and ``phase_source`` the agents' states wherever the episode had phases (the only
+  source there was), in one rewrite; marts take new columns on their next incremental build.
 - A table written before its group key gained the cluster (``catalog.GROUP_KEY``) gets the
   ``cluster_id`` column, every stored row ``contract.CLUSTER_UNKNOWN`` (``with_cluster``), in one
   rewrite per table: those rows came from agents that did not send the cluster id, exactly what
@@ -33,6 +36,7 @@ from pyspark.sql import functions as F
 from consumer_agent.contract import CLUSTER_UNKNOWN
 from pipelines import catalog, lake
 from pipelines.config import Progress
+from pipelines.vocabulary import AGENT_STATES
 
 POINT_FIGURE_PAUSE = "now the point figure: a bounded pause counts its lower bound, where it counted 0"
 
@@ -238,6 +242,25 @@ def with_cluster(spark: SparkSession, lake_path: str) -> list[tuple[catalog.Tabl
     return out
 
 
+PHASE_SOURCE = "phase_source"
+
+
+def with_phase_source(spark: SparkSession, lake_path: str) -> DataFrame | None:
+    """gold/episodes' rows with the columns of the client's timings, if it was stored without them: the join
+    steps null (only a client's coordinator times them), ``phase_source`` the agents' states where the episode
+    had a slowest member (phases), else null; None when there is nothing to add."""
+    table = catalog.EPISODES
+    columns = _columns(spark, table.location(lake_path))
+    if columns is None or PHASE_SOURCE in columns:
+        return None
+    phased = F.col("slowest_agent_id").isNotNull() if "slowest_agent_id" in columns else F.lit(False)
+    declared = [F.col(f"`{n}`") if n in columns
+                else (F.when(phased, F.lit(AGENT_STATES)) if n == PHASE_SOURCE else F.lit(None)).cast(k).alias(n)
+                for n, k in table.all_columns()]
+    kept = [F.col(f"`{c}`") for c in columns if c not in table.column_names()]
+    return lake.read(spark, lake_path, table).select(*declared, *kept)
+
+
 def added_to_closed_loop(spark: SparkSession, lake_path: str) -> list[tuple[catalog.Table, list[tuple[str, str]]]]:
     """Each closed-loop table stored without columns its declaration added since (``--reruns``'
     count and standard errors), and those columns. No stage rewrites these tables, so the SQL
@@ -254,14 +277,20 @@ def added_to_closed_loop(spark: SparkSession, lake_path: str) -> list[tuple[cata
 
 
 def migrate(spark: SparkSession, lake_path: str, progress: Progress = print) -> list[str]:
-    """Rewrite each gold table still under older names with the new ones, and each table without
-    its cluster column with it; then add a closed-loop table's new columns (null in the rows
+    """Rewrite each gold table still under older names with the new ones, each table without
+    its cluster column with it, gold/episodes without its phase source with it; then add a closed-loop table's new columns (null in the rows
     before, metadata only; a table renamed above has them already). The caller holds the lake's
     lock; the lines printed, one per table migrated."""
     said = []
     for table, rows in with_cluster(spark, lake_path):
         lake.rewrite(spark, lake_path, table, rows)
         said.append(cluster_said(table.path))
+        progress(said[-1])
+    episodes = with_phase_source(spark, lake_path)
+    if episodes is not None:
+        lake.rewrite(spark, lake_path, catalog.EPISODES, episodes)
+        said.append(f"{catalog.EPISODES.path}: added the join steps and {PHASE_SOURCE} ('{AGENT_STATES}' where an "
+                    "episode had phases: the agents' states were their only source)")
         progress(said[-1])
     for migration in GOLD:
         table = TABLES[migration.path]

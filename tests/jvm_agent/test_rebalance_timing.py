@@ -15,6 +15,10 @@ checked against what its client recorded:
   callback, plus the client's own work after it, which the agent cannot report at the callback (its range is printed:
   0.4 to 190 ms in one run on a loaded machine);
 - KIP-848, library: the metrics end a reconciliation after its callbacks, so the agent says nothing.
+
+Then gold (its per-group pass, ``pipelines.gold.group_pass``, the code the gold stage runs per group) makes the
+group's episodes from that telemetry, and each classic episode's join and sync (its slowest member's ``join_s``) is
+checked against the same member's client: the rebalance-latency of the rebalances it ended within the episode.
 """
 from __future__ import annotations
 
@@ -29,6 +33,9 @@ from typing import Any
 import pytest
 
 from lens_runtime.jvm_agent_build import JAVAAGENT, LIB, agent_classpath, ensure_agent_jar
+from pipelines.config import PipelineConfig
+from pipelines.gold.rebalance_phases import SLOWEST, SOURCE
+from tests.support.reference_ownership import gold_of_group
 from tests.support.telemetry_log import TelemetryLog
 
 APP = Path(__file__).with_name("TimedMember.java")
@@ -171,16 +178,46 @@ def check_classic(members: dict[str, Member], events: list[dict[str, Any]], coor
         assert leaders >= 1
 
 
+def client_latency(member: Member, start_ms: int, end_ms: int) -> tuple[int, float]:
+    """(rebalances, their latency) the member's client ended and the app saw between ``start_ms`` and ``end_ms``."""
+    before, count, latency = (0, 0.0), 0, 0.0
+    for c in member.lines():
+        if c["callback"] == "metrics":
+            if start_ms <= c["at_ms"] <= end_ms:
+                count, latency = count + c["rebalances"] - before[0], latency + c["latency_ms"] - before[1]
+            before = (c["rebalances"], c["latency_ms"])
+    return count, latency
+
+
+def check_gold(members: dict[str, Member], events: list[dict[str, Any]], source: str) -> None:
+    """Each episode's join_s is its slowest member's client's rebalance-latency there (within the slack per
+    rebalance: exactly, from the client's metrics)."""
+    _, _, episodes, _ = gold_of_group(events, gap_s=PipelineConfig.episode_gap_s)
+    name_of = {e["agent_id"]: e["client_id"].removeprefix("timed-") for e in events}
+    checked = []
+    for episode in (e for e in episodes if e[SLOWEST] is not None):
+        count, latency = client_latency(members[name_of[episode[SLOWEST]]], episode["start_ms"], episode["end_ms"])
+        assert episode[SOURCE] == source and count >= 1, episode
+        slack = STEP_SLACK_MS * count if source == "client_coordinator" else 1e-6
+        assert abs(episode["join_s"] * 1000.0 - latency) <= slack, (episode, latency)
+        checked.append(abs(episode["join_s"] * 1000.0 - latency) / count)
+    assert len(checked) >= 2
+    print(f"gold's join_s against the client's rebalance-latency, {len(checked)} episodes: at most "
+          f"{max(checked):.3f} ms apart per rebalance")
+
+
 @pytest.mark.parametrize("assignor", ["range", "cooperative"])
 def test_classic_javaagent_steps_add_up_to_the_clients_own_rebalance_latency(kafka, unique, tmp_path, compiled,
                                                                             assignor):
     members, events = run_group(kafka, unique, tmp_path, compiled, "classic", assignor, "plain")
     check_classic(members, events, coordinator=True)
+    check_gold(members, events, "client_coordinator")
 
 
 def test_classic_library_reports_the_clients_rebalance_latency(kafka, unique, tmp_path, compiled):
     members, events = run_group(kafka, unique, tmp_path, compiled, "classic", "cooperative", "library")
     check_classic(members, events, coordinator=False)
+    check_gold(members, events, "client_metrics")
 
 
 def reconciliation_after(member: Member, at_ms: int) -> tuple[int, float]:

@@ -170,3 +170,26 @@ def test_a_closed_loop_table_gains_the_columns_declared_since_once(spark, tmp_pa
     assert stored.schema == catalog.VERIFICATIONS.schema()
     assert [(r.group_id, r.holds, r.reruns) for r in stored.collect()] == [("g", True, None)]
     assert migrations.migrate(spark, lake_path, said.append) == []
+
+
+def test_episodes_written_before_the_clients_timings_get_their_columns_once(spark, tmp_path):
+    """gold/episodes of a lake whose phases all came from the agents' states: each gains the join steps (null) and
+    phase_source, agent_states where it had phases (a slowest member), null where it had none."""
+    lake_path = str(tmp_path / "lake")
+    added = ("join_group_s", "leader_assign_s", "sync_group_s", "phase_source")
+    columns = [(n, k) for n, k in catalog.EPISODES.all_columns() if n not in added]
+    rows = [{"episode_id": "g@1", "cluster_id": "", "group_id": "g", "join_s": 1.5, "slowest_agent_id": "a1"},
+            {"episode_id": "g@2", "cluster_id": "", "group_id": "g"}]
+    (spark.createDataFrame([tuple(r.get(n) for n, _ in columns) for r in rows],
+                           ", ".join(f"`{n}` {k}" for n, k in columns))
+     .write.format("delta").save(catalog.EPISODES.location(lake_path)))
+
+    said: list[str] = []
+    assert migrations.migrate(spark, lake_path, said.append) == said == [
+        "gold/episodes: added the join steps and phase_source ('agent_states' where an episode had phases: the "
+        "agents' states were their only source)"]
+    stored = lake.read(spark, lake_path, catalog.EPISODES)
+    assert stored.schema == catalog.EPISODES.schema()
+    assert sorted((r.episode_id, r.join_s, r.join_group_s, r.phase_source) for r in stored.collect()) == [
+        ("g@1", 1.5, None, "agent_states"), ("g@2", None, None, None)]
+    assert migrations.migrate(spark, lake_path, said.append) == []
