@@ -206,7 +206,7 @@ def check_gold(members: dict[str, Member], events: list[dict[str, Any]], source:
           f"{max(checked):.3f} ms apart per rebalance")
 
 
-@pytest.mark.parametrize("assignor", ["range", "cooperative"])
+@pytest.mark.parametrize("assignor", ["range", pytest.param("cooperative", marks=pytest.mark.slow)])
 def test_classic_javaagent_steps_add_up_to_the_clients_own_rebalance_latency(kafka, unique, tmp_path, compiled,
                                                                             assignor):
     members, events = run_group(kafka, unique, tmp_path, compiled, "classic", assignor, "plain")
@@ -250,6 +250,7 @@ def test_kip848_javaagent_times_each_reconciliation_from_its_assignment(kafka, u
           f"{max(tails):.3f} ms over {len(tails)} reconciliations")
 
 
+@pytest.mark.slow  # ~1 min each here: `./lens test -m slow tests/jvm_agent/test_rebalance_timing.py`
 def test_kip848_library_says_nothing_it_cannot_know(kafka, unique, tmp_path, compiled):
     members, events = run_group(kafka, unique, tmp_path, compiled, "consumer", "range", "library")
     assert all(not timings(events, name) for name in members)
