@@ -83,8 +83,9 @@ def mean_ci(values: list[float]) -> tuple[float, float]:
 
 def ratio_ci(mode: list[float], plain: list[float], rng: random.Random) -> tuple[float, float, float]:
     """mean(mode) / mean(plain) and its 95% percentile bootstrap interval (iterations resampled in each)."""
-    ratios = sorted(statistics.fmean(rng.choices(mode, k=len(mode))) / statistics.fmean(rng.choices(plain, k=len(plain)))
-                    for _ in range(RESAMPLES))
+    def resampled(values: list[float]) -> float:
+        return statistics.fmean(rng.choices(values, k=len(values)))
+    ratios = sorted(resampled(mode) / resampled(plain) for _ in range(RESAMPLES))
     return (statistics.fmean(mode) / statistics.fmean(plain), ratios[int(0.025 * RESAMPLES)],
             ratios[int(0.975 * RESAMPLES) - 1])
 
@@ -115,7 +116,9 @@ def main(args: argparse.Namespace) -> None:
     topic, telemetry = f"bench-poll-{uuid.uuid4().hex[:8]}", f"bench-poll-telemetry-{uuid.uuid4().hex[:8]}"
     seed(args.bootstrap, topic, args.records)
     print(f"seeded {args.records:,} records of 16 B; load average before: {os.getloadavg()}", flush=True)
-    jars = {"plain": None, "javaagent": agent, **({"baseline": args.baseline_jar.resolve()} if args.baseline_jar else {})}
+    jars = {"plain": None, "javaagent": agent}
+    if args.baseline_jar:
+        jars["baseline"] = args.baseline_jar.resolve()
     modes = list(jars)
     collected: dict[tuple[str, int, str], Samples] = defaultdict(lambda: defaultdict(list))
     with tempfile.TemporaryDirectory() as scratch:

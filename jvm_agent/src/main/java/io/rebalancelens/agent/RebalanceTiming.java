@@ -17,9 +17,9 @@ import org.apache.kafka.common.MetricName;
  * SyncGroup answer (the {@code join-time}/{@code sync-time} metrics are windowed: they cannot split one rebalance).
  * With the javaagent, also the coordinator's steps, reported as they happen by its advice on the client's own
  * classes ({@link #accept}, from whichever client thread runs them): classic, each JoinGroup sent, the JoinGroup
- * answer, the leader's assignment done, each SyncGroup answer, the join complete; KIP-848, each member state the client enters (its
- * reconciliation starts when it enters {@code RECONCILING} with a new target assignment and ends after the
- * callbacks, so it is reported at each callback as the time since it began).
+ * answer, the leader's assignment done, each SyncGroup answer, the join complete; KIP-848, each member state the
+ * client enters (its reconciliation starts when it enters {@code RECONCILING} with a new target assignment and ends
+ * after the callbacks, so it is reported at each callback as the time since it began).
  */
 public final class RebalanceTiming implements ObjLongConsumer<String> {
     /** The classic coordinator's steps, as the javaagent's advice names them. */

@@ -141,7 +141,10 @@ public final class LensJavaAgent {
      */
     private static boolean attached(ClassLoader loader, References references) {
         Boolean known = ATTACHED.get(loader == null ? BOOT : loader);
-        return known != null ? known : references.missing(loader == null ? ClassFileLocator.ForClassLoader.ofBootLoader()
+        if (known != null) {
+            return known;
+        }
+        return references.missing(loader == null ? ClassFileLocator.ForClassLoader.ofBootLoader()
                 : ClassFileLocator.ForClassLoader.of(loader)).isEmpty();
     }
 
