@@ -9,9 +9,13 @@ apply it.
   recommendations' stored evidence SQL) is rewritten in the same commit.
 - A mart (``marts/<model>``) under older names is rebuilt whole by the next SQL build
   (``stale_marts`` names them; ``pipelines.sql_build`` passes them to dbt as ``rebuild``).
-- gold/episodes written before the client's rebalance timings gets their columns (``with_phase_source``):
-  the join steps null, and ``phase_source`` the agents' states wherever the episode had phases (the only
-  source there was), in one rewrite; marts take new columns on their next incremental build.
+- A gold table written before the broker source (handoffs, episodes) gets its ``source`` column
+  ("agent" in the rows before: they were all the agent's) and a handoff's ``cause_confidence``
+  ("exact": read from telemetry), and gold/episodes written before the client's rebalance timings
+  gets their columns (the join steps null, ``phase_source`` the agents' states wherever the episode
+  had phases: the only source there was), in one rewrite per table (``with_added``, ``_fill``); the
+  log's estimates and stop windows read null there. Other tables take the broker's columns at their
+  next write, marts new columns at their next incremental build.
 - A table written before its group key gained the cluster (``catalog.GROUP_KEY``) gets the
   ``cluster_id`` column, every stored row ``contract.CLUSTER_UNKNOWN`` (``with_cluster``), in one
   rewrite per table: those rows came from agents that did not send the cluster id, exactly what
@@ -204,8 +208,8 @@ def migrated_rows(spark: SparkSession, lake_path: str, migration: Migration) -> 
             declared.append(F.col(f"`{name}`"))
         elif name in by_new and by_new[name].old in stored:
             declared.append(F.col(f"`{by_new[name].old}`").cast(kind).alias(name))
-        else:
-            declared.append(F.lit(None).cast(kind).alias(name))
+        else:  # a column added since: null, or what the rows before it say there (``_fill``)
+            declared.append(_fill(migration.path, name, stored).cast(kind).alias(name))
     names = set(table.column_names())
     kept = [F.col(f"`{c}`") for c in stored if c not in consumed and c not in names]
     return rows.select(*declared, *kept)
@@ -242,23 +246,59 @@ def with_cluster(spark: SparkSession, lake_path: str) -> list[tuple[catalog.Tabl
     return out
 
 
+# What the broker source (issue 52) added to gold, and what a row written before it says there: every
+# such row was the agent's, its cause read from telemetry. Its other new columns (the log's estimates
+# and stop windows) are null in those rows.
+SOURCE = "source"
+SOURCE_FILLS: dict[str, dict[str, str]] = {catalog.HANDOFFS.path: {SOURCE: "agent", "cause_confidence": "exact"},
+                                           catalog.EPISODES.path: {SOURCE: "agent"}}
+
+
+# What the client's rebalance timings added to gold/episodes: before them, an episode's phases (where it had any:
+# a slowest member) came from the agents' states.
 PHASE_SOURCE = "phase_source"
+PHASE_NOTE = (f"added the join steps and {PHASE_SOURCE} ('{AGENT_STATES}' where an episode had phases: the agents' "
+              "states were their only source)")
 
 
-def with_phase_source(spark: SparkSession, lake_path: str) -> DataFrame | None:
-    """gold/episodes' rows with the columns of the client's timings, if it was stored without them: the join
-    steps null (only a client's coordinator times them), ``phase_source`` the agents' states where the episode
-    had a slowest member (phases), else null; None when there is nothing to add."""
-    table = catalog.EPISODES
-    columns = _columns(spark, table.location(lake_path))
-    if columns is None or PHASE_SOURCE in columns:
-        return None
-    phased = F.col("slowest_agent_id").isNotNull() if "slowest_agent_id" in columns else F.lit(False)
-    declared = [F.col(f"`{n}`") if n in columns
-                else (F.when(phased, F.lit(AGENT_STATES)) if n == PHASE_SOURCE else F.lit(None)).cast(k).alias(n)
-                for n, k in table.all_columns()]
-    kept = [F.col(f"`{c}`") for c in columns if c not in table.column_names()]
-    return lake.read(spark, lake_path, table).select(*declared, *kept)
+def sources_note(path: str) -> str:
+    """What the source columns' migration says of a table (its own line, or after a rename's)."""
+    fills = ", ".join(f"{c} '{v}'" for c, v in SOURCE_FILLS[path].items())
+    return f"added the broker source's columns ({fills} in the rows written before: the agent's)"
+
+
+def _fill(path: str, name: str, stored: list[str]) -> Column:
+    """What a column added since holds in the rows of ``path`` written before it (``stored`` their columns)."""
+    if name in SOURCE_FILLS.get(path, {}):
+        return F.lit(SOURCE_FILLS[path][name])
+    if path == catalog.EPISODES.path and name == PHASE_SOURCE and "slowest_agent_id" in stored:
+        return F.when(F.col("slowest_agent_id").isNotNull(), F.lit(AGENT_STATES))
+    return F.lit(None)
+
+
+def added_note(path: str, stored: list[str]) -> str:
+    """What filling the table's columns added since says (``_fill``): each group of them it lacks, or ""."""
+    notes = [sources_note(path)] if path in SOURCE_FILLS and SOURCE not in stored else []
+    if path == catalog.EPISODES.path and PHASE_SOURCE not in stored:
+        notes.append(PHASE_NOTE)
+    return "; ".join(notes)
+
+
+def with_added(spark: SparkSession, lake_path: str) -> list[tuple[catalog.Table, DataFrame, str]]:
+    """Each of handoffs and episodes stored without a group of columns added since (``added_note``): its rows
+    with the declared columns (the added ones as ``_fill`` says), and what that says."""
+    out = []
+    for table in (catalog.HANDOFFS, catalog.EPISODES):
+        columns = _columns(spark, table.location(lake_path))
+        note = "" if columns is None else added_note(table.path, columns)
+        if not note:
+            continue
+        rows = lake.read(spark, lake_path, table)
+        declared = [F.col(f"`{name}`") if name in columns else _fill(table.path, name, columns).cast(kind).alias(name)
+                    for name, kind in table.all_columns()]
+        kept = [F.col(f"`{c}`") for c in columns if c not in table.column_names()]
+        out.append((table, rows.select(*declared, *kept), note))
+    return out
 
 
 def added_to_closed_loop(spark: SparkSession, lake_path: str) -> list[tuple[catalog.Table, list[tuple[str, str]]]]:
@@ -278,8 +318,7 @@ def added_to_closed_loop(spark: SparkSession, lake_path: str) -> list[tuple[cata
 
 def migrate(spark: SparkSession, lake_path: str, progress: Progress = print) -> list[str]:
     """Rewrite each gold table still under older names with the new ones, each table without
-    its cluster column with it, gold/episodes without its phase source with it; then add a
-    closed-loop table's new columns (null in the rows
+    its cluster column with it, handoffs and episodes without columns added since with them; then add a closed-loop table's new columns (null in the rows
     before, metadata only; a table renamed above has them already). The caller holds the lake's
     lock; the lines printed, one per table migrated."""
     said = []
@@ -287,19 +326,18 @@ def migrate(spark: SparkSession, lake_path: str, progress: Progress = print) -> 
         lake.rewrite(spark, lake_path, table, rows)
         said.append(cluster_said(table.path))
         progress(said[-1])
-    episodes = with_phase_source(spark, lake_path)
-    if episodes is not None:
-        lake.rewrite(spark, lake_path, catalog.EPISODES, episodes)
-        said.append(f"{catalog.EPISODES.path}: added the join steps and {PHASE_SOURCE} ('{AGENT_STATES}' where an "
-                    "episode had phases: the agents' states were their only source)")
-        progress(said[-1])
     for migration in GOLD:
         table = TABLES[migration.path]
         columns = _columns(spark, table.location(lake_path))
         if columns is None or not migration.applies_to(columns):
             continue
         lake.rewrite(spark, lake_path, table, migrated_rows(spark, lake_path, migration))
-        said.append(migration.said())
+        note = added_note(migration.path, columns)  # filled in the same rewrite
+        said.append(migration.said() + (f"; {note}" if note else ""))
+        progress(said[-1])
+    for table, rows, note in with_added(spark, lake_path):
+        lake.rewrite(spark, lake_path, table, rows)
+        said.append(f"{table.path}: {note}")
         progress(said[-1])
     for table, missing in added_to_closed_loop(spark, lake_path):
         location = table.location(lake_path).replace("`", "``")  # a backtick in the path, quoted
