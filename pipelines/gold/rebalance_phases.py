@@ -45,6 +45,8 @@ JOIN_GROUP, LEADER_ASSIGN, SYNC_GROUP = JOIN_STEP_NAMES
 SLOWEST = "slowest_agent_id"  # the gold/episodes column naming whose phases they are
 SOURCE = "phase_source"  # the gold/episodes column saying how they were timed
 STARTED = "started_ms"  # where the episode's earliest client-timed rebalance began (not a column)
+# The phase columns of an episode no member showed a phase of (none seen by an agent: the broker's alone).
+NO_PHASES: dict[str, Any] = {**dict.fromkeys((*REBALANCE_PHASE_NAMES, *JOIN_STEP_NAMES)), SOURCE: None, SLOWEST: None}
 Span = tuple[float, float]
 
 
@@ -179,8 +181,7 @@ def episode_phases(bodies: Bodies) -> dict[str, Any]:
     starts = [a for w in walks.values() for spans in w.client.values() for a, _ in spans]
     started = min(starts) if starts else None
     if not spent:
-        return {**dict.fromkeys((*REBALANCE_PHASE_NAMES, *JOIN_STEP_NAMES)), SOURCE: None, SLOWEST: None,
-                STARTED: started}
+        return {**NO_PHASES, STARTED: started}
     slowest = max(spent, key=lambda agent: (sum(spent[agent].values()), agent))
     of, walk = spent[slowest], walks[slowest]
     source = min(walk.sources, key=PHASE_SOURCES.index) if walk.sources else AGENT_STATES  # the finest
