@@ -294,8 +294,8 @@ def with_added(spark: SparkSession, lake_path: str) -> list[tuple[catalog.Table,
         if not note:
             continue
         rows = lake.read(spark, lake_path, table)
-        declared = [F.col(f"`{name}`") if name in columns else _fill(table.path, name, columns).cast(kind).alias(name)
-                    for name, kind in table.all_columns()]
+        declared = [F.col(f"`{name}`") if name in columns
+                    else _fill(table.path, name, columns).cast(kind).alias(name) for name, kind in table.all_columns()]
         kept = [F.col(f"`{c}`") for c in columns if c not in table.column_names()]
         out.append((table, rows.select(*declared, *kept), note))
     return out
