@@ -318,9 +318,10 @@ def added_to_closed_loop(spark: SparkSession, lake_path: str) -> list[tuple[cata
 
 def migrate(spark: SparkSession, lake_path: str, progress: Progress = print) -> list[str]:
     """Rewrite each gold table still under older names with the new ones, each table without
-    its cluster column with it, handoffs and episodes without columns added since with them; then add a closed-loop table's new columns (null in the rows
-    before, metadata only; a table renamed above has them already). The caller holds the lake's
-    lock; the lines printed, one per table migrated."""
+    its cluster column with it, handoffs and episodes without columns added since with them; then
+    add a closed-loop table's new columns (null in the rows before, metadata only; a table renamed
+    above has them already). The caller holds the lake's lock; the lines printed, one per table
+    migrated."""
     said = []
     for table, rows in with_cluster(spark, lake_path):
         lake.rewrite(spark, lake_path, table, rows)
