@@ -33,7 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.agent_throughput import on_a_broker, seed  # noqa: E402
+from benchmarks.agent_throughput import on_a_broker, require_file, seed  # noqa: E402
 from lens_runtime.jvm_agent_build import JAVAAGENT, built_after, ensure_agent_jar  # noqa: E402
 from lens_runtime.jvm_deps import maven  # noqa: E402
 
@@ -151,8 +151,5 @@ if __name__ == "__main__":
     parser.add_argument("--baseline-jar", type=Path, help="another build of the javaagent's jar, in the rotation")
     parser.add_argument("--results", type=Path, help="keep JMH's JSON results of each fork in this folder")
     arguments = parser.parse_args()
-    if arguments.baseline_jar is not None and not arguments.baseline_jar.is_file():
-        print(f"--baseline-jar {arguments.baseline_jar}: no such file; give a built rebalance-lens-javaagent.jar",
-              file=sys.stderr)
-        raise SystemExit(2)
+    require_file("--baseline-jar", arguments.baseline_jar, "a built rebalance-lens-javaagent.jar")
     on_a_broker(main, arguments)

@@ -173,9 +173,7 @@ def test_a_table_written_before_the_broker_source_reads_as_the_agents_once(spark
     for table, row in ((catalog.HANDOFFS, {"handoff_id": "h1", "cluster_id": "", "group_id": "g", "topic": "t",
                                            "partition": 0, "cause": "restart"}),
                        (catalog.EPISODES, {"episode_id": "e1", "cluster_id": "", "group_id": "g"})):
-        columns = [(n, k) for n, k in table.all_columns() if n not in BROKER_SOURCE_ADDED[table.path]]
-        (spark.createDataFrame([tuple(row.get(n) for n, _ in columns)], ", ".join(f"`{n}` {k}" for n, k in columns))
-         .write.format("delta").save(table.location(lake_path)))
+        _write_without(spark, lake_path, table, tuple(BROKER_SOURCE_ADDED[table.path]), [row])
 
     said: list[str] = []
     assert migrations.migrate(spark, lake_path, said.append) == said == [
@@ -190,16 +188,21 @@ def test_a_table_written_before_the_broker_source_reads_as_the_agents_once(spark
     assert migrations.migrate(spark, lake_path, said.append) == []
 
 
+def _write_without(spark, lake_path: str, table: catalog.Table, added: tuple[str, ...], rows: list[dict]) -> None:
+    """``rows`` written as the code before ``added`` joined the table's declaration wrote them."""
+    columns = [(n, k) for n, k in table.all_columns() if n not in added]
+    (spark.createDataFrame([tuple(r.get(n) for n, _ in columns) for r in rows],
+                           ", ".join(f"`{n}` {k}" for n, k in columns))
+     .write.format("delta").save(table.location(lake_path)))
+
+
 def test_a_closed_loop_table_gains_the_columns_declared_since_once(spark, tmp_path):
     """gold/verifications is written only by `recommend --verify`: a lake whose checks predate
     `--reruns` gets its columns (null) before the SQL build's staging model selects them."""
     lake_path = str(tmp_path / "lake")
-    added = ("reruns", "measured_duplicates_saved_se", "measured_pause_saved_se_s")
-    columns = [(n, k) for n, k in catalog.VERIFICATIONS.all_columns() if n not in added]
-    rows = [tuple({"cluster_id": "", "group_id": "g", "verified_at": datetime(2026, 11, 1), "holds": True}.get(n)
-                  for n, _ in columns)]
-    (spark.createDataFrame(rows, ", ".join(f"`{n}` {k}" for n, k in columns))
-     .write.format("delta").save(catalog.VERIFICATIONS.location(lake_path)))
+    _write_without(spark, lake_path, catalog.VERIFICATIONS,
+                   ("reruns", "measured_duplicates_saved_se", "measured_pause_saved_se_s"),
+                   [{"cluster_id": "", "group_id": "g", "verified_at": datetime(2026, 11, 1), "holds": True}])
 
     said: list[str] = []
     assert migrations.migrate(spark, lake_path, said.append) == said == [
@@ -215,13 +218,10 @@ def test_episodes_written_before_the_clients_timings_get_their_columns_once(spar
     """gold/episodes of a lake whose phases all came from the agents' states: each gains the join steps (null) and
     phase_source, agent_states where it had phases (a slowest member), null where it had none."""
     lake_path = str(tmp_path / "lake")
-    added = ("join_group_s", "leader_assign_s", "sync_group_s", "phase_source")
-    columns = [(n, k) for n, k in catalog.EPISODES.all_columns() if n not in added]
-    rows = [{"episode_id": "g@1", "cluster_id": "", "group_id": "g", "join_s": 1.5, "slowest_agent_id": "a1"},
-            {"episode_id": "g@2", "cluster_id": "", "group_id": "g"}]
-    (spark.createDataFrame([tuple(r.get(n) for n, _ in columns) for r in rows],
-                           ", ".join(f"`{n}` {k}" for n, k in columns))
-     .write.format("delta").save(catalog.EPISODES.location(lake_path)))
+    _write_without(spark, lake_path, catalog.EPISODES,
+                   ("join_group_s", "leader_assign_s", "sync_group_s", "phase_source"),
+                   [{"episode_id": "g@1", "cluster_id": "", "group_id": "g", "join_s": 1.5, "slowest_agent_id": "a1"},
+                    {"episode_id": "g@2", "cluster_id": "", "group_id": "g"}])
 
     said: list[str] = []
     assert migrations.migrate(spark, lake_path, said.append) == said == [

@@ -5,12 +5,15 @@ import static net.bytebuddy.matcher.ElementMatchers.named;
 import static net.bytebuddy.matcher.ElementMatchers.takesArgument;
 import static net.bytebuddy.matcher.ElementMatchers.takesArguments;
 
+import java.lang.annotation.ElementType;
+import java.lang.annotation.Retention;
+import java.lang.annotation.RetentionPolicy;
+import java.lang.annotation.Target;
 import java.util.List;
 import net.bytebuddy.asm.Advice;
 import net.bytebuddy.asm.AsmVisitorWrapper;
 import net.bytebuddy.description.method.MethodDescription;
 import net.bytebuddy.matcher.ElementMatcher;
-import net.bytebuddy.matcher.ElementMatchers;
 
 /**
  * Advice on the client's group coordinators, for the rebalance phases the client goes through and shows nobody
@@ -48,31 +51,41 @@ final class CoordinatorAdvice {
         if (ABSTRACT_COORDINATOR.equals(name)) {
             return new AsmVisitorWrapper.Compound(
                     Advice.to(Built.class).on(builtWithMetrics()),
-                    Advice.to(JoinSent.class).on(named("sendJoinGroupRequest").and(takesArguments(0))),
-                    Advice.to(Joined.class).on(named("onJoinFollower").and(takesArguments(0))),
-                    Advice.to(LeaderJoined.class).on(named("onLeaderElected").and(takesArguments(1))));
+                    step("join_sent", Enter.class).on(named("sendJoinGroupRequest").and(takesArguments(0))),
+                    step("joined", Enter.class).on(named("onJoinFollower").and(takesArguments(0))),
+                    step("joined", Enter.class).on(named("onLeaderElected").and(takesArguments(1))),
+                    step("assigned", Exit.class).on(named("onLeaderElected").and(takesArguments(1))));
         }
         if (SYNC_HANDLER.equals(name)) {
-            return Advice.to(SyncAnswered.class).on(named("handle").and(takesArguments(2))
-                    .and(takesArgument(0, ElementMatchers.<net.bytebuddy.description.type.TypeDescription>named(
-                            "org.apache.kafka.common.requests.SyncGroupResponse"))));
+            return step("sync_answered", Answered.class).on(named("handle").and(takesArguments(2))
+                    .and(takesArgument(0, named("org.apache.kafka.common.requests.SyncGroupResponse"))));
         }
         if (CONSUMER_COORDINATOR.equals(name)) {
-            return Advice.to(Synced.class).on(named("onJoinComplete").and(takesArguments(4)));
+            return step("synced", Enter.class).on(named("onJoinComplete").and(takesArguments(4)));
         }
         if (MEMBERSHIP.contains(name)) {
             return new AsmVisitorWrapper.Compound(Advice.to(Built.class).on(builtWithMetrics()),
                     Advice.to(State.class).on(named("transitionTo").and(takesArguments(1))
-                            .and(takesArgument(0, ElementMatchers.<net.bytebuddy.description.type.TypeDescription>
-                                    named(INTERNALS + "MemberState")))));
+                            .and(takesArgument(0, named(INTERNALS + "MemberState")))));
         }
         return null;
+    }
+
+    /** {@code advice} with its {@link Step} parameter bound to {@code step}. */
+    private static Advice step(String step, Class<?> advice) {
+        return Advice.withCustomMapping().bind(Step.class, step).to(advice);
     }
 
     /** The constructors that take the client's Metrics (the ones that know whose consumer they serve). */
     private static ElementMatcher<MethodDescription> builtWithMetrics() {
         return isConstructor().and(m -> m.getParameters().asTypeList().asErasures().stream()
                 .anyMatch(type -> type.getName().equals(METRICS)));
+    }
+
+    /** The step an advised method reports (bound per method by {@link #step}). */
+    @Retention(RetentionPolicy.RUNTIME)
+    @Target(ElementType.PARAMETER)
+    @interface Step {
     }
 
     static final class Built {
@@ -87,69 +100,44 @@ final class CoordinatorAdvice {
         }
     }
 
-    static final class JoinSent {
-        private JoinSent() {
+    /** The step on entry to a coordinator's method. */
+    static final class Enter {
+        private Enter() {
         }
 
         @Advice.OnMethodEnter(suppress = Throwable.class)
-        static void enter(@Advice.This Object coordinator) throws ReflectiveOperationException {
+        static void enter(@Advice.This Object coordinator, @Step String step) throws ReflectiveOperationException {
             ClassLoader.getSystemClassLoader().loadClass(ConstructorAdvice.HOOK)
-                    .getMethod("step", Object.class, String.class).invoke(null, coordinator, "join_sent");
+                    .getMethod("step", Object.class, String.class).invoke(null, coordinator, step);
         }
     }
 
-    static final class Joined {
-        private Joined() {
-        }
-
-        @Advice.OnMethodEnter(suppress = Throwable.class)
-        static void enter(@Advice.This Object coordinator) throws ReflectiveOperationException {
-            ClassLoader.getSystemClassLoader().loadClass(ConstructorAdvice.HOOK)
-                    .getMethod("step", Object.class, String.class).invoke(null, coordinator, "joined");
-        }
-    }
-
-    /** The leader's JoinGroup answer: joined on entry; its assignment computed and sent on exit. */
-    static final class LeaderJoined {
-        private LeaderJoined() {
-        }
-
-        @Advice.OnMethodEnter(suppress = Throwable.class)
-        static void enter(@Advice.This Object coordinator) throws ReflectiveOperationException {
-            ClassLoader.getSystemClassLoader().loadClass(ConstructorAdvice.HOOK)
-                    .getMethod("step", Object.class, String.class).invoke(null, coordinator, "joined");
+    /** The step on exit from a coordinator's method (the leader's: its assignment computed and sent). */
+    static final class Exit {
+        private Exit() {
         }
 
         @Advice.OnMethodExit(suppress = Throwable.class)
-        static void exit(@Advice.This Object coordinator) throws ReflectiveOperationException {
+        static void exit(@Advice.This Object coordinator, @Step String step) throws ReflectiveOperationException {
             ClassLoader.getSystemClassLoader().loadClass(ConstructorAdvice.HOOK)
-                    .getMethod("step", Object.class, String.class).invoke(null, coordinator, "assigned");
+                    .getMethod("step", Object.class, String.class).invoke(null, coordinator, step);
         }
     }
 
     /**
-     * A SyncGroup answer handled (on the polling or the heartbeat thread): where the client ends its rebalance-latency
-     * when the answer is a success, which the join completing next tells.
+     * A SyncGroup answer handled (on the polling or the heartbeat thread), for its coordinator (the handler's outer
+     * instance): where the client ends its rebalance-latency when the answer is a success, which the join completing
+     * next tells.
      */
-    static final class SyncAnswered {
-        private SyncAnswered() {
+    static final class Answered {
+        private Answered() {
         }
 
         @Advice.OnMethodExit(suppress = Throwable.class)
-        static void exit(@Advice.FieldValue("this$0") Object coordinator) throws ReflectiveOperationException {
+        static void exit(@Advice.FieldValue("this$0") Object coordinator, @Step String step)
+                throws ReflectiveOperationException {
             ClassLoader.getSystemClassLoader().loadClass(ConstructorAdvice.HOOK)
-                    .getMethod("step", Object.class, String.class).invoke(null, coordinator, "sync_answered");
-        }
-    }
-
-    static final class Synced {
-        private Synced() {
-        }
-
-        @Advice.OnMethodEnter(suppress = Throwable.class)
-        static void enter(@Advice.This Object coordinator) throws ReflectiveOperationException {
-            ClassLoader.getSystemClassLoader().loadClass(ConstructorAdvice.HOOK)
-                    .getMethod("step", Object.class, String.class).invoke(null, coordinator, "synced");
+                    .getMethod("step", Object.class, String.class).invoke(null, coordinator, step);
         }
     }
 
