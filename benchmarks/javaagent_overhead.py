@@ -14,7 +14,9 @@ javaagent (e.g. one copied before a change) to the rotation.
 Printed per loop shape and thread count: records/s of each mode (mean of the iterations, with the 95% confidence
 interval of the mean), the ratio to plain with its 95% bootstrap confidence interval, the same for the polling
 thread's CPU time per record (what other jobs on a shared machine move least), and the bytes allocated per poll
-(JMH's gc profiler). The target: a ratio of at least 0.99. The machine's load average is printed before and after.
+(JMH's gc profiler). The target: a ratio of at least 0.99. Then the routing of one consumer call alone
+(``DelegateRouting``): direct, through the javaagent's generated delegate class, and through the Proxy the agent used
+before, in ns and bytes per call. The machine's load average is printed before and after.
 """
 from __future__ import annotations
 
@@ -39,6 +41,7 @@ from lens_runtime.jvm_deps import maven  # noqa: E402
 
 JMH = Path(__file__).with_name("jmh")
 BENCHMARK = "io.rebalancelens.bench.ConsumerPoll"
+ROUTING = "io.rebalancelens.bench.DelegateRouting"
 SHAPES = {"1": "poll per record", "500": "batch (500)"}
 RESAMPLES = 4000
 Samples = dict[str, list[float]]
@@ -64,6 +67,19 @@ def run_fork(classpath: str, args: argparse.Namespace, topic: str, threads: int,
         command += ["-jvmArgsAppend", f"-javaagent:{agent} -Dlens.telemetry.topic={telemetry}"]
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
     return json.loads(out.read_text())
+
+
+def routing(classpath: str, out: Path) -> None:
+    """The routing of a consumer call alone (``DelegateRouting``, the javaagent's jar on the class path, not as an
+    agent): ns and bytes per call, direct, through the agent's generated delegate class and through a Proxy."""
+    subprocess.run(["java", "-cp", f"{classpath}:{JAVAAGENT}", "org.openjdk.jmh.Main", ROUTING, "-f", "2", "-wi", "5",
+                    "-w", "1s", "-i", "5", "-r", "1s", "-prof", "gc", "-rf", "json", "-rff", str(out)],
+                   check=True, stdout=subprocess.DEVNULL)
+    print("\nrouting one call (MockConsumer.poll behind it): ns per call [99.9% CI], bytes allocated per call")
+    for result in json.loads(out.read_text()):
+        score, (lo, hi) = result["primaryMetric"]["score"], result["primaryMetric"]["scoreConfidence"]
+        allocated = result["secondaryMetrics"]["gc.alloc.rate.norm"]["score"]
+        print(f"  {result['params']['routing']:<10} {score:8.1f} ns [{lo:.1f}, {hi:.1f}]  {allocated:6.0f} B")
 
 
 def samples(result: dict) -> Samples:
@@ -136,7 +152,8 @@ def main(args: argparse.Namespace) -> None:
                             collected[(result["params"]["maxPollRecords"], threads, mode)][name] += values
                     print(f"round {round_ + 1}/{args.rounds}: {mode}, {threads} thread(s) in "
                           f"{time.monotonic() - t0:.0f} s; load average {os.getloadavg()[0]:.1f}", flush=True)
-    report(collected, modes)
+        report(collected, modes)
+        routing(classpath, out / "routing.json")
     print(f"\nload average after: {os.getloadavg()}")
 
 
@@ -144,7 +161,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--warmups", type=int, default=3, help="JMH warm-up iterations of 1 s per fork")
+    parser.add_argument("--warmups", type=int, default=5, help="JMH warm-up iterations of 1 s per fork")
     parser.add_argument("--iterations", type=int, default=5, help="JMH measured iterations of 1 s per fork")
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 3], help="consumers per JVM, one per thread")
     parser.add_argument("--bootstrap", help="an existing cluster; default: start the embedded broker")
