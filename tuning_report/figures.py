@@ -213,8 +213,9 @@ def episode_phases(phased: pl.DataFrame) -> go.Figure:
     totals = phased["phases_s"].to_list()
     fig.add_scatter(y=names, x=totals, mode="text", showlegend=False, hoverinfo="skip", textposition="middle right",
                     text=[f"  {t:.2f} s, {PRECISION[s]}" for t, s in zip(totals, phased["phase_source"])])
-    fig.update_layout(**{**LAYOUT, "height": 120 + 28 * phased.height}, barmode="stack",
-                      title="Each rebalance's time, its slowest member (how precise: at the end of each bar)",
+    fig.update_layout(**{**LAYOUT, "height": 200 + 28 * phased.height, "margin": dict(l=60, r=20, t=40, b=110),
+                         "legend": dict(orientation="h", yanchor="top", y=-0.45, x=0, traceorder="normal")},
+                      barmode="stack", title="Each rebalance's time, its slowest member (how precise: after each bar)",
                       xaxis=dict(title="seconds", rangemode="tozero", range=[0, max(totals) * 1.9]),
                       yaxis=dict(automargin=True, autorange="reversed"))
     return fig
