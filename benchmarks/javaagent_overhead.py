@@ -14,7 +14,10 @@ javaagent (e.g. one copied before a change) to the rotation.
 Printed per loop shape and thread count: records/s of each mode (mean of the iterations, with the 95% confidence
 interval of the mean), the ratio to plain with its 95% bootstrap confidence interval, the same for the polling
 thread's CPU time per record (what other jobs on a shared machine move least), and the bytes allocated per poll
-(JMH's gc profiler). The target: a ratio of at least 0.99. Then the routing of one consumer call alone
+(JMH's gc profiler). The target: a ratio of at least 0.99. A shared machine's load moves between forks; so the same
+poll paths are also raced paired (``PairedPoll``): in one thread, chunks of 256 polls of a plain consumer and of one
+built as the javaagent's advice builds it, in turn, each iteration's ratio a pair's (``--rounds`` forks of twice
+``--iterations``). Then the routing of one consumer call alone
 (``DelegateRouting``): direct, through the javaagent's generated delegate class, and through the Proxy the agent used
 before, in ns and bytes per call. The machine's load average is printed before and after.
 """
@@ -42,8 +45,12 @@ from lens_runtime.jvm_deps import maven  # noqa: E402
 JMH = Path(__file__).with_name("jmh")
 BENCHMARK = "io.rebalancelens.bench.ConsumerPoll"
 ROUTING = "io.rebalancelens.bench.DelegateRouting"
+PAIRED = "io.rebalancelens.bench.PairedPoll"
 SHAPES = {"1": "poll per record", "500": "batch (500)"}
 RESAMPLES = 4000
+# Student's t, two-sided 95%, by degrees of freedom (above 30: the normal's 1.96 is within 4%).
+T95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26, 10: 2.23, 12: 2.18, 14: 2.14,
+       16: 2.12, 18: 2.10, 20: 2.09, 24: 2.06, 29: 2.05, 30: 2.04}
 Samples = dict[str, list[float]]
 
 
@@ -82,6 +89,30 @@ def routing(classpath: str, out: Path) -> None:
         print(f"  {result['params']['routing']:<10} {score:8.1f} ns [{lo:.1f}, {hi:.1f}]  {allocated:6.0f} B")
 
 
+def paired(classpath: str, args: argparse.Namespace, topic: str, telemetry: str, out: Path) -> None:
+    """The javaagent's poll path and the plain client's interleaved in one thread (``PairedPoll``: chunks of polls
+    of each in turn), one pair per thread: per iteration, the ratio of their records/s and of their polling-thread
+    CPU per record; the mean ratio with its 95% confidence interval (t, over the iterations)."""
+    print("\npaired in one JVM (the javaagent's poll path built as its advice builds it, the plain client beside it):")
+    for threads in args.threads:
+        file = out / f"paired-{threads}.json"
+        subprocess.run(["java", "-cp", f"{classpath}:{JAVAAGENT}", "org.openjdk.jmh.Main", PAIRED, "-f",
+                        str(args.rounds), "-wi", str(args.warmups), "-w", "1s", "-i", str(2 * args.iterations),
+                        "-r", "1s", "-t", str(threads), "-foe", "true", "-p", f"bootstrap={args.bootstrap}",
+                        "-p", f"topic={topic}", "-p", f"telemetry={telemetry}", "-p", "maxPollRecords=1,500",
+                        "-rf", "json", "-rff", str(file)], check=True, stdout=subprocess.DEVNULL)
+        for result in json.loads(file.read_text()):
+            raw = {k: [v for fork in m["rawData"] for v in fork] for k, m in result["secondaryMetrics"].items()}
+            rate = [(ar / aw) / (pr / pw) for ar, aw, pr, pw in zip(raw["agentRecords"], raw["agentWallNanos"],
+                                                                    raw["plainRecords"], raw["plainWallNanos"])]
+            cpu = [(pc / pr) / (ac / ar) for pc, pr, ac, ar in zip(raw["plainCpuNanos"], raw["plainRecords"],
+                                                                   raw["agentCpuNanos"], raw["agentRecords"])]
+            (r, r_ci), (c, c_ci) = mean_ci(rate), mean_ci(cpu)
+            print(f"  {SHAPES[result['params']['maxPollRecords']]:<16} {threads} pair(s): records/s ratio {r:.4f} "
+                  f"[{r - r_ci:.4f}, {r + r_ci:.4f}]  CPU ratio {c:.4f} [{c - c_ci:.4f}, {c + c_ci:.4f}]  "
+                  f"({len(rate)} paired iterations)")
+
+
 def samples(result: dict) -> Samples:
     """Per measured iteration: records/s, CPU ns per record, bytes allocated per poll."""
     secondary = result["secondaryMetrics"]
@@ -91,10 +122,12 @@ def samples(result: dict) -> Samples:
 
 
 def mean_ci(values: list[float]) -> tuple[float, float]:
-    """The mean and the half-width of its 95% confidence interval (normal approximation)."""
+    """The mean and the half-width of its 95% confidence interval (Student's t)."""
     if len(values) < 2:
         return (values[0] if values else float("nan")), float("nan")
-    return statistics.fmean(values), 1.96 * statistics.stdev(values) / len(values) ** 0.5
+    df = len(values) - 1
+    t = T95[max(k for k in T95 if k <= df)] if df <= max(T95) else 1.96
+    return statistics.fmean(values), t * statistics.stdev(values) / len(values) ** 0.5
 
 
 def ratio_ci(mode: list[float], plain: list[float], rng: random.Random) -> tuple[float, float, float]:
@@ -153,6 +186,7 @@ def main(args: argparse.Namespace) -> None:
                     print(f"round {round_ + 1}/{args.rounds}: {mode}, {threads} thread(s) in "
                           f"{time.monotonic() - t0:.0f} s; load average {os.getloadavg()[0]:.1f}", flush=True)
         report(collected, modes)
+        paired(classpath, args, topic, telemetry, out)
         routing(classpath, out / "routing.json")
     print(f"\nload average after: {os.getloadavg()}")
 
