@@ -13,7 +13,7 @@ checked against what its client recorded:
 - KIP-848, javaagent: each callback says how long before it the reconciliation began; the client's latency for a
   reconciliation (the target assignment received until the client ends it, after the callbacks) is that, plus the
   callback, plus the client's own work after it, which the agent cannot report at the callback (its range is printed:
-  0.4 to 190 ms in one run on a loaded machine);
+  0.2 to 458 ms over four runs on a loaded machine);
 - KIP-848, library: the metrics end a reconciliation after its callbacks, so the agent says nothing.
 
 Then gold (its per-group pass, ``pipelines.gold.group_pass``, the code the gold stage runs per group) makes the
