@@ -34,10 +34,11 @@ STEP_TIMEOUT_S = 60.0
 # member id, an id (after an expired max.poll.interval.ms librdkafka forgets it, the Java client does not).
 ASIDE = {"event_id", "event_time_ms", "agent_id", "pid", "group_id", "assignor", "cluster_id", "seq", "member_id"}
 # Body fields set aside: times, and what only one client has. callback_calls: the Java client's listener
-# cannot call assign() (the Python agent notes the calls librdkafka's callbacks make); the versions and
+# cannot call assign() (the Python agent notes the calls librdkafka's callbacks make); rebalance_timing: the
+# Java client's coordinator times its rebalances (librdkafka shows Python none); the versions and
 # the config snapshot are each client's own (the settings both were given are compared: ``_config``).
 BODY_ASIDE = {"callback_ms", "since_assign_ms", "duration_ms", "waited_ms", "timestamp_ms", "callback_calls",
-              "agent_version", "client_version", "librdkafka_version", "config"}
+              "rebalance_timing", "agent_version", "client_version", "librdkafka_version", "config"}
 COMMON = {"client.id": "conformance", "enable.auto.commit": "false", "auto.offset.reset": "earliest",
           "session.timeout.ms": "6000", "heartbeat.interval.ms": "1000", "max.poll.interval.ms": "6000",
           "ssl.key.password": "never-shown", "lens.progress.interval.ms": "4000"}

@@ -58,6 +58,7 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
     private final Progress progress;
     private final RevokeCommitter revokeCommitter;  // null unless lens.commit.on.revoke
     private final EnforceOutcome enforceOutcome;
+    private final RebalanceTiming timing;
     private boolean closed;
 
     public InstrumentedConsumer(Map<String, Object> config) {
@@ -116,6 +117,12 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
         this.enforceOutcome = EnforceOutcome.of(classic, cooperative);
         this.revokeCommitter = options.commitOnRevoke() ? new RevokeCommitter(view, processed,
                 options.commitOnRevokeTimeoutMs()) : null;
+        this.timing = new RebalanceTiming(delegate::metrics, classic);
+    }
+
+    /** Where the javaagent's advice on the client's coordinator reports its steps ({@link RebalanceTiming}). */
+    public java.util.function.ObjLongConsumer<String> coordinatorSteps() {
+        return timing;
     }
 
     /** What the agent's helpers see of this consumer: the member's account of it, the client's lag, its commit. */
@@ -211,13 +218,14 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
         public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
             guard(member::enterAssign);
             long start = System.nanoTime();
+            Map<String, Object> rebalance = timed(start);
             try {
                 if (app != null) {
                     app.onPartitionsAssigned(partitions);
                 }
             } finally {
                 double ms = (System.nanoTime() - start) / 1e6;
-                guard(() -> member.recordAssign(partitions, ms));
+                guard(() -> member.recordAssign(partitions, ms, rebalance));
             }
         }
 
@@ -225,6 +233,7 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
         public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
             guard(member::enterRevoke);
             member.revoking(true);
+            Map<String, Object> rebalance = timed(System.nanoTime());
             Map<String, Object> hold = revokeCommitter != null && !partitions.isEmpty() ? holdRevoke(partitions) : null;
             long start = System.nanoTime();
             try {
@@ -234,7 +243,17 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
             } finally {
                 member.revoking(false);
                 double ms = (System.nanoTime() - start) / 1e6;
-                guard(() -> member.recordRelease("partitions_revoked", partitions, ms, hold));
+                guard(() -> member.recordRelease("partitions_revoked", partitions, ms, hold, rebalance));
+            }
+        }
+
+        /** The client's timing of the rebalance this callback follows or belongs to, or null. */
+        private Map<String, Object> timed(long nanos) {
+            try {
+                return timing.atCallback(nanos);
+            } catch (RuntimeException e) {
+                noteFailure(e);
+                return null;
             }
         }
 
@@ -252,13 +271,14 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
         public void onPartitionsLost(Collection<TopicPartition> partitions) {
             guard(member::enterLost);
             long start = System.nanoTime();
+            Map<String, Object> rebalance = timed(start);
             try {
                 if (app != null) {
                     app.onPartitionsLost(partitions);  // its default calls onPartitionsRevoked, as without the agent
                 }
             } finally {
                 double ms = (System.nanoTime() - start) / 1e6;
-                guard(() -> member.recordRelease("partitions_lost", partitions, ms, null));
+                guard(() -> member.recordRelease("partitions_lost", partitions, ms, null, rebalance));
             }
         }
     }

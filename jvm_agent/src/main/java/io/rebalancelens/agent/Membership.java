@@ -261,8 +261,11 @@ final class Membership {
         return states;
     }
 
-    /** After the assign callback: the partitions are owned and await their first record. */
-    void recordAssign(Collection<TopicPartition> partitions, double callbackMs) {
+    /**
+     * After the assign callback: the partitions are owned and await their first record. {@code rebalance}: the
+     * client's timing of the rebalance before it ({@link RebalanceTiming}), or null.
+     */
+    void recordAssign(Collection<TopicPartition> partitions, double callbackMs, Map<String, Object> rebalance) {
         if (!cooperative) {
             owned.clear();
         }
@@ -274,16 +277,17 @@ final class Membership {
         }
         envelope.emit("partitions_assigned", body("partitions", partitionStates(partitions, false),
                 "incremental", cooperative, "callback_ms", callbackMs, "assignment_size", owned.size(),
-                "commit_on_revoke", null));
+                "commit_on_revoke", null, "rebalance_timing", rebalance));
         enter(lifecycle.stable(), ASSIGNED);
     }
 
     /**
      * After the revoke ({@code kind} partitions_revoked) or lost callback: the partitions are gone. {@code hold}:
-     * how commit-on-revoke went ({@link RevokeCommitter}), null when it did not run.
+     * how commit-on-revoke went ({@link RevokeCommitter}), null when it did not run; {@code rebalance} as for
+     * {@link #recordAssign}.
      */
     void recordRelease(String kind, Collection<TopicPartition> partitions, double callbackMs,
-                       Map<String, Object> hold) {
+                       Map<String, Object> hold, Map<String, Object> rebalance) {
         List<Map<String, Object>> states = partitionStates(partitions, true);
         if (cooperative) {
             owned.removeAll(partitions);
@@ -297,7 +301,7 @@ final class Membership {
         }
         processed.forget(partitions);
         envelope.emit(kind, body("partitions", states, "incremental", cooperative, "callback_ms", callbackMs,
-                "assignment_size", owned.size(), "commit_on_revoke", hold));
+                "assignment_size", owned.size(), "commit_on_revoke", hold, "rebalance_timing", rebalance));
         if (leaving) {
             enter(lifecycle.leaveAfterRevoke(), REVOKED_LEAVING);
         } else if ("partitions_lost".equals(kind)) {

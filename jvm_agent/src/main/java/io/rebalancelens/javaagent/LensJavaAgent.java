@@ -10,14 +10,17 @@ import java.io.InputStream;
 import java.lang.instrument.Instrumentation;
 import java.lang.reflect.InvocationTargetException;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.WeakHashMap;
 import net.bytebuddy.agent.builder.AgentBuilder;
 import net.bytebuddy.asm.Advice;
 import net.bytebuddy.description.type.TypeDescription;
 import net.bytebuddy.dynamic.ClassFileLocator;
 import net.bytebuddy.dynamic.DynamicType;
+import net.bytebuddy.matcher.ElementMatchers;
 import net.bytebuddy.utility.JavaModule;
 
 /**
@@ -51,6 +54,10 @@ public final class LensJavaAgent {
                     "(L" + CONFIG + ";L" + DESERIALIZER + ";L" + DESERIALIZER + ";)V", null),
             new References.Reference(References.Kind.FIELD, KAFKA_CONSUMER, DELEGATE_FIELD, "L" + DELEGATE_TYPE + ";",
                     null));
+
+    /** Per class loader that defined a KafkaConsumer: whether the agent attached to it ({@link #advise}). */
+    private static final Map<Object, Boolean> ATTACHED = Collections.synchronizedMap(new WeakHashMap<>());
+    private static final Object BOOT = new Object();
 
     private LensJavaAgent() {
     }
@@ -87,7 +94,10 @@ public final class LensJavaAgent {
         }
     }
 
-    /** Advise KafkaConsumer when it loads. Touches no Kafka class: they are the application's to load first. */
+    /**
+     * Advise KafkaConsumer and the client's coordinators ({@link CoordinatorAdvice}) when they load. Touches no Kafka
+     * class: they are the application's to load first.
+     */
     private static void install(Instrumentation instrumentation, References references) {
         new AgentBuilder.Default()
                 .with(AgentBuilder.TypeStrategy.Default.DECORATE)  // inlined advice only: the class keeps its shape
@@ -101,6 +111,11 @@ public final class LensJavaAgent {
                 })
                 .type(named(KAFKA_CONSUMER.replace('/', '.')))
                 .transform((builder, type, loader, module, domain) -> advise(builder, loader, references))
+                .type(ElementMatchers.namedOneOf(CoordinatorAdvice.ABSTRACT_COORDINATOR, CoordinatorAdvice.SYNC_HANDLER,
+                                CoordinatorAdvice.CONSUMER_COORDINATOR)
+                        .or(ElementMatchers.namedOneOf(CoordinatorAdvice.MEMBERSHIP.toArray(new String[0]))))
+                .transform((builder, type, loader, module, domain) -> attached(loader, references)
+                        ? builder.visit(CoordinatorAdvice.forType(type.getName())) : builder)
                 .installOn(instrumentation);
     }
 
@@ -109,6 +124,7 @@ public final class LensJavaAgent {
                                                  References references) {
         List<String> missing = references.missing(loader == null ? ClassFileLocator.ForClassLoader.ofBootLoader()
                 : ClassFileLocator.ForClassLoader.of(loader));
+        ATTACHED.put(loader == null ? BOOT : loader, missing.isEmpty());
         if (!missing.isEmpty()) {
             Hook.say("kafka-clients " + version(loader) + " lacks what the agent uses: " + References.summary(missing)
                     + " (java -jar rebalance-lens-javaagent.jar check <kafka-clients jar> lists all)");
@@ -116,6 +132,20 @@ public final class LensJavaAgent {
         }
         return builder.visit(Advice.to(ConstructorAdvice.class).on(isConstructor().and(takesArguments(3)).and(
                 m -> m.getParameters().get(0).getType().asErasure().getInternalName().equals(CONFIG))));
+    }
+
+    /**
+     * Whether the KafkaConsumer of {@code loader}'s kafka-clients was advised: its coordinators are advised only then
+     * (they load while a KafkaConsumer is built, after KafkaConsumer itself), so a kafka-clients the agent refused
+     * stays untouched.
+     */
+    private static boolean attached(ClassLoader loader, References references) {
+        Boolean known = ATTACHED.get(loader == null ? BOOT : loader);
+        if (known != null) {
+            return known;
+        }
+        return references.missing(loader == null ? ClassFileLocator.ForClassLoader.ofBootLoader()
+                : ClassFileLocator.ForClassLoader.of(loader)).isEmpty();
     }
 
     /** The kafka-clients version a loader sees (its own properties file, read without loading a class). */
