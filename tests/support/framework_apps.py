@@ -31,9 +31,10 @@ from lens_scenarios.ground_truth import GroundTruth
 
 APPS = Path(__file__).resolve().parents[1] / "jvm_agent" / "apps"
 MATRIX_POM = APPS / "kafka-clients-matrix" / "pom.xml"
-# The kafka-clients versions the agent is run against: the oldest it is to support, what Spring Boot 3.5 brings,
-# and every 4.x line to the newest.
-KAFKA_CLIENTS_MATRIX = ("3.5.2", "3.9.1", "4.0.2", "4.1.2", "4.2.0", "4.3.1", "4.4.0")
+# The kafka-clients versions the agent is run against: the oldest it supports, the last without a ConsumerDelegate,
+# what Spring Boot 3.5 brings, and every 4.x line to the newest; and one older than the range, which it refuses.
+KAFKA_CLIENTS_MATRIX = ("3.5.2", "3.6.2", "3.9.1", "4.0.2", "4.1.2", "4.2.0", "4.3.1", "4.4.0")
+UNSUPPORTED_KAFKA_CLIENTS = "3.1.2"
 # run_alone's topic: ids 0..PARTITIONS * PER_PARTITION - 1, id i in partition i % PARTITIONS
 PARTITIONS = 4
 PER_PARTITION = 50

@@ -30,7 +30,40 @@ public final class AgentSpec {
     private static final AgentSpec SPEC = load();
 
     /** One {@code lens.*} option: its type (string, boolean, positive_integer, choice) and default. */
-    public record Option(String key, String type, boolean required, Object defaultValue, List<String> choices) {
+    public static final class Option {
+        private final String key;
+        private final String type;
+        private final boolean required;
+        private final Object defaultValue;
+        private final List<String> choices;
+
+        Option(String key, String type, boolean required, Object defaultValue, List<String> choices) {
+            this.key = key;
+            this.type = type;
+            this.required = required;
+            this.defaultValue = defaultValue;
+            this.choices = choices;
+        }
+
+        public String key() {
+            return key;
+        }
+
+        public String type() {
+            return type;
+        }
+
+        public boolean required() {
+            return required;
+        }
+
+        public Object defaultValue() {
+            return defaultValue;
+        }
+
+        public List<String> choices() {
+            return choices;
+        }
     }
 
     private final JsonNode root;

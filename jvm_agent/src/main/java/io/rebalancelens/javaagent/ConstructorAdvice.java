@@ -6,10 +6,11 @@ import net.bytebuddy.implementation.bytecode.assign.Assigner;
 
 /**
  * Inlined into {@code KafkaConsumer(ConsumerConfig, Deserializer, Deserializer)}, the constructor every public
- * one goes through. Entry: the config with the agent's CommitWitness among its interceptors, and what turns the
- * delegate into the instrumented one (null when this consumer is left alone). Exit: the delegate the constructor
- * built, swapped. The inlined code names only JDK types and reaches {@link Hook} through the system class loader,
- * so it links in whatever loader defined KafkaConsumer. Nothing here may throw into the host ({@code suppress}).
+ * one goes through, in the delegate family (kafka-clients 3.7 and later). Entry: the config with the agent's
+ * CommitWitness among its interceptors, and what turns the delegate into the instrumented one (null when this
+ * consumer is left alone). Exit: the delegate the constructor built, swapped. The inlined code names only JDK types
+ * and reaches {@link Hook} through the system class loader, so it links in whatever loader defined KafkaConsumer.
+ * Nothing here may throw into the host ({@code suppress}).
  */
 final class ConstructorAdvice {
     static final String HOOK = "io.rebalancelens.javaagent.Hook";
@@ -22,7 +23,7 @@ final class ConstructorAdvice {
                         @Advice.Argument(value = 0, readOnly = false, typing = Assigner.Typing.DYNAMIC) Object config)
             throws ReflectiveOperationException {
         Object[] started = (Object[]) ClassLoader.getSystemClassLoader().loadClass(HOOK)
-                .getMethod("begin", Class.class, Object.class).invoke(null, consumer, config);
+                .getMethod("begin", Class.class, Object.class, String.class).invoke(null, consumer, config, "delegate");
         if (started == null) {
             return null;
         }
