@@ -39,11 +39,11 @@ def telemetry_of(kafka, unique: str, telemetry: str) -> list[Event]:
 
 
 def assert_measured(kafka, unique: str, member: Running, truth: GroundTruth, telemetry: str,
-                    kafka_clients: str, auto_commits: bool = False) -> list[Event]:
-    """The agent attached without a word and measured the group's consumer as its truth log has it: its
-    kafka-clients, its assignment, each partition's first record and, at each revoke, the last record processed;
-    ``auto_commits``: the client's own commits, the last of each partition what the group committed."""
-    assert member.agent_lines() == []
+                    kafka_clients: str, auto_commits: bool = False, said: tuple[str, ...] = ()) -> list[Event]:
+    """The agent attached (printing only the lines ``said``) and measured the group's consumer as its truth log has
+    it: its kafka-clients, its assignment, each partition's first record and, at each revoke, the last record
+    processed; ``auto_commits``: the client's own commits, the last of each partition what the group committed."""
+    assert member.agent_lines() == list(said)
     ours = telemetry_of(kafka, unique, telemetry)
     assert {e["body"]["client_version"] for e in ours if e["kind"] == "member_config"} == {
         f"kafka-clients {kafka_clients}"}

@@ -100,25 +100,20 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
         this.delegate = built.client;
         String groupProtocol = "consumer".equalsIgnoreCase(String.valueOf(client.get("group.protocol")))
                 ? "consumer" : "classic";
-        String strategy = String.valueOf(client.getOrDefault("partition.assignment.strategy",
-                "org.apache.kafka.clients.consumer.RangeAssignor,"
-                        + "org.apache.kafka.clients.consumer.CooperativeStickyAssignor"));
         boolean classic = "classic".equals(groupProtocol);
-        // The classic client rebalances eagerly unless every configured assignor supports COOPERATIVE;
-        // the consumer protocol is always incremental.
-        boolean cooperative = !classic || (strategy.contains("CooperativeSticky") && !strategy.contains("RangeAssignor")
-                && !strategy.contains("RoundRobinAssignor") && !strategy.contains(".StickyAssignor"));
-        String assignor = classic ? strategy : String.valueOf(client.getOrDefault("group.remote.assignor",
-                "broker-default"));
+        boolean cooperative = !classic || Assignors.cooperative(client);  // the consumer protocol is incremental
+        String assignor = classic ? String.join(",", Assignors.names(client.getOrDefault(
+                "partition.assignment.strategy", Assignors.JAVA_DEFAULT)))
+                : String.valueOf(client.getOrDefault("group.remote.assignor", "broker-default"));
         String agentId = UUID.randomUUID().toString().replace("-", "");
         this.emitter = new TelemetryEmitter(options.telemetryTopic(), options.producerConfig(), options.clusterConfig(),
                 options.bufferMaxEvents(), agentId);
         this.envelope = new Envelope(agentId, Envelope.identity(client, groupProtocol,
                 cooperative ? "cooperative" : "eager", assignor), delegate::groupMetadata, emitter);
-        this.processed = new Processed(options.explicitProcessing());
+        ConsumerView view = new View();
+        this.processed = new Processed(options.processing(), view::committed);
         this.member = new Membership(envelope, processed, groupProtocol, cooperative, options, client);
         this.commits = new CommitLedger(built.slot, member.autoCommit());
-        ConsumerView view = new View();
         this.progress = new Progress(view, member, processed, envelope, emitter, options.progressIntervalMs());
         this.enforceOutcome = EnforceOutcome.of(classic, cooperative);
         this.revokeCommitter = options.commitOnRevoke() ? new RevokeCommitter(view, processed,

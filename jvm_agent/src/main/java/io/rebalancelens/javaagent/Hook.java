@@ -74,7 +74,7 @@ public final class Hook {
             return null;
         }
         try {
-            return (Object[]) BEGIN.get(consumer).invoke(null, config, options, (Consumer<String>) Hook::say, family);
+            return (Object[]) BEGIN.get(consumer).invoke(null, config, options, (Consumer<String>) Hook::tell, family);
         } catch (InvocationTargetException e) {
             say("not instrumenting a KafkaConsumer: " + e.getCause());
         } catch (ReflectiveOperationException | RuntimeException | LinkageError e) {
@@ -83,10 +83,15 @@ public final class Hook {
         return null;
     }
 
-    /** One line on stderr, once per message: the host's output is not the agent's to fill. */
+    /** Why the agent stands aside, in one line (once): the application runs without it. */
     static void say(String message) {
+        tell(message + "; the application runs without it.");
+    }
+
+    /** One line on stderr, once per message: the host's output is not the agent's to fill. */
+    static void tell(String message) {
         if (SAID.add(message)) {
-            System.err.println("rebalance-lens javaagent: " + message + "; the application runs without it.");
+            System.err.println("rebalance-lens javaagent: " + message);
         }
     }
 }

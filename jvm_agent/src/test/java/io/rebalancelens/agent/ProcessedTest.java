@@ -20,7 +20,7 @@ class ProcessedTest {
 
     @Test
     void theDefaultModeFollowsThePosition() {
-        Processed processed = new Processed(false);
+        Processed processed = new Processed("on_next_poll", tp -> Processed.OFFSET_UNKNOWN);
         assertEquals(10, processed.frontier(TP, 10));
         assertEquals(9, processed.lastOffset(TP, 10));
         assertEquals(UNKNOWN, processed.frontier(TP, UNKNOWN));
@@ -31,7 +31,7 @@ class ProcessedTest {
 
     @Test
     void explicitModeStopsAtTheLowestUnfinishedRecord() {
-        Processed processed = new Processed(true);
+        Processed processed = new Processed("explicit", tp -> Processed.OFFSET_UNKNOWN);
         for (long offset = 5; offset <= 7; offset++) {
             processed.handedOut(TP, offset);
         }
@@ -52,7 +52,7 @@ class ProcessedTest {
 
     @Test
     void aMarkFromAnotherThreadEndsTheWait() throws InterruptedException {
-        Processed processed = new Processed(true);
+        Processed processed = new Processed("explicit", tp -> Processed.OFFSET_UNKNOWN);
         processed.handedOut(TP, 0);
         Thread worker = new Thread(() -> {
             sleep(50);
@@ -65,7 +65,7 @@ class ProcessedTest {
 
     @Test
     void theDefaultModeCountsWhatWasHandedOutBeforeTheLastPoll() {
-        Processed processed = new Processed(false);
+        Processed processed = new Processed("on_next_poll", tp -> Processed.OFFSET_UNKNOWN);
         PartitionSlot slot = new PartitionSlot();
         slot.handedOut = 12;  // 5 of them by the poll that just returned: processed by the next one
         ConsumerRecords<byte[], byte[]> last = records(5);
@@ -76,7 +76,7 @@ class ProcessedTest {
 
     @Test
     void explicitModeCountsTheMarks() {
-        Processed processed = new Processed(true);
+        Processed processed = new Processed("explicit", tp -> Processed.OFFSET_UNKNOWN);
         processed.handedOut(TP, 0);
         processed.handedOut(TP, 1);
         processed.mark(TP, 1);

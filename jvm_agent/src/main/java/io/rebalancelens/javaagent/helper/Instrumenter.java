@@ -11,11 +11,13 @@ import org.apache.kafka.clients.consumer.ConsumerConfig;
 /**
  * The javaagent's work on one KafkaConsumer under construction: its config gets the CommitWitness, and once built
  * it is instrumented the way its version family allows ({@link DelegateSwap}: 3.7 and later; {@link FacadeRouter}:
- * 3.5 and 3.6), both around the library's {@code InstrumentedConsumer}.
+ * 3.5 and 3.6), both around the library's {@code InstrumentedConsumer}; a consumer a framework builds, and whose
+ * commits it owns, is measured by what it committed ({@link Framework}).
  *
  * <p>A helper: loaded in the class loader that defined the application's KafkaConsumer or in one beside it
  * (javaagent.HelperLoader), so it links against that kafka-clients. It is reached by reflection from
- * javaagent.Hook and talks back in JDK types only ({@code say}); it keeps no reference to the agent's own classes.
+ * javaagent.Hook and talks back in JDK types only ({@code tell}: one line on stderr, once); it keeps no reference to
+ * the agent's own classes.
  */
 public final class Instrumenter {
     /** The version families, as javaagent.LensJavaAgent names them. */
@@ -37,8 +39,9 @@ public final class Instrumenter {
      * family the KafkaConsumer itself) into what the advice keeps}, or null when the library itself is building this
      * consumer (it instruments its own).
      */
-    public static Object[] begin(Object config, Map<String, Object> options, Consumer<String> say, String family) {
+    public static Object[] begin(Object config, Map<String, Object> options, Consumer<String> tell, String family) {
         Map<String, Object> client = ((ConsumerConfig) config).originals();
+        Map<String, Object> launch = Framework.building(client).map(f -> f.options(options, tell)).orElse(options);
         Map<String, Object> withWitness = new HashMap<>(client);
         CommitWitness.Slot slot = CommitWitness.begin(withWitness);
         if (slot == null) {
@@ -46,11 +49,11 @@ public final class Instrumenter {
         }
         Function<Object, Object> finish = built -> {
             try {
-                AgentOptions parsed = parse(client, options);
+                AgentOptions parsed = parse(client, launch);
                 return DELEGATE.equals(family) ? DelegateSwap.swap(slot, client, parsed, built)
                         : FacadeRouter.route(slot, client, parsed, built);
             } catch (RuntimeException | LinkageError e) {
-                say.accept("not instrumenting a KafkaConsumer: " + e);
+                tell.accept("not instrumenting a KafkaConsumer: " + e + "; it runs without the agent");
                 return DELEGATE.equals(family) ? built : null;
             } finally {
                 CommitWitness.end();
