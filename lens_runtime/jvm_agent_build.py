@@ -105,9 +105,19 @@ def ensure_agent_jar() -> Path | None:
     return JAR
 
 
-def agent_classpath() -> str:
-    """The jar and its dependencies (kafka-clients, Jackson), for ``java -cp``."""
+def _current() -> None:
     if not jar_is_current():
         raise LensError(f"The Java agent's jar {JAR} is missing or older than its sources. "
                         "Run `rebalance-lens setup` (or ./lens setup) to build it.")
+
+
+def agent_classpath() -> str:
+    """The jar and its dependencies (kafka-clients, Jackson), for ``java -cp``."""
+    _current()
     return ":".join(str(path) for path in (JAR, *sorted(LIB.glob("*.jar"))))
+
+
+def javaagent_jar() -> Path:
+    """The ``-javaagent:`` jar (built with the library, by the same ``mvn package``)."""
+    _current()
+    return JAVAAGENT

@@ -28,6 +28,7 @@ from lens_runtime.errors import LensError
 from lens_runtime.jvm_agent_build import built_after
 from lens_runtime.jvm_deps import artifact_name, maven
 from lens_scenarios.ground_truth import GroundTruth
+from lens_scenarios.java_member import TRUTH_WRITER
 
 APPS = Path(__file__).resolve().parents[1] / "jvm_agent" / "apps"
 MATRIX_POM = APPS / "kafka-clients-matrix" / "pom.xml"
@@ -74,7 +75,9 @@ ALL = (PLAIN, STREAMS, BOOT3, BOOT4)
 
 
 def _sources() -> list[Path]:
-    return [p for p in APPS.rglob("*") if p.is_file() and "target" not in p.relative_to(APPS).parts]
+    """The applications' sources and poms, and the Java members' truth writer the member kit compiles in."""
+    return [*(p for p in APPS.rglob("*") if p.is_file() and "target" not in p.relative_to(APPS).parts),
+            TRUTH_WRITER]
 
 
 def ensure_built() -> None:
