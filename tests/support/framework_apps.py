@@ -119,17 +119,24 @@ def spec(run_dir: Path, process: str, topics: list[str], config: dict[str, Any],
                        "processing_ms": processing_ms, "app": app or {}})
 
 
-def command(app: App, member_spec: str, javaagent: Path | None = None, jvm: tuple[str, ...] = (),
-            kafka_clients: str | None = None) -> list[str]:
-    """``java`` running ``app`` as one member; ``-javaagent:`` the only addition when ``javaagent`` is given. The plain
-    application runs from a class path, on ``kafka_clients`` (default: its own), the others as ``java -jar``."""
-    agent = (f"-javaagent:{javaagent}",) if javaagent else ()
+def app_command(app: App, kafka_clients: str | None = None) -> list[str]:
+    """``java`` running ``app`` as users run it, but for its member spec: the plain application from a class path, on
+    ``kafka_clients`` (default: its own), the others as ``java -jar``."""
     if app is PLAIN:
         classpath = plain_classpath(kafka_clients or PLAIN.kafka_clients)
-        return ["java", *JVM_FLAGS, *jvm, *agent, "-cp", classpath, app.main_class, member_spec]
+        return ["java", *JVM_FLAGS, "-cp", classpath, app.main_class]
     if kafka_clients is not None:
         raise ValueError(f"only the plain application runs on another kafka-clients, not {app.module}")
-    return ["java", *JVM_FLAGS, *jvm, *agent, "-jar", str(app.jar), member_spec]
+    return ["java", *JVM_FLAGS, "-jar", str(app.jar)]
+
+
+def command(app: App, member_spec: str, javaagent: Path | None = None, jvm: tuple[str, ...] = (),
+            kafka_clients: str | None = None) -> list[str]:
+    """``app_command`` running one member with ``member_spec``; ``-javaagent:`` (and ``jvm``, the agent's -D options)
+    the only additions when ``javaagent`` is given."""
+    java, *rest = app_command(app, kafka_clients)
+    agent = (f"-javaagent:{javaagent}",) if javaagent else ()
+    return [java, *jvm, *agent, *rest, member_spec]
 
 
 class Running:
