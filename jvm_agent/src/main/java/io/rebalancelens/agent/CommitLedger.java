@@ -12,7 +12,8 @@ import org.apache.kafka.common.TopicPartition;
  * returns, an asynchronous one from its callback); every other commit witnessed is an auto commit
  * ({@code enable.auto.commit}), reported as such when the application's thread next passes the agent: a poll, a
  * rebalance callback (the client's synchronous auto commit before a revoke is witnessed by then), a commit of its
- * own, or close. Without auto commits every witnessed commit is the application's.
+ * own, or close. Without auto commits every witnessed commit is the application's. An auto commit of nothing (the
+ * classic client tells its interceptors of one when it has no position yet) is no commit, as librdkafka says.
  */
 final class CommitLedger {
     private final CommitWitness.Slot slot;
@@ -64,7 +65,7 @@ final class CommitLedger {
         List<Map<TopicPartition, OffsetAndMetadata>> auto = new ArrayList<>(carried);
         carried.clear();
         for (Map<TopicPartition, OffsetAndMetadata> offsets : slot.drain()) {
-            if (autoCommit && !applicationsAsync(offsets)) {
+            if (autoCommit && !offsets.isEmpty() && !applicationsAsync(offsets)) {
                 auto.add(offsets);
             }
         }
@@ -81,7 +82,7 @@ final class CommitLedger {
         List<Map<TopicPartition, OffsetAndMetadata>> witnessed = slot.drain();
         int own = requested == null ? witnessed.size() - 1 : witnessed.lastIndexOf(requested);
         for (int i = 0; i < witnessed.size(); i++) {
-            if (i != own && autoCommit && !applicationsAsync(witnessed.get(i))) {
+            if (i != own && autoCommit && !witnessed.get(i).isEmpty() && !applicationsAsync(witnessed.get(i))) {
                 autoCommits.add(witnessed.get(i));
             }
         }

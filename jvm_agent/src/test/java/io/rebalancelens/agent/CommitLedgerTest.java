@@ -50,6 +50,14 @@ class CommitLedgerTest {
     }
 
     @Test
+    void anAutoCommitOfNothingIsNoCommit() {
+        CommitLedger ledger = new CommitLedger(slot, true);
+        witness[0].onCommit(Map.of());
+        witnessed(2);
+        assertEquals(List.of(at(2)), ledger.autoCommits());
+    }
+
+    @Test
     void anAsynchronousCommitOfTheApplicationIsTakenOutOnceAndOnlyOnce() {
         CommitLedger ledger = new CommitLedger(slot, true);
         CommitLedger.Expected mine = ledger.asyncStarted(at(6));
