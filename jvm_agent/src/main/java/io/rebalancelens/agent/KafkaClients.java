@@ -1,8 +1,5 @@
 package io.rebalancelens.agent;
 
-import java.io.IOException;
-import java.io.InputStream;
-import java.util.Properties;
 import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 
@@ -13,23 +10,11 @@ import org.apache.kafka.clients.consumer.ConsumerRecords;
  */
 final class KafkaClients {
     /** The version the client's jar declares (what its AppInfoParser reports; that class moved in 4.4). */
-    static final String VERSION = version();
+    static final String VERSION = ClientVersion.of(Consumer.class.getClassLoader());
     /** {@code ConsumerRecords.nextOffsets()} (4.0): the position after each partition's batch, without records. */
     static final boolean NEXT_OFFSETS = has(ConsumerRecords.class, "nextOffsets");
 
     private KafkaClients() {
-    }
-
-    private static String version() {
-        try (InputStream in = Consumer.class.getResourceAsStream("/kafka/kafka-version.properties")) {
-            Properties properties = new Properties();
-            if (in != null) {
-                properties.load(in);
-            }
-            return properties.getProperty("version", "unknown");
-        } catch (IOException e) {
-            return "unknown";
-        }
     }
 
     private static boolean has(Class<?> type, String method, Class<?>... parameters) {

@@ -7,7 +7,7 @@ import net.bytebuddy.implementation.bytecode.assign.Assigner;
 
 /**
  * The facade family (kafka-clients 3.5 and 3.6: KafkaConsumer is the consumer itself, with no delegate to swap).
- * The constructor's advice keeps a router in a field the agent adds ({@link #ROUTER}); every {@code Consumer} method
+ * The constructor's exit keeps a router in a field the agent adds ({@link #ROUTER}); every {@code Consumer} method
  * of KafkaConsumer asks it first and, when it answers, returns its result (or throws its exception) instead of
  * running the client's code, which the router runs itself through the library's InstrumentedConsumer
  * (javaagent.helper.FacadeRouter). Inlined code names only JDK types; nothing here may throw into the host.
@@ -19,23 +19,9 @@ final class FacadeAdvice {
     private FacadeAdvice() {
     }
 
-    /** On {@code KafkaConsumer(ConsumerConfig, Deserializer, Deserializer)}. */
-    static final class Constructor {
-        private Constructor() {
-        }
-
-        @Advice.OnMethodEnter(suppress = Throwable.class)
-        static Object enter(@Advice.Origin Class<?> consumer,
-                            @Advice.Argument(value = 0, readOnly = false, typing = Assigner.Typing.DYNAMIC)
-                            Object config) throws ReflectiveOperationException {
-            Object[] started = (Object[]) ClassLoader.getSystemClassLoader().loadClass(ConstructorAdvice.HOOK)
-                    .getMethod("begin", Class.class, Object.class, String.class)
-                    .invoke(null, consumer, config, "facade");
-            if (started == null) {
-                return null;
-            }
-            config = started[0];
-            return started[1];
+    /** The exit of {@code KafkaConsumer(ConsumerConfig, Deserializer, Deserializer)} (its entry: ConstructorAdvice's). */
+    static final class ConstructorExit {
+        private ConstructorExit() {
         }
 
         @Advice.OnMethodExit(suppress = Throwable.class)

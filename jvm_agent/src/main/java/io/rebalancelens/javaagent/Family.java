@@ -36,7 +36,7 @@ enum Family {
                     "Lorg/apache/kafka/clients/consumer/internals/ConsumerDelegate;", null))) {
         @Override
         DynamicType.Builder<?> advise(DynamicType.Builder<?> builder) {
-            return builder.visit(Advice.to(ConstructorAdvice.class).on(THE_CONSTRUCTOR));
+            return builder.visit(constructorAdvice(ConstructorAdvice.class).on(THE_CONSTRUCTOR));
         }
     },
     FACADE(Hook.HELPER_PACKAGE + "DelegateSwap", List.of(constructor())) {
@@ -44,7 +44,7 @@ enum Family {
         DynamicType.Builder<?> advise(DynamicType.Builder<?> builder) {
             return builder.defineField(FacadeAdvice.ROUTER, Object.class, Visibility.PRIVATE, Ownership.MEMBER,
                             FieldManifestation.VOLATILE)
-                    .visit(Advice.to(FacadeAdvice.Constructor.class).on(THE_CONSTRUCTOR))
+                    .visit(constructorAdvice(FacadeAdvice.ConstructorExit.class).on(THE_CONSTRUCTOR))
                     .visit(Advice.to(FacadeAdvice.Method.class).on(CONSUMER_METHODS));
         }
     };
@@ -70,6 +70,12 @@ enum Family {
 
     /** KafkaConsumer with this family's advice. */
     abstract DynamicType.Builder<?> advise(DynamicType.Builder<?> builder);
+
+    /** ConstructorAdvice's entry, told this family's name, with {@code exit}'s exit. */
+    Advice constructorAdvice(Class<?> exit) {
+        return Advice.withCustomMapping().bind(ConstructorAdvice.FamilyName.class, helperName())
+                .to(ConstructorAdvice.class, exit);
+    }
 
     /** The family's name, as the helpers take it (javaagent.helper.Instrumenter). */
     String helperName() {

@@ -2,16 +2,15 @@ package io.rebalancelens.javaagent;
 
 import static net.bytebuddy.matcher.ElementMatchers.named;
 
+import io.rebalancelens.agent.ClientVersion;
 import java.io.File;
 import java.io.IOException;
-import java.io.InputStream;
 import java.lang.instrument.Instrumentation;
 import java.lang.reflect.InvocationTargetException;
 import java.util.Arrays;
 import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Properties;
 import net.bytebuddy.agent.builder.AgentBuilder;
 import net.bytebuddy.dynamic.ClassFileLocator;
 import net.bytebuddy.dynamic.DynamicType;
@@ -38,7 +37,6 @@ import net.bytebuddy.utility.JavaModule;
 public final class LensJavaAgent {
     static final String DELEGATE_FIELD = "delegate";
     private static final String LAUNCH_CHECK = "io.rebalancelens.javaagent.helper.LaunchCheck";
-    private static final String VERSION_FILE = "kafka/kafka-version.properties";
 
     private LensJavaAgent() {
     }
@@ -106,7 +104,7 @@ public final class LensJavaAgent {
                 : ClassFileLocator.ForClassLoader.of(loader);
         Fit fit = fit(families, classes);
         if (fit.family == null) {
-            Hook.say("kafka-clients " + version(loader) + " lacks what the agent uses: "
+            Hook.say("kafka-clients " + ClientVersion.of(loader) + " lacks what the agent uses: "
                     + References.summary(fit.missing) + " (java -jar rebalance-lens-javaagent.jar check <kafka-clients jar> lists all)");
             return builder;
         }
@@ -134,20 +132,6 @@ public final class LensJavaAgent {
         Fit(Family family, List<String> missing) {
             this.family = family;
             this.missing = missing;
-        }
-    }
-
-    /** The kafka-clients version a loader sees (its own properties file, read without loading a class). */
-    private static String version(ClassLoader loader) {
-        try (InputStream in = loader == null ? ClassLoader.getSystemResourceAsStream(VERSION_FILE)
-                : loader.getResourceAsStream(VERSION_FILE)) {
-            Properties properties = new Properties();
-            if (in != null) {
-                properties.load(in);
-            }
-            return properties.getProperty("version", "(unknown version)");
-        } catch (IOException e) {
-            return "(unknown version)";
         }
     }
 
