@@ -131,19 +131,65 @@ def print_verified(v, console) -> None:
                   title=f"Closed loop: predicted against measured (ground truth; {over})")
     table.columns[0].no_wrap = True
     savings, mixed = v.checks[:2], v.checks[2:]
-    for check, before, after in zip(savings, (v.before.duplicates, v.before.pause_s), (v.after.duplicates, v.after.pause_s)):
+    befores, afters = (v.before.duplicates, v.before.pause_s), (v.after.duplicates, v.after.pause_s)
+    for check, before, after in zip(savings, befores, afters):
         spec = ",.0f" if check.figure == "duplicates" else ",.1f"
         table.add_row(check.figure, format(before, spec), format(after, spec), _measured(check, spec),
                       format(check.predicted_saving, spec), _holds(check, v.reruns))
     console.print(table)
     if mixed:  # a staged migration: what its mixed phase cost, predicted against measured
-        phase = Table("figure", "measured", "predicted", "holds", title="The migration's mixed phase (its own handoffs)")
+        phase = Table("figure", "measured", "predicted", "holds",
+                      title="The migration's mixed phase (its own handoffs)")
         for check in mixed:
             spec = ",.0f" if "duplicates" in check.figure else ",.1f"
             phase.add_row(check.figure, _measured(check, spec), format(check.predicted_saving, spec),
                           _holds(check, v.reruns))
         console.print(phase)
     console.print(f"rerun folder: {v.rerun_dir}")
+
+
+def _verify_options(args: argparse.Namespace, broker, out: Path):
+    """The lake's settings and the runs' options of a check: its own telemetry topic and lake under
+    ``out``, on ``broker`` (the embedded one's KIP-848 group timings when it is ours)."""
+    from lens_scenarios.consumer_config import assignor_for
+    from lens_scenarios.runner import RunOptions
+    from pipelines.config import PipelineConfig, embedded_broker_groups
+
+    telemetry = f"rebalance-lens-verify-{uuid.uuid4().hex[:6]}"
+    config = PipelineConfig.resolve(bootstrap_servers=broker.bootstrap_servers, topic=telemetry,
+                                    lake_path=str(out / "lake"),
+                                    **(embedded_broker_groups() if broker.embedded else {}))
+    # every run's changes at a random point of the members' heartbeat cycles: each run an
+    # independent draw of what the model prices (lens_scenarios.timeline)
+    jitter_s = max(CLASSIC_HEARTBEAT_MS, config.kip848_heartbeat_ms) / 1000
+    options = RunOptions(assignor=assignor_for(args.assignor, args.protocol), commit=args.commit,
+                         out_dir=out / "runs", bootstrap=broker.bootstrap_servers, telemetry_topic=telemetry,
+                         phase_jitter_s=jitter_s)
+    return config, options
+
+
+def _check(args: argparse.Namespace, spark, config, scenario, options, baseline, console):
+    """The pipeline and recommend over the run, the recommendation to check (a plan step from the step
+    before it, a move to KIP-848 staged as it would roll out), its reruns and their judgement."""
+    from rich.markup import escape
+
+    from lens_cli.live_spark import run_stages
+    from lens_cli.scenario_commands import run_with_progress
+    from lens_scenarios.rerun import PLAN_KINDS, pick, previous_step, rerun, target_of
+    from pipelines.recommend.closed_loop import VERIFIABLE, judge, recommendations_of
+    from pipelines.stages import DATA_STAGES
+
+    run_stages(spark, config, DATA_STAGES, console)
+    found = recommendations_of(spark, config.lake_path, baseline.manifest["group_id"])
+    print_table(found, console)
+    rec, skipped = pick(found, scenario, options, VERIFIABLE, args.kind, args.step)
+    for reason in skipped:
+        console.print(f"  passed over (a scenario run cannot apply it): {reason}", markup=False)
+    console.print(f"[bold]3/4[/] {escape(scenario.name)} again with: {escape(rec['title'])}")
+    source = previous_step(found, rec) if rec["kind"] in PLAN_KINDS else None
+    checked = rerun(scenario, options, baseline, rec, source and target_of(source),
+                    on_run=lambda s, o: run_with_progress(s, o, console), times=args.reruns)
+    return judge(rec, checked)
 
 
 def _verify(args: argparse.Namespace) -> int:
@@ -155,13 +201,8 @@ def _verify(args: argparse.Namespace) -> int:
     from lens_cli.scenario_commands import run_with_progress
     from lens_runtime.broker_choice import Fallback, broker_for
     from lens_runtime.paths import home
-    from lens_scenarios.consumer_config import assignor_for
-    from lens_scenarios.rerun import PLAN_KINDS, pick, previous_step, rerun, target_of
-    from lens_scenarios.runner import RunOptions
     from lens_scenarios.spec import load
-    from pipelines.config import PipelineConfig, embedded_broker_groups
-    from pipelines.recommend.closed_loop import VERIFIABLE, judge, recommendations_of, record
-    from pipelines.stages import DATA_STAGES
+    from pipelines.recommend.closed_loop import record
     from tuning_report import write_report
 
     if args.reruns < 1:
@@ -169,35 +210,14 @@ def _verify(args: argparse.Namespace) -> int:
     console = Console(highlight=False)
     scenario = load(args.verify)
     out = Path(args.out) if args.out else home() / "verify" / uuid.uuid4().hex[:8]
-    telemetry = f"rebalance-lens-verify-{uuid.uuid4().hex[:6]}"
     with broker_for(args.bootstrap, Fallback.OWN, say=lambda line: console.print(line, markup=False)) as broker:
-        config = PipelineConfig.resolve(bootstrap_servers=broker.bootstrap_servers, topic=telemetry,
-                                        lake_path=str(out / "lake"),
-                                        **(embedded_broker_groups() if broker.embedded else {}))
-        # every run's changes at a random point of the members' heartbeat cycles: each run an
-        # independent draw of what the model prices (lens_scenarios.timeline)
-        jitter_s = max(CLASSIC_HEARTBEAT_MS, config.kip848_heartbeat_ms) / 1000
-        options = RunOptions(assignor=assignor_for(args.assignor, args.protocol), commit=args.commit,
-                             out_dir=out / "runs", bootstrap=broker.bootstrap_servers, telemetry_topic=telemetry,
-                             phase_jitter_s=jitter_s)
+        config, options = _verify_options(args, broker, out)
         console.print(f"[bold]1/4[/] {escape(scenario.name)} as it is")
         baseline = run_with_progress(scenario, options, console)
         console.print("[bold]2/4[/] pipeline and recommend")
         spark = start_spark(config.spark_settings("rebalance-lens-verify"), console)
         try:
-            run_stages(spark, config, DATA_STAGES, console)
-            found = recommendations_of(spark, config.lake_path, baseline.manifest["group_id"])
-            print_table(found, console)
-            rec, skipped = pick(found, scenario, options, VERIFIABLE, args.kind, args.step)
-            for reason in skipped:
-                console.print(f"  passed over (a scenario run cannot apply it): {reason}", markup=False)
-            console.print(f"[bold]3/4[/] {escape(scenario.name)} again with: {escape(rec['title'])}")
-            on_run = lambda s, o: run_with_progress(s, o, console)  # noqa: E731
-            # a plan step from the step before it; a move to KIP-848 staged as it would roll out
-            source = previous_step(found, rec) if rec["kind"] in PLAN_KINDS else None
-            checked = rerun(scenario, options, baseline, rec, source and target_of(source), on_run=on_run,
-                            times=args.reruns)
-            verified = judge(rec, checked)
+            verified = _check(args, spark, config, scenario, options, baseline, console)
             console.print("[bold]4/4[/] the check kept in the lake, the SQL marts and the report")
             record(spark, config.lake_path, verified, config.lock_wait_s)
             run_stages(spark, config, ["sql"], console)

@@ -187,7 +187,11 @@ HANDOFFS = Table(
         "uncommitted_at_revoke bigint, "
         "revoke_callback_ms double, revoke_event_id string, commit_in_revoke boolean, pause_s double, "
         "pause_upper_s double, duplicates bigint, duplicates_upper bigint, "
-        "episode_id string, episode_start_ms bigint, cause string, unseen_owner boolean"))
+        "episode_id string, episode_start_ms bigint, cause string, unseen_owner boolean, "
+        # the broker source (issue 52): where the figures came from (pipelines.vocabulary.FIGURE_SOURCES), how sure
+        # the cause is (CAUSE_CONFIDENCES), the log's estimates and the previous owner's stop window
+        "source string, cause_confidence string, duplicates_estimate bigint, pause_estimate_s double, "
+        "stopped_after_ms bigint, stopped_by_ms bigint"))
 EPISODES = Table(
     "gold/episodes", grain="one row per rebalance episode of a group, with its causes",
     keys=("episode_id",), written_by="gold",
@@ -198,7 +202,7 @@ EPISODES = Table(
     + _columns("partitions_moved bigint, partitions_lost bigint, events bigint, cause string")
     + (("causes", "array<string>"),)
     # where its time went (pipelines.vocabulary.REBALANCE_PHASES): its slowest member's phases
-    + _columns("join_s double, callbacks_s double, reconcile_s double, slowest_agent_id string"))
+    + _columns("join_s double, callbacks_s double, reconcile_s double, slowest_agent_id string, source string"))
 MEMBERS = Table(
     "gold/members",
     grain="one row per member process (agent) of a group: configuration, join, leave, subscriptions, stalls",
@@ -221,7 +225,8 @@ METRICS = Table(
         "cluster_id string, group_id string, grain string, period_start timestamp, cause string, rebalances bigint, "
         "partitions_moved bigint, pause_s double, pause_upper_s double, duplicates bigint, duplicates_upper bigint, "
         "lost_partitions bigint, commit_on_revoke_coverage double, revoke_callback_s double, "
-        "records_processed bigint, duplicate_rate double, covered_s double, owned_s double, coverage double"))
+        "records_processed bigint, duplicate_rate double, covered_s double, owned_s double, coverage double, "
+        "broker_covered_s double, broker_coverage double"))
 
 # Gold's own state between runs (written by gold, read only by gold): per partition, the
 # ownership fold's state as of ``before_ms`` (the intervals later events can still change, as
@@ -246,7 +251,17 @@ COVERAGE = Table(
     "gold/coverage",
     grain="one row per group and hour: the partition-seconds its members held, and how many of them ran the agent",
     keys=("cluster_id", "group_id", "hour_start"), written_by="gold",
-    columns=_columns("cluster_id string, group_id string, hour_start timestamp, covered_s double, owned_s double"))
+    columns=_columns("cluster_id string, group_id string, hour_start timestamp, covered_s double, owned_s double, "
+                     "broker_covered_s double"))
+# The broker's bounds against the agent's figures, of the handoffs both saw (pipelines.gold.broker_merge):
+# a disagreement is counted here, never hidden.
+SOURCE_AGREEMENT = Table(
+    "gold/source_agreement",
+    grain="one row per group and figure: the handoffs the agent and the broker both saw, and how many of the "
+          "agent's figures fell outside the broker's bounds",
+    keys=("cluster_id", "group_id", "figure"), written_by="gold",
+    columns=_columns("cluster_id string, group_id string, figure string, handoffs bigint, outside bigint, "
+                     "most_outside double"))
 PROTOCOL_PHASES = Table(
     "gold/protocol_phases",
     grain="one row per group and protocol phase: a span in which its live members were all classic, all on "
@@ -306,7 +321,8 @@ VERIFICATIONS = Table(
 # The tables the pipeline's stages write (a run of every stage writes each), then the closed loop's.
 TABLES: tuple[Table, ...] = (BRONZE, QUARANTINE, VALIDATION_SUMMARY, STAGE_PROGRESS, EVENTS, SEQUENCES, MEMBER_STATES,
                              COMMITS,
-                             OWNERSHIP, HANDOFFS, EPISODES, MEMBERS, COVERAGE, PROTOCOL_PHASES, PROCESSED, METRICS,
+                             OWNERSHIP, HANDOFFS, EPISODES, MEMBERS, COVERAGE, SOURCE_AGREEMENT, PROTOCOL_PHASES,
+                             PROCESSED, METRICS,
                              FOLD_STATE, REBALANCE_EVENTS, WHAT_IF,
                              RECOMMENDATIONS)
 CLOSED_LOOP_TABLES: tuple[Table, ...] = (VERIFICATIONS,)

@@ -18,9 +18,9 @@ from typing import Any
 from consumer_agent.options import DEFAULT_TELEMETRY_TOPIC
 from lens_runtime.broker_choice import BOOTSTRAP_ENV, find_broker
 from lens_runtime.errors import LensError
-from pipelines.recommend.window import DEFAULT_WINDOW_H
 from lens_runtime.paths import home
 from lens_runtime.spark_session import SparkSettings
+from pipelines.policy import DEFAULT_WINDOW_H
 
 Progress = Callable[[str], Any]
 
@@ -164,7 +164,8 @@ class PipelineConfig:
             raise LensError(f"recommend_window_h={self.recommend_window_h} must be > 0 (hours of history recommend "
                             "judges a group on; --recommend-window or LENS_RECOMMEND_WINDOW_H, e.g. 168)")
         if self.lock_wait_s < 0:
-            raise LensError(f"lock_wait_s={self.lock_wait_s} must be >= 0 (seconds to wait for another run on the lake)")
+            raise LensError(f"lock_wait_s={self.lock_wait_s} must be >= 0 "
+                            "(seconds to wait for another run on the lake)")
         if self.max_offsets_per_trigger is not None and self.max_offsets_per_trigger <= 0:
             raise LensError("max_offsets_per_trigger must be a positive number of records, or None for no limit")
         if self.ingest_until_ms is not None and self.ingest_until_ms <= 0:

@@ -56,6 +56,14 @@ MEASURES: tuple[Measure, ...] = (
             "Handoffs to or from them are split there (`unseen_owner`) and never priced across them; the figures "
             "count only what the agent saw, and no change is priced below 0.9 (the group gets the `coverage` "
             "warning instead)"),
+    Measure("broker_covered_s", "partition-seconds",
+            "partition-seconds of ownership the broker's log shows: every member's, whatever it runs, each tenure "
+            "from its assignment to its partition's next change (`gold/coverage`, `gold/metrics`; null where no "
+            "broker source reads the cluster)"),
+    Measure("broker_coverage", "share (0 to 1)",
+            "`broker_covered_s` / `owned_s`: the share of the group's partition-time seen by the broker, beside "
+            "`coverage`, the share seen exactly by the agent (where both saw a handoff the agent's figures win; "
+            "`owned_s` is then the larger of the agent's estimate and the broker's)"),
     Measure("join_s", "seconds",
             "a rebalance episode's join and sync: its slowest member's time waiting for the group (classic: from "
             "entering `joining`, after its revoke callback under eager, to its assign callback; KIP-848: until its "
@@ -83,6 +91,9 @@ class Qualifier:
 QUALIFIERS: tuple[Qualifier, ...] = (
     Qualifier("_upper", "suffix", "the most the figure can have been; equal to the figure when exact",
               "duplicates_upper, pause_upper_s"),
+    Qualifier("_estimate", "suffix", "the broker's log's best single guess within the bounds, where the log says "
+              "when the previous owner stopped; never a bound (null elsewhere)", "duplicates_estimate, "
+              "pause_estimate_s"),
     Qualifier("predicted_", "prefix", "a what-if replay's figure (`gold/what_if`, `gold/recommendations`)",
               "predicted_pause_s"),
     Qualifier("measured_", "prefix", "observed: gold's figure set beside a prediction (the midpoint of its "
@@ -101,6 +112,27 @@ QUALIFIERS: tuple[Qualifier, ...] = (
               "`--reruns`: the measured saving is the reruns' mean)", "measured_duplicates_saved_se"),
     Qualifier("_pct", "unit", "a share in percent of the figure it qualifies (the unit it ends with)",
               "predicted_duplicates_saved_pct"),
+)
+
+# The bounds of a handoff seen only in the broker's log (``pipelines/gold/broker_handoffs.py`` says why each holds):
+# (figure, what it is, from the log).
+BROKER_FORMULAS: tuple[tuple[str, str, str], ...] = (
+    ("`duplicates`", "D- = max(0, c_A - C_B)", "A's last commit c_A, where B starts C_B (the last commit before B's "
+     "assignment; none: the log start): 0 unless a commit went backwards"),
+    ("`duplicates_upper`", "D+ = max(0, LEO(S+) - C_B)", "A cannot have read a record produced after it surely "
+     "stopped; LEO(t): the records produced by t (`offsets_for_times(t + 1)`)"),
+    ("`pause_s`", "W- = max(0, T_asg - max(S+, ts(C_B)))", "nobody read p from A surely stopping to B's "
+     "assignment T_asg; 0 unless record C_B was produced by T_asg"),
+    ("`pause_upper_s`", "W+ = T_end - max(S-, ts(C_B))", "T_end: B's first commit past C_B, or B's own stop if it "
+     "let go first; null (open) while B has neither"),
+    ("`pause_estimate_s`", "T_asg - max(S~, ts(C_B))", "S~: when the log told A to let go (KIP-848's revocation "
+     "request, a cooperative revocation's sync, a static leave)"),
+    ("`duplicates_estimate`", "min(LEO(S~), c_A + r_A (S~ - t_A)) - C_B", "r_A: A's last advance over the time "
+     "since the commit before it"),
+    ("[S-, S+]", "A's stop window", "KIP-848 [revocation request, its acknowledgement] (a leave or fence: [A's "
+     "commits, its tombstone]); classic cooperative [the revoking sync, the next round's join]; classic eager, or "
+     "an owner that left: [A's commits, the round's join]; a static member's [A's commits, its leave or "
+     "replacement]. 'A's commits': the commit before the one that first reached A's last offset"),
 )
 
 # What changed for readers of the marts when the vocabulary landed (the one figure that moved).
@@ -198,7 +230,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def render_glossary() -> str:
-    """Markdown: the measures, the rule for bounds, the qualifiers, and the figure that changed."""
+    """Markdown: the measures, the rule for bounds, the qualifiers, the broker's bounds, and the figure that changed."""
     out = ["Generated from `pipelines/measures.py` by `python -m pipelines.measures --write`; a test keeps it "
            "current.", "", "| measure | unit | what it counts |", "|---|---|---|"]
     out += [f"| `{m.name}` | {m.unit} | {cell(m.meaning)} |" for m in MEASURES]
@@ -209,7 +241,12 @@ def render_glossary() -> str:
             "", "| qualifier | where | meaning | example |", "|---|---|---|---|"]
     out += [f"| `{q.word}` | {q.place} | {cell(q.meaning)} | `{q.example}` |" for q in QUALIFIERS]
     out += ["", "Qualifiers go around the measure and the unit comes last (`predicted_pause_saved_s`).",
-            "", f"**Changed with this vocabulary.** {FIGURE_CHANGE} The older names, and what each became, are "
+            "", "**From the broker's log** (`source` broker: a handoff of partition p from owner A to owner B that no "
+                "agent saw; `pipelines/gold/broker_handoffs.py`). Tight where the protocol writes the moments down "
+                "(KIP-848), wide where it cannot (an eager classic round's start is not logged):",
+            "", "| figure | formula | from the log |", "|---|---|---|"]
+    out += [f"| {figure} | {cell(formula)} | {cell(source)} |" for figure, formula, source in BROKER_FORMULAS]
+    out += ["", f"**Changed with this vocabulary.** {FIGURE_CHANGE} The older names, and what each became, are "
                 "the table in `pipelines/migrations.py`, which renames them in place on an existing lake (one "
                 "line per table says what changed)."]
     return "\n".join(out)

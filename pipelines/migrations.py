@@ -9,6 +9,10 @@ apply it.
   recommendations' stored evidence SQL) is rewritten in the same commit.
 - A mart (``marts/<model>``) under older names is rebuilt whole by the next SQL build
   (``stale_marts`` names them; ``pipelines.sql_build`` passes them to dbt as ``rebuild``).
+- A gold table written before the broker source (handoffs, episodes) gets its ``source`` column
+  ("agent" in the rows before: they were all the agent's) and a handoff's ``cause_confidence``
+  ("exact": read from telemetry), in one rewrite per table (``with_sources``); the log's estimates
+  and stop windows read null there. Other tables take the broker's columns at their next write.
 - A table written before its group key gained the cluster (``catalog.GROUP_KEY``) gets the
   ``cluster_id`` column, every stored row ``contract.CLUSTER_UNKNOWN`` (``with_cluster``), in one
   rewrite per table: those rows came from agents that did not send the cluster id, exactly what
@@ -200,8 +204,8 @@ def migrated_rows(spark: SparkSession, lake_path: str, migration: Migration) -> 
             declared.append(F.col(f"`{name}`"))
         elif name in by_new and by_new[name].old in stored:
             declared.append(F.col(f"`{by_new[name].old}`").cast(kind).alias(name))
-        else:
-            declared.append(F.lit(None).cast(kind).alias(name))
+        else:  # a column added since: null, or what the rows before it say there (``SOURCE_FILLS``)
+            declared.append(F.lit(SOURCE_FILLS.get(migration.path, {}).get(name)).cast(kind).alias(name))
     names = set(table.column_names())
     kept = [F.col(f"`{c}`") for c in stored if c not in consumed and c not in names]
     return rows.select(*declared, *kept)
@@ -238,6 +242,38 @@ def with_cluster(spark: SparkSession, lake_path: str) -> list[tuple[catalog.Tabl
     return out
 
 
+# What the broker source (issue 52) added to gold, and what a row written before it says there: every
+# such row was the agent's, its cause read from telemetry. Its other new columns (the log's estimates
+# and stop windows) are null in those rows.
+SOURCE = "source"
+SOURCE_FILLS: dict[str, dict[str, str]] = {catalog.HANDOFFS.path: {SOURCE: "agent", "cause_confidence": "exact"},
+                                           catalog.EPISODES.path: {SOURCE: "agent"}}
+
+
+def sources_note(path: str) -> str:
+    """What the source columns' migration says of a table (its own line, or after a rename's)."""
+    fills = ", ".join(f"{c} '{v}'" for c, v in SOURCE_FILLS[path].items())
+    return f"added the broker source's columns ({fills} in the rows written before: the agent's)"
+
+
+def with_sources(spark: SparkSession, lake_path: str) -> list[tuple[catalog.Table, DataFrame]]:
+    """Each table of ``SOURCE_FILLS`` stored without its ``source`` column, and its rows with the
+    declared columns (the filled ones as ``SOURCE_FILLS`` says, any other new one null)."""
+    out = []
+    for path, fills in SOURCE_FILLS.items():
+        table = TABLES[path]
+        columns = _columns(spark, table.location(lake_path))
+        if columns is None or SOURCE in columns:
+            continue
+        rows = lake.read(spark, lake_path, table)
+        declared = [F.col(f"`{name}`") if name in columns
+                    else (F.lit(fills[name]) if name in fills else F.lit(None)).cast(kind).alias(name)
+                    for name, kind in table.all_columns()]
+        kept = [F.col(f"`{c}`") for c in columns if c not in table.column_names()]
+        out.append((table, rows.select(*declared, *kept)))
+    return out
+
+
 def added_to_closed_loop(spark: SparkSession, lake_path: str) -> list[tuple[catalog.Table, list[tuple[str, str]]]]:
     """Each closed-loop table stored without columns its declaration added since (``--reruns``'
     count and standard errors), and those columns. No stage rewrites these tables, so the SQL
@@ -269,7 +305,12 @@ def migrate(spark: SparkSession, lake_path: str, progress: Progress = print) -> 
         if columns is None or not migration.applies_to(columns):
             continue
         lake.rewrite(spark, lake_path, table, migrated_rows(spark, lake_path, migration))
-        said.append(migration.said())
+        sources = migration.path in SOURCE_FILLS and SOURCE not in columns  # filled in the same rewrite
+        said.append(migration.said() + (f"; {sources_note(migration.path)}" if sources else ""))
+        progress(said[-1])
+    for table, rows in with_sources(spark, lake_path):
+        lake.rewrite(spark, lake_path, table, rows)
+        said.append(f"{table.path}: {sources_note(table.path)}")
         progress(said[-1])
     for table, missing in added_to_closed_loop(spark, lake_path):
         location = table.location(lake_path).replace("`", "``")  # a backtick in the path, quoted

@@ -39,6 +39,9 @@ CAUSES: tuple[Cause, ...] = (
     Cause("restart", "restart", "#4c78a8"),
     Cause("scale_in", "member removed", "#88d27a"),
     Cause("scale_out", "member added", "#54a24b"),
+    # the subscribed topics' partitions changed (partitions added, a topic created or deleted, a regex matching
+    # another topic): seen in the broker's log (pipelines.gold.broker_causes), never in telemetry
+    Cause("metadata_change", "topic metadata change", "#9d755d"),
     Cause("start", "group forming", "#9aa5b1"),
     # no instrumented member triggered it, and gold sees owners without the agent (pipelines.gold.unseen)
     Cause("unseen_member", "member without the agent", "#d6a5c9"),
@@ -47,6 +50,15 @@ CAUSES: tuple[Cause, ...] = (
 CAUSE_NAMES: tuple[str, ...] = tuple(c.name for c in CAUSES)
 # The causes of a process that left and came back (the what-if replays each as one bounce).
 RESTART_CAUSES: tuple[str, ...] = ("protocol_migration", "restart")
+
+# How sure a handoff's cause is (gold/handoffs.cause_confidence). ``exact``: the record says it (the agent's
+# telemetry; in the broker's log a join, a static member's restart, a subscription or metadata change, a
+# KIP-848 fencing after the rebalance timeout). ``probable``: the log leaves a choice and the likelier one is
+# named (a graceful leave against a session timeout or a stall: the coordinator writes no reason).
+CAUSE_CONFIDENCES: tuple[str, ...] = ("exact", "probable")
+# Where a gold figure came from (gold/handoffs.source, gold/episodes.source): the agent's telemetry, the
+# broker's own log (``__consumer_offsets``: bounds), or both (the agent's exact figure, within the broker's bounds).
+FIGURE_SOURCES: tuple[str, ...] = ("agent", "broker", "both")
 
 # How an ownership interval ended (gold/partition_ownership; null: still owned). ``unreleased``:
 # its owner never released it (killed or gone silent), found when someone else was assigned it.
@@ -114,8 +126,10 @@ class FindingKind:
 
 
 FINDING_KINDS: tuple[FindingKind, ...] = (
-    FindingKind("refused_config_key", "blocking", "a setting librdkafka refuses under group.protocol=consumer"),
-    FindingKind("client_too_old", "blocking", "librdkafka before 2.12, where KIP-848 is not generally available"),
+    FindingKind("refused_config_key", "blocking",
+                "a setting the member's client refuses under group.protocol=consumer"),
+    FindingKind("client_too_old", "blocking", "a client where KIP-848 is not generally available (librdkafka before "
+                "2.12, kafka-clients before 4.0)"),
     FindingKind("client_known_bugs", "warning", "librdkafka before 2.15, with known KIP-848 bugs"),
     FindingKind("sticky_user_data", "blocking", "a librdkafka cooperative-sticky classic group: no online upgrade"),
     FindingKind("cluster_refused", "blocking", "a consumer-protocol member the cluster refused"),
@@ -174,6 +188,24 @@ ASSIGNOR_STRATEGIES: tuple[str, ...] = tuple(dict.fromkeys(a.strategy for a in A
 def assignor(name: str) -> Assignor:
     """The declared assignor named ``name`` (``classic:range``); KeyError for any other."""
     return {a.name: a for a in ASSIGNORS}[name]
+
+
+# The Java client's classic assignor classes by the strategy names librdkafka (and these names) use; a Java
+# member's partition.assignment.strategy, as its agent reports it, lists the classes.
+JAVA_ASSIGNOR_CLASSES: dict[str, str] = {
+    "range": "org.apache.kafka.clients.consumer.RangeAssignor",
+    "roundrobin": "org.apache.kafka.clients.consumer.RoundRobinAssignor",
+    "sticky": "org.apache.kafka.clients.consumer.StickyAssignor",
+    "cooperative-sticky": "org.apache.kafka.clients.consumer.CooperativeStickyAssignor",
+}
+
+
+def classic_strategy(configured: str | None) -> str | None:
+    """The first strategy of a classic member's partition.assignment.strategy in librdkafka's words, whichever
+    client wrote it (``org.apache.kafka.clients.consumer.RangeAssignor, ...`` is ``range``); None when unset."""
+    first = (configured or "").split(",")[0].strip()
+    by_class = {cls: name for name, cls in JAVA_ASSIGNOR_CLASSES.items()}
+    return by_class.get(first, first) or None
 
 
 # gold/metrics.grain: the periods metrics are summed over.

@@ -91,10 +91,14 @@ def ownership(handoffs: pl.DataFrame, started_at, ended_at) -> go.Figure:
         for r, y, before, after in zip(rows.iter_rows(named=True), labels, prev, nxt):
             if before == owner:
                 begin = started_at - pad
-                starts.append(begin); spans.append(_ms(r["released_at"] - begin)); ys.append(y)
+                starts.append(begin)
+                spans.append(_ms(r["released_at"] - begin))
+                ys.append(y)
             if after == owner:
                 resumed = r["released_at"] + timedelta(seconds=r["pause_upper_s"] or 0)
-                starts.append(resumed); spans.append(_ms(ended_at + pad - resumed)); ys.append(y)
+                starts.append(resumed)
+                spans.append(_ms(ended_at + pad - resumed))
+                ys.append(y)
         fig.add_bar(y=ys, x=spans, base=starts, orientation="h", name=owner,
                     marker_color=palette[i % len(palette)])
     fig.add_bar(y=labels, x=[s * 1000 for s in rows["pause_s"].to_list()], base=rows["released_at"].to_list(),

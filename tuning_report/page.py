@@ -16,8 +16,8 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 from plotly.offline import get_plotlyjs
 
+from pipelines.policy import MIN_COVERAGE
 from tuning_report import figures
-from pipelines.recommend.rules import MIN_COVERAGE
 from tuning_report.marts import Fleet, Group, read_fleet
 from tuning_report.wording import TERMS, Headline, bounded, headline_sentence, share
 
@@ -35,8 +35,8 @@ def group_section(fleet: Fleet, group: Group, index: int) -> dict:
     daily, episodes = fleet.of("group_daily_costs", group), fleet.of("rebalance_episodes", group)
     causes = fleet.of("group_cause_costs", group)
     head = Headline.of(daily)
-    section = {"name": fleet.name_of(group), "anchor": f"g{index}", "headline": head, "sentence": headline_sentence(head, causes),
-               "charts": {}, "ownership": []}
+    section = {"name": fleet.name_of(group), "anchor": f"g{index}", "headline": head,
+               "sentence": headline_sentence(head, causes), "charts": {}, "ownership": []}
     if daily.height > 1:  # one day is the headline already
         section["charts"]["trend"] = _chart(figures.daily_trend(daily), f"g{index}-trend")
     if episodes.height:

@@ -3,10 +3,12 @@
 A busy group commits every few seconds per partition and rebalances rarely; the bounds read
 only the commits around each ownership change (``ownership_changes``): the last before it (where
 the next owner starts, and the previous owner's last sign of progress), the first after it and
-the first after it that advances past that (the new owner's first progress), plus one checkpoint
-per partition and period (the commit rate the bounds interpolate with) and the latest commit (what
-a later run's first change is measured from). At most three rows per change, one per period, one
-more: Burrow's idea of a bounded window per partition, placed where rebalances are. A commit
+the first after it that advances past that (the new owner's first progress), the commit that first
+reached the last one's offset and the one before it (the previous owner surely still read after
+that one: its stop window opens there, and the pair is its rate), plus one checkpoint per partition
+and period (the commit rate the bounds interpolate with) and the latest commit (what a later run's
+first change is measured from). At most five rows per change, one per period, one more: Burrow's
+idea of a bounded window per partition, placed where rebalances are. A commit
 carries no member id: the coordinator accepts one only from the current generation or epoch, so
 it is the partition's owner's at that time.
 """
@@ -18,7 +20,8 @@ from typing import Any
 
 OFFSET_COMMITS = ("OffsetCommit", "LegacyOffsetCommit")
 # Why a commit was kept (kept_commits' ``reasons``).
-KEEP_REASONS: tuple[str, ...] = ("before_change", "after_change", "first_advance", "checkpoint", "latest", "deleted")
+KEEP_REASONS: tuple[str, ...] = ("before_change", "after_change", "first_advance", "last_advance",
+                                  "before_last_advance", "checkpoint", "latest", "deleted")
 CHECKPOINT_MS = 60_000
 
 
@@ -58,6 +61,15 @@ def kept_commits(commits: list[dict[str, Any]], changes: list[dict[str, Any]],
     return kept
 
 
+def last_advance(commits: list[dict[str, Any]], last: int) -> int:
+    """The index of the commit that first reached ``commits[last]``'s offset (the commits between
+    them repeat it: an idle partition, or a timer that commits what has not moved)."""
+    i = last
+    while i > 0 and commits[i - 1]["committed_offset"] == commits[last]["committed_offset"]:
+        i -= 1
+    return i
+
+
 def _reasons(commits: list[dict[str, Any]], change_times: list[int], checkpoint_ms: int) -> dict[int, set[str]]:
     """index in ``commits`` -> why it is kept."""
     reasons: dict[int, set[str]] = defaultdict(set)
@@ -67,6 +79,10 @@ def _reasons(commits: list[dict[str, Any]], change_times: list[int], checkpoint_
         start = commits[i - 1]["committed_offset"] if i > 0 else None
         if i > 0:
             reasons[i - 1].add("before_change")
+            advance = last_advance(commits, i - 1)
+            reasons[advance].add("last_advance")
+            if advance > 0:
+                reasons[advance - 1].add("before_last_advance")
         if i < len(commits):
             reasons[i].add("after_change")
         for j in range(i, len(commits)):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pipelines.broker_log.classic_history import rebalance_protocol
 from pipelines.broker_log.ownership_changes import OwnerBook
 
 # Kafka's modern/MemberState.java: the member state's int8 in CurrentMemberAssignment.
@@ -54,7 +55,8 @@ def _event(row: dict[str, Any], kind: str, **fields: Any) -> dict[str, Any]:
             "instance_id": None, "group_epoch": None, "assignment_epoch": None, "assignment_timestamp_ms": None,
             "member_epoch": None, "previous_member_epoch": None, "member_state": None,
             "assigned": None, "pending_revocation": None, "added": None, "removed": None, "target": None,
-            "subscribed_topics": None, "subscribed_regex": None, "replaces_member_id": None}
+            "subscribed_topics": None, "subscribed_regex": None, "replaces_member_id": None,
+            "client_id": None, "client_host": None, "rebalance_timeout_ms": None, "member_protocol": None}
     if row["name"] == "ConsumerGroupMetadata" and row["value"] is not None:
         base["group_epoch"] = value["epoch"]
     if row["name"] == "ConsumerGroupTargetAssignmentMetadata" and row["value"] is not None:
@@ -108,7 +110,9 @@ class _GroupWalk:
         member_id, value = row["key"]["memberId"], row["value"]
         before = self.members.pop(member_id, None)
         if value is None:
-            self.events.append(_event(row, "member_removed", instance_id=(before or {}).get("instanceId")))
+            self.events.append(_event(row, "member_removed", instance_id=(before or {}).get("instanceId"),
+                                      client_id=(before or {}).get("clientId"),
+                                      client_host=(before or {}).get("clientHost")))
             return
         self.members[member_id] = value
         instance = value["instanceId"]
@@ -121,7 +125,16 @@ class _GroupWalk:
         else:
             kind = "member_updated"
         self.events.append(_event(row, kind, instance_id=instance, subscribed_topics=value["subscribedTopicNames"],
-                                  subscribed_regex=value["subscribedTopicRegex"] or None, replaces_member_id=replaces))
+                                  subscribed_regex=value["subscribedTopicRegex"] or None, replaces_member_id=replaces,
+                                  client_id=value["clientId"], client_host=value["clientHost"],
+                                  rebalance_timeout_ms=value["rebalanceTimeoutMs"],
+                                  member_protocol="classic" if value.get("classicMemberMetadata") else "consumer"))
+
+    def _eager_classic(self, member_id: str) -> bool:
+        """A member on the classic protocol inside the group whose assignor revokes everything at each rejoin."""
+        classic = (self.members.get(member_id) or {}).get("classicMemberMetadata")
+        names = [p["name"] for p in (classic or {}).get("supportedProtocols") or []]
+        return bool(names) and rebalance_protocol(names[0]) == "eager"
 
     def _assignment(self, row: dict[str, Any]) -> None:
         member_id, value, at = row["key"]["memberId"], row["value"], row["timestamp_ms"]
@@ -140,15 +153,25 @@ class _GroupWalk:
                                       removed=_grouped(held, self.names)))
             return
         self.assignments[member_id] = value
+        if before.get("memberEpoch") == STATIC_LEAVE_EPOCH:
+            held = set()  # it let its partitions go when it left (below): back under its id, it holds nothing yet
         assigned, pending = _keys(value["assignedPartitions"]), _keys(value["partitionsPendingRevocation"])
         asked = pending - _keys(before.get("partitionsPendingRevocation"))
         released, gained = held - assigned - pending, assigned - held
+        if value["memberEpoch"] == STATIC_LEAVE_EPOCH:  # it stopped reading: its partitions wait for it
+            for key in sorted(held):
+                self.book.release(key, at, "static_leave", context)
+            if instance:
+                self.left_static[instance] = member_id
         for key in sorted(asked):
             self.book.request_revocation(key, at)
         for key in sorted(released):
             self.book.release(key, at, "revoked", context)
         for key in sorted(gained):
             self.book.assign(key, member_id, instance, at, context)
+        if before and value["memberEpoch"] > before.get("memberEpoch", 0) and self._eager_classic(member_id):
+            for key in sorted(assigned & held):  # it rejoined: an eager client gave everything back first
+                self.book.assign(key, member_id, instance, at, context, again=True)
         self.events.append(_event(
             row, _assignment_kind(value, asked, released, gained), instance_id=instance,
             member_epoch=value["memberEpoch"], previous_member_epoch=value["previousMemberEpoch"],

@@ -122,13 +122,13 @@ def restart_cause(leave: dict[str, Any], join: dict[str, Any]) -> str:
     return "protocol_migration" if leave["group_protocol"] != join["group_protocol"] else "restart"
 
 
-def start_joins(joins: list[dict[str, Any]]) -> set[str]:
-    """The agents that formed the group: its first join and each join within ``START_BURST_S``
+def start_joins(joins: list[dict[str, Any]], burst_s: float = START_BURST_S) -> set[str]:
+    """The agents that formed the group: its first join and each join within ``burst_s``
     of the previous one (a fleet's members start together; a later join is a scale-out)."""
     formed: set[str] = set()
     last = None
     for e in sorted(joins, key=lambda e: e["event_time_ms"]):
-        if last is not None and e["event_time_ms"] - last > START_BURST_S * 1000:
+        if last is not None and e["event_time_ms"] - last > burst_s * 1000:
             break
         formed.add(e["agent_id"])
         last = e["event_time_ms"]

@@ -78,8 +78,10 @@ assign), first_fetch - (last progress or assignment)].
 A next owner that gave the partition up again without reading it (revoked before its
 first fetch, a quick double rebalance) neither confirms nor causes duplicates: the
 previous owner's uncommitted records are read again by the first later owner that
-fetches, so that owner's first fetch offset confirms this handoff's duplicates (the
-next handoff, from an owner that processed nothing, counts none). The pause of this
+fetches, so that owner's first fetch offset confirms this handoff's duplicates. The
+next handoff, from an owner that handed out nothing, costs none: 0 duplicates and 0
+uncommitted, exactly (``handed_out_nothing``: every eager group's formation gives its
+first member all partitions and takes them back before it reads). The pause of this
 handoff ends when the idle owner gave the partition up (its release, or the next
 assignment if it never released it); the next handoff counts on from there, so the
 partition-seconds add up without overlap.
@@ -158,6 +160,23 @@ def _crash_dups(prev: dict[str, Any], reader: dict[str, Any], until_ms: int,
     return lower, None if upper is None else max(lower, upper)
 
 
+def handed_out_nothing(owner: dict[str, Any]) -> bool:
+    """The owner let the partition go (revoked or lost) having handed out none of its records since its
+    assignment. The agents' own word where they send it (``handed_out_at_release``: the release's
+    ``handed_out``, once the contract has it), else what today's events decide: no first record was
+    reported for the ownership (both agents report the first record a poll hands out) and the release
+    carried no position (both agents report the client's position, which a poll that hands out a record
+    of the partition sets: librdkafka's application offset, the Java agent's slot, reset at each
+    assignment). What the fallback cannot rule out: a Java application that seeks to the beginning or end
+    after records its agent no longer watched for (30 s without any) were handed out, before the tick that
+    would have found them."""
+    said = owner.get("handed_out_at_release")  # .get: not a column until the agents send it
+    if said is not None:
+        return not said
+    return owner["first_fetch_ms"] is None and owner["position_at_release"] is None \
+        and owner["last_processed_at_release"] is None
+
+
 def _pause_end_ms(nxt: dict[str, Any]) -> tuple[int | None, int | None]:
     """When the partition became available again after being handed to ``nxt``, as
     (earliest, latest): its first fetch (a range when the agent found it at a progress
@@ -197,7 +216,8 @@ def handoff(prev: dict[str, Any], nxt: dict[str, Any], reader: dict[str, Any] | 
     committed = _max_known(prev["committed_at_release"], prev["committed_max"])
     row = {
         "handoff_id": f"{prev['assign_event_id']}>{nxt['assign_event_id']}:{prev['topic']}/{prev['partition']}",
-        "cluster_id": prev["cluster_id"], "group_id": prev["group_id"], "topic": prev["topic"], "partition": prev["partition"],
+        "cluster_id": prev["cluster_id"], "group_id": prev["group_id"], "topic": prev["topic"],
+        "partition": prev["partition"],
         "prev_agent_id": prev["agent_id"], "prev_member_id": prev["member_id"], "next_agent_id": nxt["agent_id"],
         "next_member_id": nxt["member_id"], "same_owner": prev["agent_id"] == nxt["agent_id"],
         "prev_assigned_ms": prev["assigned_ms"], "generation": nxt["generation"],
@@ -211,8 +231,9 @@ def handoff(prev: dict[str, Any], nxt: dict[str, Any], reader: dict[str, Any] | 
     }
     last_progress = prev["last_progress_ms"] or prev["assigned_ms"]
     if kind in ("revoked", "lost"):
-        uncommitted = _dups(prev["last_processed_at_release"], committed)
-        confirmed = _dups(prev["last_processed_at_release"], ff_off)
+        nothing = handed_out_nothing(prev)  # then nothing of its own can be read again: exactly 0
+        uncommitted = 0 if nothing else _dups(prev["last_processed_at_release"], committed)
+        confirmed = 0 if nothing else _dups(prev["last_processed_at_release"], ff_off)
         # a first record found at a progress tick without the group's committed offset: at most
         # what the previous owner processed past its last commit (the next owner starts at or after it)
         offset_unknown = ff_off is None and reader["first_fetch_ms"] is not None
@@ -250,7 +271,8 @@ def handoffs_of(intervals: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for rows in by_partition.values():
         rows.sort(key=lambda r: (r["assigned_ms"], r["assign_event_id"]))
-        readers: list[dict[str, Any] | None] = [None] * len(rows)  # per interval: it, or the first later one that fetched
+        # per interval: it, or the first later one that fetched
+        readers: list[dict[str, Any] | None] = [None] * len(rows)
         for i in reversed(range(len(rows))):
             fetched = rows[i]["first_fetch_ms"] is not None
             readers[i] = rows[i] if fetched or i + 1 == len(rows) else readers[i + 1]

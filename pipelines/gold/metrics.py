@@ -10,7 +10,8 @@ revoke event once, in the episode of its first handoff (a revoke covers several
 partitions, which a slow reassignment can spread over two episodes). Commit-on-revoke
 coverage is the share of graceful handoffs whose owner committed inside the revoke.
 ``coverage`` is the share of the group's partition-time its instrumented members held
-(``covered_s`` / ``owned_s``, from ``gold/coverage``: ``pipelines.gold.unseen``), a property of
+(``covered_s`` / ``owned_s``, from ``gold/coverage``: ``pipelines.gold.unseen``; ``broker_coverage`` the
+share the broker's log showed, ``pipelines.gold.broker_gold``), a property of
 the group and period that every cause's row carries, like the records processed: below 1,
 members without the agent held the rest, and the figures count only what the agent saw.
 
@@ -88,4 +89,6 @@ def group_metrics(handoffs: DataFrame, episodes: DataFrame, processed: DataFrame
         F.when(graceful > 0, F.col("graceful_committed_in_revoke") / graceful).alias("commit_on_revoke_coverage"),
         "revoke_callback_s", "records_processed",
         F.when(processed > 0, F.col("duplicates") / processed).alias("duplicate_rate"),
-        "covered_s", "owned_s", F.when(F.col("owned_s") > 0, F.col("covered_s") / F.col("owned_s")).alias("coverage"))
+        "covered_s", "owned_s", F.when(F.col("owned_s") > 0, F.col("covered_s") / F.col("owned_s")).alias("coverage"),
+        "broker_covered_s",
+        F.when(F.col("owned_s") > 0, F.col("broker_covered_s") / F.col("owned_s")).alias("broker_coverage"))

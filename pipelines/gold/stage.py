@@ -29,6 +29,7 @@ from pipelines import catalog, lake
 from pipelines.config import PipelineConfig, Progress
 from pipelines.gold.facts import NEVER, facts, runs, stalled_at, stalls
 from pipelines.gold.group_apply import apply_per_group
+from pipelines.gold.broker_gold import COVERAGE, with_broker
 from pipelines.gold.group_pass import INTERVAL_FIELDS, KINDS, group_gold
 from pipelines.gold.handoffs import handoffs_of
 from pipelines.gold.metrics import group_metrics, records_processed
@@ -47,9 +48,11 @@ FOLD_INPUTS = ["partitions_change", "first_fetch", "progress", "commit", "state_
 FOLD_ROW_DDL = (f"interval struct<{catalog.OWNERSHIP.ddl(': ')}>, handoff struct<{catalog.HANDOFFS.ddl(': ')}>, "
                 f"state struct<{catalog.FOLD_STATE.ddl(': ')}>")
 GROUP_OUTPUTS = (("handoff", catalog.HANDOFFS), ("episode", catalog.EPISODES), ("member", catalog.MEMBERS),
-                 ("phase", catalog.PROTOCOL_PHASES), ("coverage", catalog.COVERAGE))
+                 ("phase", catalog.PROTOCOL_PHASES), ("coverage", catalog.COVERAGE),
+                 ("agreement", catalog.SOURCE_AGREEMENT))
 # Arrow carries no session time zone out of the workers: the coverage's hour leaves them in ms.
-COVERAGE_ROW_DDL = "cluster_id: string, group_id: string, hour_start_ms: bigint, covered_s: double, owned_s: double"
+COVERAGE_ROW_DDL = ("cluster_id: string, group_id: string, hour_start_ms: bigint, covered_s: double, owned_s: double, "
+                    "broker_covered_s: double")
 GROUP_ROW_DDL = ", ".join(f"{name} struct<{COVERAGE_ROW_DDL if table is catalog.COVERAGE else table.ddl(': ')}>"
                           for name, table in GROUP_OUTPUTS)
 
@@ -272,10 +275,12 @@ def group_rows(gap_s: float, rows: list[dict[str, Any]]) -> list[dict[str, Any]]
     intervals): its rows of each of ``GROUP_OUTPUTS``."""
     events = [r["event"] for r in rows if r["event"] is not None]
     last_seen = {r["seen"]["agent_id"]: r["seen"]["ms"] for r in rows if r["seen"] is not None}
-    outputs = group_gold(events, [r["handoff"] for r in rows if r["handoff"] is not None], last_seen, gap_s,
-                         [r["interval"] for r in rows if r["interval"] is not None])
     key = {c: rows[0][c] for c in GROUP}
-    outputs[-1][:] = [{**key, **c} for c in outputs[-1]]
+    agent = group_gold(events, [r["handoff"] for r in rows if r["handoff"] is not None], last_seen, gap_s,
+                       [r["interval"] for r in rows if r["interval"] is not None])
+    # the broker's history joins here once the broker stage lands it (issue 52); until then every figure is the agent's
+    outputs = with_broker(agent, None, gap_s, key["cluster_id"], key["group_id"])
+    outputs[COVERAGE][:] = [{**key, **c} for c in outputs[COVERAGE]]
     empty = dict.fromkeys(name for name, _ in GROUP_OUTPUTS)
     return [{**empty, name: row} for (name, _), made in zip(GROUP_OUTPUTS, outputs) for row in made]
 
@@ -310,7 +315,7 @@ def _write_gold(spark: SparkSession, config: PipelineConfig, grouped: DataFrame,
     """Replace the groups' ownership, group pass tables, records processed and metrics; the rows per output."""
     of = {name: grouped.where(F.col(name).isNotNull()).select(f"{name}.*") for name, _ in GROUP_OUTPUTS}
     of["coverage"] = of["coverage"].select(*GROUP, F.timestamp_millis("hour_start_ms").alias("hour_start"),
-                                           "covered_s", "owned_s")
+                                           "covered_s", "owned_s", "broker_covered_s")
     lake.replace_scope(spark, config.lake_path, catalog.OWNERSHIP, intervals, groups)
     for name, table in GROUP_OUTPUTS:
         lake.replace_scope(spark, config.lake_path, table, of[name], groups)

@@ -3,7 +3,7 @@ what the recommendation predicted, and ``gold/verifications``, where each check 
 
 A prediction holds when the measured saving goes the predicted way and lies within
 ``TOLERANCE`` of the prediction; a figure whose predicted change is below the rules'
-floor (``MIN_DUPLICATES``, ``MIN_PAUSE_S``: a change the recommendation does not claim)
+floor (``pipelines.policy``'s ``MIN_DUPLICATES``, ``MIN_PAUSE_S``: a change the recommendation does not claim)
 holds when the measured change stays within that floor plus the tolerance. With several
 reruns (``--reruns``) the measured figure is their mean, given with its standard error: one
 run is one draw (where a restart lands in a commit cycle), and two reruns of one change have
@@ -29,10 +29,8 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from pipelines import catalog, lake, lake_lock
-from pipelines.recommend.rules import MIN_DUPLICATES, MIN_PAUSE_S
+from pipelines.policy import MIN_DUPLICATES, MIN_PAUSE_S, TOLERANCE
 from pipelines.vocabulary import VERIFIABLE_KINDS
-
-TOLERANCE = 0.25
 
 
 @dataclass(frozen=True)
@@ -191,7 +189,8 @@ def record(spark: SparkSession, lake_path: str, verified: Verified, lock_wait_s:
                "measured_duplicates_after": verified.after.duplicates,
                "measured_pause_before_s": verified.before.pause_s, "measured_pause_after_s": verified.after.pause_s}
     row = dict.fromkeys(catalog.VERIFICATIONS.column_names())  # a check without a mixed phase leaves its columns null
-    row |= {"cluster_id": rec["cluster_id"], "group_id": rec["group_id"], "verified_at": datetime.now(timezone.utc), "scenario": verified.scenario,
+    row |= {"cluster_id": rec["cluster_id"], "group_id": rec["group_id"], "verified_at": datetime.now(timezone.utc),
+            "scenario": verified.scenario,
             "kind": rec["kind"], "title": rec["title"], "config_change": list(rec["config_change"]),
             **{name: float(value) for name, value in {**figures, **figures_mixed}.items()},
             "holds": verified.holds, "rerun_group_id": verified.rerun_group_id, "reruns": verified.reruns}

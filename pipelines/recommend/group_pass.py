@@ -8,10 +8,12 @@ from __future__ import annotations
 from typing import Any
 
 from pipelines.catalog import RECOMMENDATIONS
-from pipelines.recommend.candidates import BrokerGroups
+from pipelines.policy import DEFAULT_WINDOW_H
 from pipelines.recommend import what_if as what_if_module
-from pipelines.recommend.rules import Evidence, Recommendation, recommend
-from pipelines.recommend.window import DEFAULT_WINDOW_H, SINCE, Rows, judged, length_ms
+from pipelines.recommend.configuration import BrokerGroups
+from pipelines.recommend.judgement import Evidence, Recommendation
+from pipelines.recommend.rules import recommend
+from pipelines.recommend.window import SINCE, Rows, judged, length_ms
 
 RECOMMENDATION_COLUMNS = RECOMMENDATIONS.column_names()
 
@@ -28,7 +30,8 @@ def recommendation_row(group: tuple[str, str], rank: int, r: Recommendation, w: 
     row.update(cluster_id=group[0], group_id=group[1], rank=rank, kind=r.kind, title=r.title,
                current_config=w.current.label,
                recommended_config=r.config.label if r.config else None, config_change=list(r.config_change),
-               rollout=list(r.rollout), evidence=list(r.evidence), evidence_query=r.evidence_query.format(lake=lake_path),
+               rollout=list(r.rollout), evidence=list(r.evidence),
+               evidence_query=r.evidence_query.format(lake=lake_path),
                measured_duplicates=w.measured.duplicates, measured_pause_s=w.measured.pause_s, tradeoff=r.tradeoff,
                confidence=r.confidence, confidence_reason=r.confidence_reason)
     if r.config is not None:
@@ -53,7 +56,7 @@ def recommend_group(rows: list[dict[str, Any]], lake_path: str, broker: BrokerGr
     """(what-if rows, recommendation rows) of one group; ``rows`` carry the group's key, ``source`` (members,
     handoffs, episodes, intervals, coverage) and the source table's columns. The group is judged on
     its last ``window_h`` hours (``pipelines.recommend.window``). The what-if prices the
-    handoffs the agent saw both sides of; a group whose coverage is below ``rules.MIN_COVERAGE``
+    handoffs the agent saw both sides of; a group whose coverage is below ``policy.MIN_COVERAGE``
     gets the coverage warning instead of priced changes."""
     of: Rows = {source: [] for source in SINCE}
     for row in rows:

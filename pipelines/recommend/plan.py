@@ -1,35 +1,29 @@
 """A group's staged plan: the configuration that saves the most with every change together (the
 target), and the path to it one change at a time, each step priced from the one before it.
 
-The what-if prices every combination of assignor and protocol, static membership,
-commit-on-revoke and the two timeouts (``pipelines.recommend.candidates``), so the target and
-each configuration on the way are already priced: a step's saving is the replay's figure
-before it minus after it, on the group's own membership changes.
+The what-if prices every combination of the config-change kinds' values (assignor and
+protocol, static membership, commit-on-revoke, the two timeouts: ``pipelines.recommend.candidates``),
+so the target and each configuration on the way are already priced: a step's saving is the
+replay's figure before it minus after it, on the group's own membership changes. A step is one
+kind (``pipelines.recommend.kinds``): the settings it moves, its effort, its rollback wording.
 
 The order is greedy: at each point the step whose saving, divided by what it takes to roll
-out (``EFFORT``), is the largest goes next; so a one-line change that saves the most goes first
-and a protocol migration, with its mixed phase and its readiness checks, goes when what it
-adds is worth it. Each step names a canary, then the rest one member at a time, and the
+out (its kind's ``effort``), is the largest goes next; so a one-line change that saves the most
+goes first and a protocol migration, with its mixed phase and its readiness checks, goes when
+what it adds is worth it. Each step names a canary, then the rest one member at a time, and the
 figures that say roll back, in the group's own measured units.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
-from pipelines.recommend.candidates import Config, longest_restart_ms
+from pipelines.recommend import kinds
+from pipelines.recommend.configuration import Config, longest_restart_ms
+from pipelines.recommend.kinds import ROLLBACK_MARGIN
 from pipelines.recommend.what_if import WhatIf
 from pipelines.simulator.cost_model import Priced
 
-# What a step takes to roll out, in rolling restarts' worth of work and risk: a setting the
-# agent or client reads (one rolling restart, nothing changes on the wire) is 1; a unique
-# group.instance.id per member is 2; a new assignor is 3 (a classic change of strategy stops the
-# whole group; a protocol change runs a mixed phase and needs the readiness checks first).
-EFFORT = {"commit_on_revoke": 1, "max_poll_interval": 1, "session_timeout": 1, "static_membership": 2,
-          "assignor": 3}
-# Roll back when a step's figure per handoff comes out this much worse than predicted: the
-# closed loop's own tolerance (a prediction within 25% holds).
-ROLLBACK_MARGIN = 1.25
 # A migration's member restarts follow each other after one heartbeat of settling, at least.
 SETTLE_S = 5.0
 
@@ -63,50 +57,18 @@ def score(base: Priced, p: Priced) -> float:
                  + (base.pause_s - p.pause_s) / max(base.pause_s, 1.0), 6)
 
 
-def _differs(a: Config, b: Config) -> list[str]:
-    """The step kinds that move ``a`` to ``b``: the session timeout is its own step only within one
-    classic setup (static membership brings its own, KIP-848's is the broker's)."""
-    kinds = []
-    if a.commit_on_revoke != b.commit_on_revoke:
-        kinds.append("commit_on_revoke")
-    if a.setup.max_poll_interval_ms != b.setup.max_poll_interval_ms:
-        kinds.append("max_poll_interval")
-    if a.setup.static != b.setup.static:
-        kinds.append("static_membership")
-    if a.setup.assignor != b.setup.assignor:
-        kinds.append("assignor")
-    if (a.setup.session_timeout_ms != b.setup.session_timeout_ms and not kinds[-1:] == ["assignor"]
-            and a.setup.static == b.setup.static and b.setup.assignor.startswith("classic:")):
-        kinds.append("session_timeout")
-    return kinds
-
-
-def _toward(config: Config, kind: str, target: Config) -> Config:
-    """``config`` with the setting of step ``kind`` taken from ``target``."""
-    s, t = config.setup, target.setup
-    if kind == "commit_on_revoke":
-        return replace(config, commit_on_revoke=target.commit_on_revoke)
-    setting = {"max_poll_interval": {"max_poll_interval_ms": t.max_poll_interval_ms},
-               "static_membership": {"static": t.static, "session_timeout_ms": t.session_timeout_ms},
-               "assignor": {"assignor": t.assignor, "session_timeout_ms": t.session_timeout_ms},
-               "session_timeout": {"session_timeout_ms": t.session_timeout_ms}}[kind]
-    return replace(config, setup=replace(s, **setting))
-
-
 def _priced_as(w: WhatIf, config: Config) -> Config | None:
     """The priced candidate ``config`` is, or the one with its assignor, membership, commits and poll
     interval whose session timeout is nearest (a timeout the grid couples to another setting)."""
     if config in w.priced:
         return config
-    s = config.setup
-    alike = [c for c in w.priced if (c.setup.assignor, c.setup.static, c.commit_on_revoke, c.setup.max_poll_interval_ms)
-             == (s.assignor, s.static, config.commit_on_revoke, s.max_poll_interval_ms)]
-    return min(alike, key=lambda c: abs(c.setup.session_timeout_ms - s.session_timeout_ms), default=None)
+    alike = [c for c in w.priced if c.same_but(config, "session_timeout_ms")]
+    return min(alike, key=lambda c: abs(c.setup.session_timeout_ms - config.setup.session_timeout_ms), default=None)
 
 
 def effort(a: Config, b: Config) -> int:
     """What it takes to roll out every change from ``a`` to ``b``."""
-    return sum(EFFORT[kind] for kind in _differs(a, b))
+    return sum(k.effort for k in kinds.moving(a, b))
 
 
 def target(w: WhatIf, pays: Any) -> Config | None:
@@ -126,8 +88,8 @@ def _without_free_riders(w: WhatIf, goal: Config, pays: Any) -> Config:
     hardest goes first: scale-out-in's target was commit-on-revoke plus a move to KIP-848 that added
     0.2 of 2.0 paused partition-seconds (six reruns measured 0.2 ± 0.4), a mixed phase and
     readiness fixes for nothing the rules would claim."""
-    for kind in sorted(_differs(w.current, goal), key=EFFORT.__getitem__, reverse=True):
-        without = _priced_as(w, _toward(goal, kind, w.current))
+    for kind in sorted(kinds.moving(w.current, goal), key=lambda k: k.effort, reverse=True):
+        without = _priced_as(w, kind.toward(goal, w.current))
         if (without not in (None, goal, w.current) and pays(w.baseline, w.priced[without])
                 and not pays(w.priced[without], w.priced[goal])):
             return _without_free_riders(w, without, pays)
@@ -135,24 +97,24 @@ def _without_free_riders(w: WhatIf, goal: Config, pays: Any) -> Config:
 
 
 def path(w: WhatIf, goal: Config) -> list[Step]:
-    """The steps from the current configuration to ``goal``, greedily by saving per ``EFFORT``
+    """The steps from the current configuration to ``goal``, greedily by saving per effort
     (ties: the easier first); empty when a configuration on the way was not priced."""
     at, steps = w.current, []
-    left = _differs(at, goal)
+    left = kinds.moving(at, goal)
     while left and at != goal:  # a step's priced configuration can bring a later change with it
         options = []
         for kind in left:
-            nxt = goal if len(left) == 1 else _priced_as(w, _toward(at, kind, goal))
+            nxt = goal if len(left) == 1 else _priced_as(w, kind.toward(at, goal))
             if nxt is None:
                 return []
             if nxt != at:  # a change the grid prices only with another one waits for it
-                options.append((score(w.priced[at], w.priced[nxt]) / EFFORT[kind], -EFFORT[kind], kind, nxt))
+                options.append((score(w.priced[at], w.priced[nxt]) / kind.effort, -kind.effort, kind, nxt))
         if not options:  # the changes left are priced only together: one step, named for the hardest
-            kind = max(left, key=EFFORT.__getitem__)
-            steps.append(Step(kind, at, goal, w.priced[at], w.priced[goal]))
+            kind = max(left, key=lambda k: k.effort)
+            steps.append(Step(kind.name, at, goal, w.priced[at], w.priced[goal]))
             return steps
         _, _, kind, nxt = max(options, key=lambda o: o[:2])
-        steps.append(Step(kind, at, nxt, w.priced[at], w.priced[nxt]))
+        steps.append(Step(kind.name, at, nxt, w.priced[at], w.priced[nxt]))
         left.remove(kind)
         at = nxt
     return steps
@@ -172,17 +134,12 @@ def mixed_phase_s(members: list[dict[str, Any]], migrants: int) -> float:
 
 def rollback_criteria(step: Step, today: tuple[float, float]) -> str:
     """When to undo a step, in figures gold measures per handoff, with the closed loop's margin.
-    After the step: its predicted figures (``group_daily_costs``). During a migration's mixed
-    phase (``group_protocol_phases``): the group's own measured figures today (``today``:
-    duplicates, pause seconds per handoff), since each epoch bump in the mixed phase makes an eager
-    classic member give everything back as a classic rebalance does now (docs/measured.md)."""
+    After the step: its predicted figures (``group_daily_costs``). While it rolls out: what its
+    kind says (``kinds.ChangeKind.rolling_back``: a migration's mixed phase against the group's own
+    measured figures today, ``today``: duplicates, pause seconds per handoff)."""
     duplicates, pause = per_handoff(step.after)
     after = (f"Roll back if, once every member runs it, the group's pause per handoff "
              f"(lens_marts.group_daily_costs) exceeds {ROLLBACK_MARGIN * pause:.2f} s or its duplicates per handoff "
              f"exceed {ROLLBACK_MARGIN * duplicates:.1f} (predicted {pause:.2f} s and {duplicates:.1f}).")
-    if not step.migrates:
-        return after
-    return (f"During the mixed phase, roll back (restart the migrated members with group.protocol=classic) if its "
-            f"pause_per_handoff_s (lens_marts.group_protocol_phases) exceeds {ROLLBACK_MARGIN * today[1]:.2f} s, "
-            f"{100 * (ROLLBACK_MARGIN - 1):.0f}% over today's {today[1]:.2f} s, or a migrated member stops with a fatal "
-            f"GROUP_ID_NOT_FOUND (the broker refused the online upgrade). " + after)
+    during = kinds.named(step.kind).rolling_back(step.source, step.config, today)
+    return f"{during} {after}" if during else after

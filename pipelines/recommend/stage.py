@@ -9,7 +9,7 @@ from pipelines import catalog, lake
 from pipelines.config import PipelineConfig, Progress
 from pipelines.gold.group_apply import apply_per_group
 from pipelines.recommend import window
-from pipelines.recommend.candidates import BrokerGroups
+from pipelines.recommend.configuration import BrokerGroups
 from pipelines.recommend.group_pass import recommend_group
 from pipelines.scope import Group, pending
 
@@ -20,7 +20,8 @@ SOURCES: dict[str, tuple[catalog.Table, list[str] | None]] = {
     "episodes": (catalog.EPISODES, [*catalog.GROUP_KEY, "start_ms", "end_ms", "cause"]),
     "intervals": (catalog.OWNERSHIP, [*catalog.GROUP_KEY, "topic", "partition", "agent_id", "assigned_ms",
                                       "first_fetch_ms", "released_ms", "last_progress_ms", "processed",
-                                      "release_kind", "uncommitted_sum", "uncommitted_samples"]),
+                                      "release_kind", "uncommitted_sum", "uncommitted_samples",
+                                      "max_progress_interval_ms"]),
     "coverage": (catalog.COVERAGE, [*catalog.GROUP_KEY, "covered_s", "owned_s",
                                     "unix_millis(hour_start) + 3600000 AS hour_end_ms"]),
 }

@@ -12,7 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipelines.measures import measured_duplicates, measured_pause_s
-from pipelines.recommend.candidates import BrokerGroups, Config, candidates, current_config, heartbeats, kind_of
+from pipelines.recommend import kinds
+from pipelines.recommend.candidates import candidates
+from pipelines.recommend.configuration import BrokerGroups, Config, current_config, heartbeats, kind_of
 from pipelines.simulator.cost_model import Fitted, Priced, fit, mean_priced, price_each
 from pipelines.simulator.member_ids import draws
 from pipelines.simulator.replay import Assignments, Setup, observed_id, replay
@@ -57,6 +59,15 @@ def measured(handoffs: list[dict[str, Any]]) -> Measured:
                     sum(measured_pause_s(h) or 0.0 for h in churn))
 
 
+def replayed(config: Config, members: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The membership timeline the replay sees under ``config``: as observed, through the effect of
+    each setting the simulator does not read itself (``kinds.Effect.replayed``)."""
+    for setting, value in config.extra:
+        effect = next(k.effect for k in kinds.KINDS if k.setting == setting)
+        members = effect.replayed(value, members) if effect.replayed is not None else members
+    return members
+
+
 def price_all(configs: list[Config], members: list[dict[str, Any]], partitions: dict[str, int],
               fitted: Fitted) -> dict[Config, Priced]:
     """Every candidate priced, in ``configs`` order. Candidates of one setup share its replay, and
@@ -65,17 +76,19 @@ def price_all(configs: list[Config], members: list[dict[str, Any]], partitions: 
     is priced as it runs, round by round, for all its candidates at once, and a model's assignments
     dropped once its setups are replayed: a worker holds one round and one model's assignments at
     a time, however many candidates there are and however long the window. Where a rerun would
-    draw the members' order afresh (``member_ids.draws``), a setup is the mean over draws of it."""
-    families: dict[tuple[str, bool], dict[Setup, list[Config]]] = {}
+    draw the members' order afresh (``member_ids.draws``), a setup is the mean over draws of it.
+    Settings the simulator does not read itself replay their own timeline (``replayed``)."""
+    families: dict[tuple[str, bool, tuple], dict[Setup, list[Config]]] = {}
     for c in configs:
-        families.setdefault((c.setup.assignor, c.setup.static), {}).setdefault(c.setup, []).append(c)
-    observed = [observed_id(m) for m in members]
+        families.setdefault((c.setup.assignor, c.setup.static, c.extra), {}).setdefault(c.setup, []).append(c)
     priced: dict[Config, Priced] = {}
-    for (assignor, static), family in families.items():
+    for (assignor, static, _), family in families.items():
+        seen = replayed(next(iter(family.values()))[0], members)
         assignments = Assignments(SHARED_PARTITIONS if len(family) > 1 else 0)
-        renamings = draws(observed, assignor.startswith("consumer:"), static, sum(partitions.values()))
+        renamings = draws([observed_id(m) for m in seen], assignor.startswith("consumer:"), static,
+                          sum(partitions.values()))
         for setup, sharing in family.items():
-            each = [price_each(replay(members, partitions, setup, assignments, fitted.round_ms, renaming), fitted,
+            each = [price_each(replay(seen, partitions, setup, assignments, fitted.round_ms, renaming), fitted,
                                kind_of(setup), [c.commit_on_revoke for c in sharing], setup.session_timeout_ms)
                     for renaming in renamings]
             priced.update((c, mean_priced(over_draws)) for c, over_draws in zip(sharing, zip(*each)))
@@ -87,10 +100,10 @@ def what_if(members: list[dict[str, Any]], handoffs: list[dict[str, Any]], inter
     """The group's what-if, or None when it has no member that reported its configuration."""
     if not members:
         return None
-    current = current_config(members, broker)
+    configs = candidates(current_config(members, broker), members, broker)
+    current = configs[0]
     fitted = fit(handoffs, intervals, members, kind_of(current.setup), heartbeats(members, broker),
                  current.setup.session_timeout_ms)
-    configs = candidates(current, members, broker)
     priced = price_all(configs, members, partition_counts(intervals), fitted)
     times = [m["joined_ms"] for m in members] + [m["last_seen_ms"] for m in members]
     return WhatIf(current, fitted, measured(handoffs), priced, (min(times), max(times)))

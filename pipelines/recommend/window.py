@@ -1,5 +1,5 @@
 """The window a group is judged on: its gold over the last ``recommend_window_h`` hours up to its
-last event.
+last event (``pipelines.policy.DEFAULT_WINDOW_H`` unless the pipeline's settings say otherwise).
 
 A configuration change is judged on what the group does now (a week holds its daily deploys
 and weekday patterns), and the window bounds what one worker holds and replays whatever the
@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import Any
 
 Rows = dict[str, list[dict[str, Any]]]  # gold source name -> the group's rows
-DEFAULT_WINDOW_H = 168.0  # 7 days: every daily deploy and weekday of the group's recent life
 
 SINCE: dict[str, tuple[str, ...]] = {
     "members": ("last_seen_ms",),

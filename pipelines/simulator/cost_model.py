@@ -41,13 +41,33 @@ Fitted from the group's own gold rows, never from constants tuned to our scenari
   has beyond the prior: fetch, processing) carries to the rest;
 - commit-on-revoke's commit: how much longer a revoke callback that committed took than one that
   did not (a prior of ``COMMIT_IN_REVOKE_PRIOR_S`` until a group has both), for the trade-off the
-  recommendation states. It adds nothing to a handoff's pause as gold and ground truth measure it,
-  from when the revoke callback returned: on the embedded broker partitions given back or moved
-  between staying members under eager paused 0.070 and 0.056 s with it, 0.068 and 0.061 s without,
-  and KIP-848 moves 0.51 and 0.49 s with it, 0.54 and 0.60 s without
+  recommendation states. The commit itself adds nothing to a handoff's pause as gold and ground
+  truth measure it, from when the revoke callback returned: on the embedded broker partitions given
+  back or moved between staying members under eager paused 0.070 and 0.056 s with it, 0.068 and
+  0.061 s without, and KIP-848 moves 0.51 and 0.49 s with it, 0.54 and 0.60 s without
   (``benchmarks/handoff_pauses.py --assignors range,consumer --commit revoke|batch``, two runs each,
   2026-11-27). Not modelled: an eager round also waits for the last member's commit, which on a
   distant cluster could be tens of milliseconds a rebalance;
+- what commit-on-revoke does change in a pause: the records a rebalance hands over again
+  (``Backlog``). A member hands a partition over, and takes one, only at a poll, after the batch in
+  its hands; a rebalance re-delivers each partition's uncommitted records, and the members work
+  through them in full batches. Where records are slow, a batch keeps a member from polling for
+  seconds: the next rebalance waits for it (under eager every member must rejoin the round; under
+  the cooperative protocols the owner's revoke and the gainer's first fetch each wait for theirs),
+  and a moved partition's first record waits behind the re-delivered records of the gainer's other
+  partitions. ``lazy-commits`` (10 ms a record, a commit every 1,000) showed both: a round that
+  waited 2.6 s for a member re-reading 630 records, partitions whose first record came 5.1 s after
+  their assignment, behind 483 re-delivered ones; commit-on-revoke took its pause from 30.5 to 6.9
+  partition-s (ground truth, one rerun each). The group's pauses beyond their priors are its members'
+  records in hand: ``s_per_record`` is that excess over the records its handoffs left in hand (those
+  re-delivered and those that arrived while the partition waited); a handoff's re-delivered records
+  add their share under batch commits and none on revoke, at most half of ``away_s``, the longest a
+  member was seen away from poll (its longest progress tick interval beyond the group's shortest: the
+  ticks come at the first poll after the agent's timer): a rebalance lands at a uniform moment of the
+  batch in a member's hands. A group whose members poll often (fast records: rolling-restart's 1 ms
+  a record, 0.03 s away at most; scale-out-in's 0.1 s) gets little of it, whatever the excess of its
+  pauses (scale-out-in's, on a loaded machine, would have priced commit-on-revoke 1.0 partition-s
+  without the half, where its reruns measured -0.6 +- 0.3);
 - a static member's return (a bounce): its time away plus what a return took beyond that
   where the group was seen doing it (a handoff from a member to its own restart), else
   one handoff pause;
@@ -63,7 +83,7 @@ Fitted from the group's own gold rows, never from constants tuned to our scenari
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -121,6 +141,23 @@ def _exact(handoff: dict[str, Any], figure: str) -> float | None:
 
 
 @dataclass(frozen=True)
+class Backlog:
+    """What records in the members' hands after a rebalance add to a handoff's pause (module docstring)."""
+
+    s_per_record: float  # the group's pause beyond its priors over the records its handoffs left in hand
+    away_s: float  # the longest a member was seen away from poll: the longest batch in its hands
+    observed_share: float  # of a handoff's uncommitted records, the share the observed period re-delivered
+
+    def wait_s(self, records: float) -> float:
+        """A handoff's expected wait for ``records`` in hand: at most half the longest batch, as a rebalance
+        lands at a uniform moment of the batch a member is in."""
+        return min(self.s_per_record * records, self.away_s / 2)
+
+
+NO_BACKLOG = Backlog(0.0, 0.0, 1.0)
+
+
+@dataclass(frozen=True)
 class Fitted:
     """A group's cost parameters, each with how many observations it rests on."""
 
@@ -140,6 +177,7 @@ class Fitted:
     lost_duplicates: float
     lost_pause_s: float
     round_ms: int  # a classic join round, as the group's restarts showed it (the replay's ``round_ms``)
+    backlog: Backlog = NO_BACKLOG
 
     def at_any_moment(self) -> Fitted:
         """The model for handoffs at moments of their own: the sampled uncommitted window."""
@@ -151,6 +189,15 @@ class Fitted:
         if h.kind in ("lost", "held"):
             return self.lost_duplicates
         return 0.0 if commit_on_revoke else self.rate.get(h.partition, 0.0) * self.uncommitted_window_s
+
+    def redelivery_pause_s(self, h: SimHandoff, commit_on_revoke: bool) -> float:
+        """What the records ``h`` hands over again add to its pause under this choice, beyond what the
+        observed period's re-deliveries added (which its fitted pauses hold)."""
+        if h.kind not in ("graceful", "bounce") or not self.backlog.s_per_record:
+            return 0.0
+        uncommitted = self.duplicates(h, False)
+        return (self.backlog.wait_s(0.0 if commit_on_revoke else uncommitted)
+                - self.backlog.wait_s(self.backlog.observed_share * uncommitted))
 
     def pause_s(self, h: SimHandoff, kind: str, session_timeout_ms: int) -> float:
         if h.kind == "crash":
@@ -205,6 +252,24 @@ def _left_before(h: dict[str, Any], left: dict[str, int | None]) -> bool:
     return left_ms is not None and h["revoke_ms"] is not None and h["revoke_ms"] >= left_ms
 
 
+def fit_backlog(ordinary: list[dict[str, Any]], graceful: list[dict[str, Any]], intervals: list[dict[str, Any]],
+                rate: dict[TopicPartition, float], prior_of: Callable[[dict[str, Any]], float]) -> Backlog:
+    """``Backlog`` from a group's rows: its ``ordinary`` handoffs' pauses beyond their priors (``prior_of``)
+    over the records they left in its members' hands (re-delivered, and produced while the partition
+    waited); its members' longest time away from poll; the share of its ``graceful`` revokes that did
+    not commit."""
+    excess = in_hand = 0.0
+    for h in ordinary:
+        pause, redelivered = _exact(h, "pause_s"), _exact(h, "duplicates")
+        if pause is not None and redelivered is not None:
+            excess += pause - prior_of(h)
+            in_hand += redelivered + rate.get((h["topic"], int(h["partition"])), 0.0) * pause
+    ticks = [i["max_progress_interval_ms"] for i in intervals if i["max_progress_interval_ms"]]
+    away_s = (max(ticks) - min(ticks)) / 1000.0 if ticks else 0.0
+    share = 1.0 - sum(bool(h["commit_in_revoke"]) for h in graceful) / len(graceful) if graceful else 1.0
+    return Backlog(max(0.0, excess) / in_hand if in_hand > 0 else 0.0, away_s, share)
+
+
 def fit(handoffs: list[dict[str, Any]], intervals: list[dict[str, Any]], members: list[dict[str, Any]],
         kind: str, heartbeat_ms: dict[str, int], session_timeout_ms: int) -> Fitted:
     """The cost parameters of one group from its gold rows; ``kind``: the group's protocol
@@ -225,17 +290,14 @@ def fit(handoffs: list[dict[str, Any]], intervals: list[dict[str, Any]], members
     ordinary = [h for h in graceful if _exact(h, "pause_s") is not None and h not in returns]
     moved = [_exact(h, "pause_s") for h in ordinary if not h["same_owner"]]
     same = [_exact(h, "pause_s") for h in ordinary if h["same_owner"]]
-    from_leavers, from_stayers = [], []
-    for h in ordinary:
-        if not h["same_owner"]:
-            (from_leavers if _left_before(h, left) else from_stayers).append(_exact(h, "pause_s"))
+    from_leavers = [_exact(h, "pause_s") for h in ordinary if not h["same_owner"] and _left_before(h, left)]
+    from_stayers = [_exact(h, "pause_s") for h in ordinary if not h["same_owner"] and not _left_before(h, left)]
     overheads = [h["pause_s"] - (joined[h["next_agent_id"]] - left[h["prev_agent_id"]]) / 1000.0
                  for h in returns if _exact(h, "pause_s") is not None]
     committed = _mean(h["revoke_callback_ms"] for h in graceful if h["commit_in_revoke"])
     uncommitted = _mean(h["revoke_callback_ms"] for h in graceful if not h["commit_in_revoke"])
     crashes = [h for h in handoffs if h["release_kind"] == "crash"]
-    crash_pauses = [measured_pause_s(h) for h in crashes]
-    crash_overhead = _mean(p - session_timeout_ms / 1000.0 for p in crash_pauses if p is not None)
+    crash_overhead = _mean(p - session_timeout_ms / 1000.0 for p in map(measured_pause_s, crashes) if p is not None)
     lost = [h for h in handoffs if h["release_kind"] == "lost"]
 
     def prior(k: str, owner_left: bool) -> float:
@@ -260,7 +322,9 @@ def fit(handoffs: list[dict[str, Any]], intervals: list[dict[str, Any]], members
         crash_overhead_s=crash_overhead if crash_overhead is not None else pause,
         lost_duplicates=_mean(_exact(h, "duplicates") for h in lost) or 0.0,
         lost_pause_s=_mean(measured_pause_s(h) for h in lost) or pause,
-        round_ms=observed_round_ms(members, handoffs) if kind != "consumer" else ROUND_MS)
+        round_ms=observed_round_ms(members, handoffs) if kind != "consumer" else ROUND_MS,
+        backlog=fit_backlog(ordinary, graceful, intervals, rate, lambda h: prior("eager", False) if h["same_owner"]
+                            else prior(kind, _left_before(h, left))))
 
 
 @dataclass(frozen=True)
@@ -286,7 +350,7 @@ def price_each(rebalances: Iterable[SimRebalance], fitted: Fitted, kind: str, co
             t[1] += len(r.handoffs)
             t[2] += sum(h.moved for h in r.handoffs)
             t[3] += sum(fitted.duplicates(h, commits) for h in r.handoffs)
-            t[4] += pause
+            t[4] += pause + sum(fitted.redelivery_pause_s(h, commits) for h in r.handoffs)
     return [Priced(*t) for t in totals]
 
 

@@ -21,7 +21,7 @@ from pipelines.simulator.assignors import ASSIGNORS
 from pipelines.simulator.cost_model import Fitted, Priced, price
 from pipelines.simulator.group import Assignment, Member
 from pipelines.simulator.handoff import owners
-from pipelines.simulator.mixed_phase import Bump, Join, Leave, MixedGroup, MixedMember, step
+from pipelines.simulator.mixed_phase import Bump, Join, Leave, MixedGroup, MixedMember, replaced, step
 from pipelines.simulator.replay import SimHandoff, SimRebalance
 
 CONSUMER = "consumer"
@@ -41,8 +41,9 @@ def _rebalance(bump: Bump, after: MixedGroup, left: Assignment, down_s: float,
         for tp in sorted(tps):
             gainer = to.get(tp, "")
             kind = CONSUMER if bump.rule == "R4" and kinds.get(gainer, CONSUMER) == CONSUMER else classic
-            if gone and gainer == member:  # P2: the migrant back before its leave's round; its partitions wait
-                handoff = SimHandoff(tp, "bounce", False, down_s, gainer)
+            if gone and gainer in (member, ""):  # its partitions wait for it: P2 (the migrant back before its
+                # leave's round completed), or no one else in the group subscribes to them
+                handoff = SimHandoff(tp, "bounce", False, down_s, member)
             else:
                 # a leave is ``left`` (a scale-in's heartbeat-long wait) only in a classic round: once
                 # converted, the broker hands a leaver's partitions on at once (scale-out-in's mixed
@@ -67,25 +68,32 @@ def mixed_phase_rounds(members: list[Member], owned: Assignment, counts: dict[st
                        remote: str, down_s: float, first_lands_first: bool = False) -> list[tuple[SimRebalance, str]]:
     """The rebalances of migrating ``members`` (in rollout order) from ``owned`` (the classic
     layout now), each with the protocol kind its handoffs are priced by. The upgrade is taken to go
-    through (R0's refusals are the plan's to hold back, not to price). ``first_lands_first``: the
-    first migrant is back before its leave's classic round completes (P2)."""
+    through (R0's refusals are the plan's to hold back, not to price): the group is one whose stored
+    assignments carry no user data, as the Java client's never do and a librdkafka cooperative-sticky
+    group's do (readiness ``sticky_user_data``, blocking). ``first_lands_first``: the first migrant is
+    back before its leave's classic round completes (P2)."""
     kind = ASSIGNORS[classic].rebalance_protocol
     group = MixedGroup(classic, tuple(MixedMember(m, kind) for m in members),
-                       {m.member_id: set(owned.get(m.member_id, ())) for m in members}, epoch=1)
+                       {m.member_id: set(owned.get(m.member_id, ())) for m in members}, epoch=1, user_data=False)
     rounds: list[tuple[SimRebalance, str]] = []
     left: Assignment = {}  # partitions of members gone since the last bump
     for i, m in enumerate(members):
         migrant = MixedMember(m, CONSUMER, remote.split(":", 1)[1])
         for at, change in ((i * 2, Leave(m.member_id, settles=not (i == 0 and first_lands_first))),
                            (i * 2 + 1, Join(migrant))):
+            in_place = isinstance(change, Join) and replaced(group, migrant) is not None  # R3: a static restart
             then, bump = step(group, change, counts)
+            if isinstance(change, Join) and migrant not in then.members:
+                raise ValueError(f"the broker refuses {m.member_id}'s upgrade (R0): a mixed phase is priced only "
+                                 "for a group it converts")
             if isinstance(change, Leave) and m.member_id in group.target and m.member_id not in then.target:
                 left[m.member_id] = group.target[m.member_id]
             if bump is not None:
                 rounds += _rebalance(bump, then, left, down_s, at)
                 left = {}
-            elif isinstance(change, Join):  # R3: it replaced its old self; its partitions wait, nothing else moves
-                back = tuple(SimHandoff(tp, "bounce", False, down_s, m.member_id) for tp in sorted(then.target[m.member_id]))
+            elif in_place:  # it took its old self's place and partitions; they wait for it, nothing else moves
+                back = tuple(SimHandoff(tp, "bounce", False, down_s, m.member_id)
+                             for tp in sorted(then.target[m.member_id]))
                 rounds.append((SimRebalance(at, "protocol_migration", back, group_rebalance=False), CONSUMER))
             group = then
     return rounds

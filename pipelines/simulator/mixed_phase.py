@@ -4,9 +4,11 @@ one membership change in, the group's next state and its epoch bump (if any) out
 The rules are the migration study's (docs/measured.md, "The KIP-848 migration"), each read from
 the 4.2.0 group coordinator and checked on the embedded broker (tests/e2e/test_mixed_phase.py):
 - R0: a consumer-protocol member joining a non-empty classic group converts it only if the
-  migration policy allows upgrades and no stored assignment carries user data (librdkafka's
-  cooperative-sticky writes some); otherwise the joiner dies (GROUP_ID_NOT_FOUND is fatal) and
-  nothing moves. An empty classic group is simply recreated as a consumer group.
+  migration policy allows upgrades and no stored assignment carries user data (the 4.2.0
+  coordinator: "userData from a custom assignor would be lost"; librdkafka's cooperative-sticky
+  writes some, the Java client's assignors none: ``MixedGroup.user_data``); otherwise the joiner
+  dies (GROUP_ID_NOT_FOUND is fatal) and nothing moves. An empty classic group is simply
+  recreated as a consumer group.
 - R1: once converted, one broker-side assignor computes every target: the consumer-protocol
   members' most common ``group.remote.assignor``, else uniform; classic members vote for nothing.
 - R2: the conversion moves nothing: the stored classic assignment is the target, the classic
@@ -47,7 +49,10 @@ Revokes = dict[str, tuple[frozenset[TopicPartition], ...]]  # member id -> its r
 # group.consumer.migration.policy -> (upgrade allowed, downgrade allowed); 4.2.0's default is bidirectional
 MIGRATION_POLICIES: dict[str, tuple[bool, bool]] = {
     "bidirectional": (True, True), "upgrade": (True, False), "downgrade": (False, True), "disabled": (False, False)}
-# classic assignors whose stored assignments carry user data from the second generation on (P1)
+# classic assignors whose stored assignments carry user data from the second generation on under
+# librdkafka (P1); the Java client's assignors put none in an assignment (kafka-clients 4.2.0: every
+# assignor's Assignment is built from its partitions alone; cooperative-sticky's generation rides in
+# the subscription, which the conversion does not keep)
 USER_DATA_ASSIGNORS = frozenset({"classic:cooperative-sticky"})
 DEFAULT_REMOTE_ASSIGNOR = "uniform"  # group.consumer.assignors[0]
 
@@ -67,6 +72,8 @@ class MixedGroup:
     epoch: int  # the classic generation, then the group epoch (R2: one scale)
     converted: bool = False
     policy: str = "bidirectional"
+    # whether the classic members' stored assignments carry assignor user data (R0); None: as librdkafka's (P1)
+    user_data: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -138,7 +145,8 @@ def _classic_rebalance(group: MixedGroup, members: tuple[MixedMember, ...], coun
     return replace(group, members=members, target=target, epoch=bump.epoch, converted=False), bump
 
 
-def _consumer_bump(group: MixedGroup, members: tuple[MixedMember, ...], counts: dict[str, int]) -> tuple[MixedGroup, Bump]:
+def _consumer_bump(group: MixedGroup, members: tuple[MixedMember, ...],
+                   counts: dict[str, int]) -> tuple[MixedGroup, Bump]:
     """R4 with R6's revokes."""
     assignor = remote_assignor(members)
     target = assign(assignor, [m.member for m in members], counts, group.target)
@@ -152,7 +160,7 @@ def _consumer_bump(group: MixedGroup, members: tuple[MixedMember, ...], counts: 
     return replace(group, members=members, target=target, epoch=bump.epoch), bump
 
 
-def _replaced(group: MixedGroup, joiner: MixedMember) -> MixedMember | None:
+def replaced(group: MixedGroup, joiner: MixedMember) -> MixedMember | None:
     """R3: the member a static joiner replaces (same group.instance.id), if any."""
     gid = joiner.member.group_instance_id
     return next((m for m in group.members if gid is not None and m.member.group_instance_id == gid), None)
@@ -160,7 +168,9 @@ def _replaced(group: MixedGroup, joiner: MixedMember) -> MixedMember | None:
 
 def upgrade_allowed(group: MixedGroup) -> bool:
     """R0 for a non-empty classic group."""
-    return MIGRATION_POLICIES[group.policy][0] and not (group.classic_assignor in USER_DATA_ASSIGNORS and group.epoch >= 2)
+    user_data = group.user_data if group.user_data is not None else \
+        group.classic_assignor in USER_DATA_ASSIGNORS and group.epoch >= 2
+    return MIGRATION_POLICIES[group.policy][0] and not user_data
 
 
 def _replace(group: MixedGroup, old: MixedMember, joiner: MixedMember,
@@ -175,11 +185,13 @@ def _replace(group: MixedGroup, old: MixedMember, joiner: MixedMember,
     moved = replace(group, members=members, target=target, converted=converted)
     if old.member.subscription == joiner.member.subscription:
         return moved, None
-    return _consumer_bump(moved, members, counts) if converted else _classic_rebalance(moved, members, counts, "classic")
+    if converted:
+        return _consumer_bump(moved, members, counts)
+    return _classic_rebalance(moved, members, counts, "classic")
 
 
 def _join(group: MixedGroup, joiner: MixedMember, counts: dict[str, int]) -> tuple[MixedGroup, Bump | None]:
-    old = _replaced(group, joiner)
+    old = replaced(group, joiner)
     if old is not None:
         return _replace(group, old, joiner, counts)
     members = (*group.members, joiner)

@@ -5,22 +5,8 @@ from __future__ import annotations
 from pipelines.broker_log.classic_history import classic_generations, classic_ownership_changes
 from pipelines.broker_log.commit_window import KEEP_REASONS, kept_commits
 from pipelines.broker_log.consumer_history import consumer_events, consumer_ownership_changes
-
-
-def _member(member_id: str, partitions: list[int], instance: str | None = None) -> dict:
-    return {"memberId": member_id, "groupInstanceId": instance, "clientId": "c", "clientHost": "/h",
-            "rebalanceTimeout": 300000, "sessionTimeout": 45000, "subscription": b"", "assignment": b"",
-            "subscription_decoded": {"version": 3, "topics": ["t"], "userData": None, "ownedPartitions": [],
-                                     "generationId": -1, "rackId": None},
-            "assignment_decoded": {"version": 3, "assignedPartitions": [{"topic": "t", "partitions": partitions}],
-                                   "userData": None}}
-
-
-def _generation(offset: int, at: int, generation: int, members: list[dict], protocol: str = "range") -> dict:
-    value = None if generation < 0 else {"protocolType": "consumer", "generation": generation, "protocol": protocol,
-                                         "leader": "a", "currentStateTimestamp": at - 5, "members": members}
-    return {"group_id": "g", "record_type": 2, "name": "GroupMetadata", "key": {"group": "g"}, "version": 3,
-            "value": value, "offsets_partition": 0, "offset": offset, "timestamp_ms": at}
+from tests.support.broker_rows import assignment as _assignment, consumer_row as _consumer_row
+from tests.support.broker_rows import generation as _generation, member as _member
 
 
 def test_a_gap_in_generations_counts_failed_rounds_and_a_tombstone_starts_over():
@@ -60,9 +46,10 @@ def test_commits_kept_are_bounded_per_change_whatever_the_commit_rate():
     hour = 3_600_000
     for every_ms in (1000, 100, 10):  # 1, 10 and 100 commits a second for an hour
         kept = kept_commits(_commits(0, 0, hour, every_ms, 5), changes)
-        by_change = [k for k in kept if set(k["reasons"]) & {"before_change", "after_change", "first_advance"}]
-        assert len(by_change) <= 3 * len(changes)
-        assert len(kept) <= 3 * len(changes) + hour // 60_000 + 1, every_ms
+        by_change = [k for k in kept if set(k["reasons"]) & {"before_change", "after_change", "first_advance",
+                                                              "last_advance", "before_last_advance"}]
+        assert len(by_change) <= 5 * len(changes)
+        assert len(kept) <= 5 * len(changes) + hour // 60_000 + 1, every_ms
         assert all(set(k["reasons"]) <= set(KEEP_REASONS) for k in kept)
 
 
@@ -71,7 +58,17 @@ def test_the_commits_around_a_change_are_the_ones_the_bounds_read():
     commits[5]["committed_offset"] = commits[4]["committed_offset"]  # the new owner first commits where it started
     kept = {k["at_ms"]: k["reasons"] for k in kept_commits(commits, [_change(4500)], checkpoint_ms=60_000)}
     assert "before_change" in kept[4000] and "after_change" in kept[5000] and "first_advance" in kept[6000]
-    assert kept[0] == ["checkpoint"] and kept[9000] == ["latest"] and len(kept) == 5
+    # the previous owner's stop window opens at the commit before the one that reached its last offset
+    assert "last_advance" in kept[4000] and kept[3000] == ["before_last_advance"]
+    assert kept[0] == ["checkpoint"] and kept[9000] == ["latest"] and len(kept) == 6
+
+
+def test_the_last_advance_is_the_first_commit_of_a_repeated_offset():
+    commits = _commits(0, 0, 8000, 1000, 5)  # offsets 0, 5, ..., 35
+    for c in commits[4:]:
+        c["committed_offset"] = 20  # an idle partition: the same offset committed again and again
+    kept = {k["at_ms"]: k["reasons"] for k in kept_commits(commits, [_change(7500)], checkpoint_ms=60_000)}
+    assert "before_change" in kept[7000] and "last_advance" in kept[4000] and kept[3000] == ["before_last_advance"]
 
 
 def test_a_deleted_offset_is_kept_and_a_nameless_topic_keeps_nothing():
@@ -79,16 +76,6 @@ def test_a_deleted_offset_is_kept_and_a_nameless_topic_keeps_nothing():
     commits.append({**commits[-1], "committed_offset": None, "at_ms": 5000, "offset": 99})
     kept = kept_commits(commits, [{"topic": None, "partition": 0, "at_ms": 1500}])
     assert [k["reasons"] for k in kept] == [["checkpoint"], ["deleted", "latest"]]
-
-
-def _consumer_row(offset: int, at: int, name: str, key: dict, value: dict | None) -> dict:
-    return {"group_id": "g", "record_type": 0, "name": name, "key": {"groupId": "g", **key}, "version": 0,
-            "value": value, "offsets_partition": 0, "offset": offset, "timestamp_ms": at}
-
-
-def _assignment(epoch: int, assigned: list[int]) -> dict:
-    return {"memberEpoch": epoch, "previousMemberEpoch": epoch - 1, "state": 0,
-            "assignedPartitions": [{"topicId": "T", "partitions": assigned}], "partitionsPendingRevocation": []}
 
 
 def test_a_deleted_consumer_group_starts_over_when_its_name_comes_back():

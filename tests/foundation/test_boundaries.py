@@ -5,7 +5,10 @@
   needs is public API of its rightful module;
 - ``lens_cli/`` writes nothing to the lake itself: it reads through ``pipelines.lake``'s readers
   only and calls no writer of Spark or Delta. Every lake write is a pipelines function that holds
-  the lake's lock (``pipelines.lake_lock``).
+  the lake's lock (``pipelines.lake_lock``);
+- every module sits in a layer (``LAYERS``) and imports nothing of a layer above its own, and no
+  modules import each other in a circle, counting every import: a lazy one in a function and one
+  under ``TYPE_CHECKING`` too.
 
 Each check is also run on a snippet that breaks it, so a checker that finds nothing fails too.
 """
@@ -156,3 +159,136 @@ def test_the_agent_and_the_scenarios_never_import_the_pipelines():
               if _package_of(path) in NEVER_IMPORTS
               and (found := _layer_breaks(_package_of(path), path.read_text()))}
     assert breaks == {}
+
+
+# The house's layers, bottom first: a module imports from its own layer and those below it only
+# (by the longest prefix that names it). The pipelines' layers follow the data: the declarations
+# every stage and the report read, the lake, the stages in their order, the runner; the report
+# stands on the declarations alone (``pip install 'rebalance-lens[report]'`` has no Spark).
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("the agent and its contract", ("consumer_agent",)),
+    ("what every part stands on", ("lens_runtime",)),
+    ("the scenarios", ("lens_scenarios",)),
+    ("the pipelines' declarations", ("pipelines", "pipelines.policy", "pipelines.vocabulary",
+                                     "pipelines.vocabulary_yaml", "pipelines.measures", "pipelines.telemetry_types",
+                                     "pipelines.catalog", "pipelines.config")),
+    ("the report", ("tuning_report",)),
+    ("the lake", ("pipelines.lake", "pipelines.lake_lock", "pipelines.migrations", "pipelines.sequences",
+                  "pipelines.scope")),
+    ("stage 1, ingest", ("pipelines.ingest",)),
+    ("stage 2, validate", ("pipelines.validate",)),
+    ("stage 3, silver", ("pipelines.silver",)),
+    ("stage 4, gold", ("pipelines.gold",)),
+    ("the simulator", ("pipelines.simulator",)),
+    ("stage 5, recommend", ("pipelines.recommend",)),
+    ("stage 6, the SQL marts", ("pipelines.sql_build",)),
+    ("the daily maintenance", ("pipelines.maintenance",)),
+    ("the runner", ("pipelines.stages",)),
+    ("the commands, the schedule and the checks", ("lens_cli", "lens_airflow", "dags", "benchmarks", "tests")),
+)
+
+
+def _module_of(path: Path) -> str:
+    """A file's dotted module name (``airflow/dags/x.py``: dags.x; a package's ``__init__``: the package)."""
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    parts = parts[1:] if parts[0] == "airflow" else parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_module_of(p): p for p in _sources() if len(p.relative_to(ROOT).parts) > 1}
+
+
+def _house_module(name: str, modules: set[str]) -> str | None:
+    """The module of the house ``name`` is or lies in (``pipelines.lake.read``: pipelines.lake)."""
+    while name and name not in modules:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def imports_of(source: str, module: str, modules: set[str], package: bool = False) -> set[str]:
+    """The house's modules ``source`` (module ``module``; ``package``: its ``__init__``) imports
+    anywhere in it: at the top, in a function (a lazy import is an import all the same), under
+    ``TYPE_CHECKING``."""
+    here = module.split(".") if package else module.split(".")[:-1]
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found |= {_house_module(a.name, modules) for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = ".".join([*here[:len(here) + 1 - node.level], node.module or ""]) if node.level else node.module
+            found |= {_house_module(f"{base}.{a.name}".strip("."), modules) for a in node.names}
+    return {m for m in found if m is not None and m != module}
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Every module of the house -> the house's modules it imports."""
+    return {m: imports_of(p.read_text(), m, set(MODULES), p.name == "__init__.py") for m, p in MODULES.items()}
+
+
+def layer_of(module: str) -> int | None:
+    """The index in ``LAYERS`` of the layer whose longest prefix names ``module`` (None: no layer)."""
+    named = [(len(prefix), i) for i, (_, prefixes) in enumerate(LAYERS) for prefix in prefixes
+             if module == prefix or module.startswith(f"{prefix}.")]
+    return max(named)[1] if named else None
+
+
+def upward(graph: dict[str, set[str]]) -> list[str]:
+    """Each import that runs from a layer to one above it, in words."""
+    return sorted(f"{a} ({LAYERS[layer_of(a)][0]}) imports {b} ({LAYERS[layer_of(b)][0]})"
+                  for a, targets in graph.items() for b in targets if layer_of(b) > layer_of(a))
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import circles: every set of modules each of which imports, through the others, each other
+    one (the strongly connected components of more than one module, Tarjan's), sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while not component or component[-1] != v:
+                component.append(stack.pop())
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return sorted(found)
+
+
+def test_the_graph_checks_find_what_they_look_for():
+    modules = {"pipelines.lake", "pipelines.recommend.rules", "tuning_report.page", "consumer_agent.agent"}
+    lazy = ("from pipelines.lake import read\nimport consumer_agent.agent as a\ndef f():\n"
+            "    from pipelines.recommend import rules\n    import json\n")
+    assert imports_of(lazy, "tuning_report.page", modules) == {"pipelines.lake", "pipelines.recommend.rules",
+                                                                "consumer_agent.agent"}
+    graph = {"tuning_report.page": {"pipelines.recommend.rules", "pipelines.policy"}, "pipelines.policy": set(),
+             "pipelines.recommend.rules": {"pipelines.recommend.plan"},
+             "pipelines.recommend.plan": {"pipelines.recommend.rules", "pipelines.policy"}}
+    assert upward(graph) == ["tuning_report.page (the report) imports pipelines.recommend.rules "
+                             "(stage 5, recommend)"]
+    assert circles(graph) == [["pipelines.recommend.plan", "pipelines.recommend.rules"]]
+    assert layer_of("pipelines.recommend.kinds") > layer_of("pipelines.simulator.replay") > layer_of("pipelines")
+
+
+def test_every_module_has_a_layer_and_no_import_runs_back_up_the_layers():
+    graph = import_graph()
+    assert len(graph) > 150 and {"pipelines.policy", "tuning_report.page", "lens_cli.main"} <= set(graph)
+    assert sorted(m for m in graph if layer_of(m) is None) == []
+    assert upward(graph) == []
+
+
+def test_no_import_circle_anywhere_in_the_house():
+    assert circles(import_graph()) == []

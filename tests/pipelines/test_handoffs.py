@@ -1,9 +1,11 @@
 """Handoff arithmetic on the pure functions: offsets are NEXT-to-read, last_processed is the last record."""
 from __future__ import annotations
 
-from pipelines.gold.handoffs import handoffs_of
+import pytest
+
+from pipelines.gold.handoffs import handed_out_nothing, handoffs_of
 from tests.support.reference_ownership import ownership_intervals
-from lens_scenarios.synthetic import P0, Fleet
+from lens_scenarios.synthetic import P0, P1, Fleet
 
 
 def _one_handoff(auto_commit_after_revoke: bool, next_starts_at: int) -> dict:
@@ -56,9 +58,11 @@ def test_owner_revoked_before_reading_passes_the_duplicates_on():
     first, second = sorted(handoffs_of(ownership_intervals(fleet.events)), key=lambda h: h["revoke_ms"])
     assert (first["prev_agent_id"], first["next_agent_id"]) == (m1.agent_id, m2.agent_id)
     assert (first["uncommitted_at_revoke"], first["duplicates"], first["duplicates_upper"]) == (50, 50, 50)
-    assert second["duplicates"] is None  # m2 processed nothing: nothing of its own to read again
+    # m2 handed out nothing: nothing of its own to read again, exactly
+    assert (second["duplicates"], second["duplicates_upper"], second["uncommitted_at_revoke"]) == (0, 0, 0)
     # the partition was idle from m1's revoke (2.0 s) to m3's first fetch (3.75 s), counted once
-    assert (first["pause_s"], first["pause_upper_s"], second["pause_s"], second["pause_upper_s"]) == (1.0, 1.0, 0.75, 0.75)
+    pauses = (first["pause_s"], first["pause_upper_s"], second["pause_s"], second["pause_upper_s"])
+    assert pauses == (1.0, 1.0, 0.75, 0.75)
 
 
 def test_crashed_owner_bounds_are_confirmed_by_the_first_owner_that_reads():
@@ -70,7 +74,9 @@ def test_crashed_owner_bounds_are_confirmed_by_the_first_owner_that_reads():
     crash, idle = sorted(handoffs_of(ownership_intervals(fleet.events)), key=lambda h: h["assigned_ms"])
     assert crash["release_kind"] == "crash" and crash["duplicates"] == 50
     assert crash["duplicates"] <= crash["duplicates_upper"] <= 151 - 50  # capped by m3's log end
-    assert idle["duplicates"] is None and (idle["pause_s"], idle["pause_upper_s"]) == (0.7, 0.7)
+    # m2 handed out nothing: its own release re-delivers nothing, exactly
+    assert (idle["duplicates"], idle["duplicates_upper"]) == (0, 0)
+    assert (idle["pause_s"], idle["pause_upper_s"]) == (0.7, 0.7)
 
 
 def _crash(m1_acts, assigned_ms: int = 10_000, log_end: int = 1_000) -> dict:
@@ -168,7 +174,8 @@ def test_an_idle_partition_pauses_only_while_a_record_waits():
     waiting = _revoke_then_fetch(produced_ms=3_000)      # produced before the revoke: waited 10 -> 12 s
     arrived = _revoke_then_fetch(produced_ms=10_200)     # produced between revoke and assignment
     idle = _revoke_then_fetch(produced_ms=11_000)        # produced after the assignment: nothing waited
-    assert [(h["pause_s"], h["pause_upper_s"]) for h in (waiting, arrived, idle)] == [(2.0, 2.0), (1.8, 1.8), (0.0, 0.0)]
+    pauses = [(h["pause_s"], h["pause_upper_s"]) for h in (waiting, arrived, idle)]
+    assert pauses == [(2.0, 2.0), (1.8, 1.8), (0.0, 0.0)]
     assert waiting["duplicates"] == idle["duplicates"] == idle["duplicates_upper"] == 20
 
 
@@ -229,3 +236,39 @@ def test_a_crashed_owner_that_never_read_the_partition_adds_no_wait_the_link_bef
     assert crash["release_kind"] == "crash"
     assert (revoked["pause_s"], revoked["pause_upper_s"]) == (6.0, 6.0)
     assert crash["pause_s"] == 0.2 and crash["pause_upper_s"] == 5.7  # had it read, unseen, from 2.5 s
+
+
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_a_partition_revoked_before_its_first_record_cost_exactly_no_duplicates(protocol):
+    """An eager group's formation (classic): m1 gets both partitions, m2 joins before m1 read any,
+    m1 gives both back and gets P0 again. Under KIP-848 (consumer): m1 gets both, m2 joins and m1
+    revokes P1 before reading it. The releases of what was never handed out are 0 duplicates exactly,
+    where the releases of what was read keep their offsets' figure."""
+    cooperative = protocol == "consumer"
+    fleet = Fleet()
+    settings = {"group_protocol": protocol, "rebalance_protocol": "cooperative" if cooperative else "eager"}
+    m1, m2 = fleet.member("m1", **settings), fleet.member("m2", **settings)
+    m1.at(0).joins().assigned(P0, P1, generation=1).fetches(P0, 0)
+    m1.at(500).processes_many({P0: 9}).commits(P0, 5)
+    m2.at(600).joins()
+    m1.at(700).revokes(*((P1,) if cooperative else (P0, P1)))
+    if not cooperative:
+        m1.at(800).assigned(P0, generation=2).fetches(P0, 5)
+    m2.at(800).assigned(P1, generation=2).fetches(P1, 0)
+    by_partition = {h["partition"]: h for h in handoffs_of(ownership_intervals(fleet.events))}
+    never_read = by_partition[1]
+    assert (never_read["duplicates"], never_read["duplicates_upper"], never_read["uncommitted_at_revoke"]) == \
+        (0, 0, 0)
+    if not cooperative:  # P0 was read to 9, committed at 5: 5..9 read again by m1 itself
+        assert (by_partition[0]["duplicates"], by_partition[0]["duplicates_upper"]) == (5, 5)
+
+
+def test_the_agents_word_decides_whether_anything_was_handed_out():
+    """Once the agents send ``handed_out`` at a release, it decides; without it, no first record and no
+    position do."""
+    owner = {"first_fetch_ms": None, "position_at_release": None, "last_processed_at_release": None}
+    assert handed_out_nothing(owner)
+    assert not handed_out_nothing({**owner, "handed_out_at_release": True})
+    assert handed_out_nothing({**owner, "first_fetch_ms": 5, "handed_out_at_release": False})
+    assert not handed_out_nothing({**owner, "position_at_release": 12})  # a position: something was handed out
+    assert not handed_out_nothing({**owner, "first_fetch_ms": 5})

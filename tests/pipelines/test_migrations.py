@@ -10,17 +10,24 @@ import pytest
 from delta.tables import DeltaTable
 
 from pipelines import catalog, lake, migrations
-from pipelines.recommend import rules
+from pipelines.recommend import evidence_queries
 
 OLD_DROPPED_TYPES = {"unavailable_s": "double", "duplicates_confirmed": "bigint",
                      "partition_seconds_unavailable": "double"}
+
+
+# The columns the broker source added (issue 52), which a lake of the older names predates.
+BROKER_SOURCE_ADDED = {catalog.HANDOFFS.path: {"source", "cause_confidence", "duplicates_estimate", "pause_estimate_s",
+                                               "stopped_after_ms", "stopped_by_ms"},
+                       catalog.EPISODES.path: {"source"}, catalog.METRICS.path: {"broker_covered_s", "broker_coverage"}}
 
 
 def _older(table: catalog.Table) -> list[tuple[str, str]]:
     """The table's columns as the older code declared them: renamed back, the dropped ones added."""
     migration = next(m for m in migrations.GOLD if m.path == table.path)
     back = {r.new: r.old for r in migration.renames}
-    return [(back.get(name, name), kind) for name, kind in table.all_columns()] + \
+    added = BROKER_SOURCE_ADDED.get(table.path, set())
+    return [(back.get(name, name), kind) for name, kind in table.all_columns() if name not in added] + \
         [(name, OLD_DROPPED_TYPES[name]) for name in migration.dropped]
 
 
@@ -54,7 +61,8 @@ def test_an_older_gold_table_is_renamed_in_place_once(spark, tmp_path):
     assert said == [
         "gold/handoffs: unavailable_lower_s -> pause_s, unavailable_upper_s -> pause_upper_s, "
         "duplicates_lower -> duplicates, duplicates_estimated -> uncommitted_at_revoke; dropped unavailable_s, "
-        "duplicates_confirmed (exact ones are where pause_s = pause_upper_s, duplicates = duplicates_upper)",
+        "duplicates_confirmed (exact ones are where pause_s = pause_upper_s, duplicates = duplicates_upper); "
+        f"{migrations.sources_note(catalog.HANDOFFS.path)}",
         "gold/metrics: partition_seconds_unavailable_lower -> pause_s, partition_seconds_unavailable_upper -> "
         "pause_upper_s; dropped partition_seconds_unavailable (the sum of exact pauses only)"]
 
@@ -64,6 +72,9 @@ def test_an_older_gold_table_is_renamed_in_place_once(spark, tmp_path):
                                            "uncommitted_at_revoke")} == \
         {"pause_s": 0.2, "pause_upper_s": 65.2, "duplicates": 30, "duplicates_upper": 231, "uncommitted_at_revoke": 30}
     assert (handoffs["h2"]["pause_s"], handoffs["h2"]["pause_upper_s"], handoffs["h2"]["duplicates"]) == (0.7, 0.7, 20)
+    # every row before the broker source was the agent's, its cause from telemetry; the log's figures unknown
+    assert {(h["source"], h["cause_confidence"], h["pause_estimate_s"]) for h in handoffs.values()} == {
+        ("agent", "exact", None)}
     [metric] = lake.read(spark, lake_path, catalog.METRICS).collect()
     assert lake.read(spark, lake_path, catalog.METRICS).schema == catalog.METRICS.schema()
     assert (metric.pause_s, metric.pause_upper_s, metric.duplicates) == (1.6, 66.6, 50)
@@ -93,7 +104,7 @@ def test_a_column_the_migration_does_not_know_is_kept(spark, tmp_path):
         .option("overwriteSchema", "true").save(catalog.METRICS.location(lake_path))
     migrations.migrate(spark, lake_path, lambda _line: None)
     migrated = lake.read(spark, lake_path, catalog.METRICS)
-    assert migrated.columns == [*catalog.METRICS.column_names(), "a_users_own_column"]
+    assert migrated.columns == [*catalog.METRICS.column_names(), "a_users_own_column"]  # the new ones null
     assert migrated.first().a_users_own_column == "x"
 
 
@@ -113,24 +124,28 @@ def test_every_renamed_gold_column_carries_its_older_values(spark, tmp_path, mig
     assert line.startswith(f"{migration.path}: ")
     [row] = [r.asDict() for r in lake.read(spark, lake_path, table).collect()]
     back = {r.new: r.old for r in migration.renames}
-    assert row == {name: older[back.get(name, name)] for name in table.column_names()}
+    fills = migrations.SOURCE_FILLS.get(migration.path, {})  # the broker source's columns: the agent's rows
+    assert row == {name: fills.get(name) if name in BROKER_SOURCE_ADDED.get(migration.path, ()) else
+                   older[back.get(name, name)] for name in table.column_names()}
 
 
-# The evidence queries the landed head's recommend stage wrote (its rules.Q_COST_BY_CAUSE, Q_WHAT_IF).
+# The evidence queries the landed head's recommend stage wrote (its evidence_queries.Q_COST_BY_CAUSE, Q_WHAT_IF).
 OLDER_QUERIES = {
     "Q_COST_BY_CAUSE": "SELECT cause, count(*) AS handoffs, sum(coalesce(duplicates_confirmed, duplicates_lower)) AS "
                        "duplicates, sum(coalesce(duplicates_confirmed, duplicates_upper)) AS duplicates_upper, "
                        "sum(coalesce(unavailable_s, unavailable_lower_s)) AS paused_partition_s "
                        "FROM delta.`{lake}/gold/handoffs` WHERE group_id = :group_id GROUP BY cause",
     "Q_WHAT_IF": "SELECT config, rebalances, handoffs, partitions_moved, duplicates, pause_s, duplicates_saved, "
-                 "pause_saved_s FROM delta.`{lake}/gold/what_if` WHERE group_id = :group_id ORDER BY duplicates_saved DESC",
-    "Q_MEMBERS": rules.Q_MEMBERS, "Q_EPISODES": rules.Q_EPISODES,  # unchanged
+                 "pause_saved_s FROM delta.`{lake}/gold/what_if` WHERE group_id = :group_id "
+                 "ORDER BY duplicates_saved DESC",
+    "Q_MEMBERS": evidence_queries.Q_MEMBERS, "Q_EPISODES": evidence_queries.Q_EPISODES,  # unchanged
 }
 
 
 def test_a_stored_evidence_query_is_rewritten_to_the_one_the_rules_write_now():
     for name, older in OLDER_QUERIES.items():
-        assert migrations.CLUSTER_EVIDENCE.apply(migrations.EVIDENCE_QUERY.apply(older)) == getattr(rules, name), name
+        rewritten = migrations.CLUSTER_EVIDENCE.apply(migrations.EVIDENCE_QUERY.apply(older))
+        assert rewritten == getattr(evidence_queries, name), name
 
 
 def test_a_table_written_before_the_cluster_gets_it_as_the_unknown_cluster_once(spark, tmp_path):
@@ -148,6 +163,30 @@ def test_a_table_written_before_the_cluster_gets_it_as_the_unknown_cluster_once(
     stored = lake.read(spark, lake_path, catalog.HANDOFFS)
     assert stored.schema == catalog.HANDOFFS.schema()
     assert [(r.cluster_id, r.group_id, r.handoff_id) for r in stored.collect()] == [("", "g", "h1")]
+    assert migrations.migrate(spark, lake_path, said.append) == []
+
+
+def test_a_table_written_before_the_broker_source_reads_as_the_agents_once(spark, tmp_path):
+    """Handoffs and episodes from before the broker source were all the agent's, their causes read from
+    telemetry: they say so, in one rewrite each; the log's estimates and stop windows are null there."""
+    lake_path = str(tmp_path / "lake")
+    for table, row in ((catalog.HANDOFFS, {"handoff_id": "h1", "cluster_id": "", "group_id": "g", "topic": "t",
+                                           "partition": 0, "cause": "restart"}),
+                       (catalog.EPISODES, {"episode_id": "e1", "cluster_id": "", "group_id": "g"})):
+        columns = [(n, k) for n, k in table.all_columns() if n not in BROKER_SOURCE_ADDED[table.path]]
+        (spark.createDataFrame([tuple(row.get(n) for n, _ in columns)], ", ".join(f"`{n}` {k}" for n, k in columns))
+         .write.format("delta").save(table.location(lake_path)))
+
+    said: list[str] = []
+    assert migrations.migrate(spark, lake_path, said.append) == said == [
+        f"{p}: {migrations.sources_note(p)}" for p in (catalog.HANDOFFS.path, catalog.EPISODES.path)]
+    assert said[0] == ("gold/handoffs: added the broker source's columns (source 'agent', cause_confidence 'exact' "
+                       "in the rows written before: the agent's)")
+    handoffs = lake.read(spark, lake_path, catalog.HANDOFFS)
+    assert handoffs.schema == catalog.HANDOFFS.schema()
+    assert [(r.handoff_id, r.source, r.cause_confidence, r.duplicates_estimate) for r in handoffs.collect()] == [
+        ("h1", "agent", "exact", None)]
+    assert [r.source for r in lake.read(spark, lake_path, catalog.EPISODES).collect()] == ["agent"]
     assert migrations.migrate(spark, lake_path, said.append) == []
 
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from pipelines.recommend.candidates import Config, changes
-from pipelines.recommend.plan import EFFORT, path, rollback_criteria, target
-from pipelines.recommend.rules import Evidence, migration_hold, pays, step_title
+from pipelines.recommend.configuration import Config
+from pipelines.recommend.judgement import Evidence, pays
+from pipelines.recommend.kinds import changes, named
+from pipelines.recommend.plan import path, rollback_criteria, target
+from pipelines.recommend.plan_rows import migration_hold, step_title
 from pipelines.recommend.what_if import WhatIf
 from pipelines.simulator.cost_model import Priced
 from pipelines.simulator.replay import Setup
@@ -37,7 +39,7 @@ def test_the_cheaper_change_goes_first_when_it_saves_more_per_effort_and_the_mig
     assert [(s.kind, s.config, s.migrates) for s in steps] == [("commit_on_revoke", COMMIT, False),
                                                                ("assignor", BOTH, True)]
     assert steps[1].before == steps[0].after == priced[COMMIT]  # each step priced from the one before
-    assert EFFORT["assignor"] > EFFORT["commit_on_revoke"]
+    assert named("assignor").effort > named("commit_on_revoke").effort
     # the migration's rollback reads the mixed phase against the group's figures today
     text = rollback_criteria(steps[1], today=(25.0, 2.5))
     assert "group_protocol_phases" in text and "3.12 s" in text and "GROUP_ID_NOT_FOUND" in text

@@ -9,8 +9,9 @@ import pytest
 
 from lens_scenarios.synthetic import P0, P1, Fleet, Member, tp
 from pipelines.recommend import readiness
-from pipelines.recommend.candidates import BrokerGroups
-from pipelines.recommend.rules import Evidence, recommend
+from pipelines.recommend.configuration import BrokerGroups
+from pipelines.recommend.judgement import Evidence
+from pipelines.recommend.rules import recommend
 from pipelines.recommend.what_if import what_if
 from pipelines.simulator.cost_model import Priced
 from pipelines.vocabulary import FINDING_CODES, FINDING_KINDS
@@ -60,10 +61,11 @@ def test_refused_config_keys_are_named_with_librdkafkas_own_words_and_the_fix():
                                                 "heartbeat.interval.ms": "1000", "max.poll.interval.ms": "30000"}})
     _scale_in(a, b)
     lines = _readiness_lines(fleet)
-    _named(lines, "refused_config_key", b, "[blocking]", readiness.REFUSED_KEYS["session.timeout.ms"],
+    _named(lines, "refused_config_key", b, "[blocking]", readiness.LIBRDKAFKA.refused_keys["session.timeout.ms"],
            "Fix: Remove session.timeout.ms", "group.consumer.session.timeout.ms")
     _named(lines, "refused_config_key", b, "`partition.assignment.strategy` is not supported for "
-           "`group.protocol=consumer`. Use `group.remote.assignor` instead", "Fix: Remove partition.assignment.strategy")
+           "`group.protocol=consumer`. Use `group.remote.assignor` instead",
+           "Fix: Remove partition.assignment.strategy")
     _named(lines, "refused_config_key", b, "heartbeat.interval.ms", "Fix: Remove heartbeat.interval.ms")
     assert not any("max.poll.interval.ms" in line for line in lines)  # a key the consumer protocol keeps
     assert not any(a.agent_id[-8:] in line for line in lines)  # m1 set none of them
@@ -215,7 +217,8 @@ def test_the_canary_s_chance_to_finish_its_leave_s_round_follows_the_group_s_res
     assert any("with a chance of 67% (its 1.00 s restart against the others' 3 s heartbeat)" in line
                for line in restarted.evidence)
     unseen = _planted_move(phased_eager(), today=Priced(2, 4, 2, 0.0, 5.0))
-    assert any("The group showed no restart" in line and "middle of the two outcomes" in line for line in unseen.evidence)
+    assert any("The group showed no restart" in line and "middle of the two outcomes" in line
+               for line in unseen.evidence)
 
 
 
@@ -228,3 +231,97 @@ def test_every_declared_finding_is_checked_and_only_those():
     assert all(f'"{f.code}"' in tests for f in FINDING_KINDS)
     with pytest.raises(ValueError, match="undeclared finding"):
         readiness.Finding("refused_config_key", "info", "m", "e", "f")  # its declared severity is blocking
+
+
+# The Java client (the Java agent's members): each finding kind worded for it, or absent where the Java
+# client does not behave as librdkafka does.
+JAVA_RANGE = {"librdkafka_version": readiness.JAVA_LIBRDKAFKA_VERSION,
+              "assignor": "org.apache.kafka.clients.consumer.RangeAssignor"}
+
+
+def _java_group(name: str, m2: dict | None = None) -> tuple[Fleet, Member, Member]:
+    fleet, a, b = _group(name, m1=JAVA_RANGE, m2={**JAVA_RANGE, **(m2 or {})})
+    _scale_in(a, b)
+    return fleet, a, b
+
+
+def _java_findings(fleet: Fleet, topics: tuple[str, ...] = ("orders",)) -> list[readiness.Finding]:
+    _, _, _, members = gold_of_group(fleet.events, gap_s=10.0)
+    return readiness.findings(members, topics)
+
+
+def test_a_java_members_refused_keys_quote_the_java_clients_config_exception():
+    keys = {"session.timeout.ms": "6000", "partition.assignment.strategy": JAVA_RANGE["assignor"],
+            "heartbeat.interval.ms": "1000", "group.protocol.type": "consumer"}
+    fleet, a, b = _java_group("java-keys", m2={"config": keys})
+    lines = _readiness_lines(fleet)
+    for key in ("session.timeout.ms", "partition.assignment.strategy", "heartbeat.interval.ms"):
+        # kafka-clients 4.2.0, run: ConfigException: session.timeout.ms cannot be set when group.protocol=CONSUMER
+        _named(lines, "refused_config_key", b, "[blocking]", "new KafkaConsumer(...) throws ConfigException",
+               f'"{key} cannot be set when group.protocol=CONSUMER"', f"Fix: Remove {key}")
+    assert not any("librdkafka" in line or "group.protocol.type" in line for line in lines)  # not a Java key
+
+
+def test_a_java_members_version_is_kafka_clients_and_only_before_4_0_blocks():
+    fleet, a, b = _java_group("java-version")
+    _, _, _, members = gold_of_group(fleet.events, gap_s=10.0)
+    assert readiness.findings(members, ["orders"]) == []  # today's rows carry no kafka-clients version
+    java = next(m for m in members if m["agent_id"] == a.agent_id)
+    [old] = readiness.old_client({**java, "client_version": "kafka-clients 3.9.1"})
+    assert (old.code, old.severity) == ("client_too_old", "blocking")
+    assert old.evidence.startswith("It runs kafka-clients 3.9.1: the consumer protocol is generally available "
+                                   "from 4.0 only (before: early access (3.7) or a preview (3.8, 3.9))")
+    assert old.fix.startswith("Upgrade kafka-clients to 4.0 or later")
+    # librdkafka's known-bugs warning (before 2.15) has no Java twin: client_known_bugs never for kafka-clients
+    assert readiness.old_client({**java, "client_version": "kafka-clients 4.0.0"}) == []
+
+
+def test_a_java_cooperative_sticky_group_converts_online_so_no_user_data_finding():
+    """The broker refuses an assignment with user data; the Java client's assignors write none."""
+    sticky = {**JAVA_RANGE, "assignor": "org.apache.kafka.clients.consumer.CooperativeStickyAssignor",
+              "rebalance_protocol": "cooperative"}
+    fleet, a, b = _group("java-sticky", m1=sticky, m2=sticky)
+    _scale_in(a, b)
+    assert "sticky_user_data" not in [f.code for f in _java_findings(fleet)]
+
+
+def test_a_java_migrant_the_cluster_refused_is_named_by_the_protocol_error():
+    fleet, a, b = _java_group("java-refused")
+    migrant = fleet.member("m3", group_protocol="consumer", rebalance_protocol="cooperative",
+                           assignor="broker-default", librdkafka_version=readiness.JAVA_LIBRDKAFKA_VERSION)
+    migrant.at(70_000).joins().reports_error("GROUP_ID_NOT_FOUND", 69, "GroupIdNotFoundException", fatal=True)
+    lines = _readiness_lines(fleet)
+    _named(lines, "cluster_refused", migrant, "[blocking]", "reported GROUP_ID_NOT_FOUND", "Fix: Check the brokers")
+    # a classic range group (the Java client's RangeAssignor) with a migrant on the broker's default
+    _named(lines, "range_to_uniform", migrant, "[info]", "uniform", "Fix: Set group.remote.assignor=range")
+
+
+def test_java_members_sharing_an_instance_id_are_named_as_librdkafkas_are():
+    fleet, a, b = _group("java-shared", m1={**JAVA_RANGE, "group_instance_id": "web-1"},
+                         m2={**JAVA_RANGE, "group_instance_id": "web-1"})
+    _scale_in(a, b)
+    _named(_readiness_lines(fleet), "shared_instance_id", b, "[blocking]", "group.instance.id=web-1")
+
+
+def test_a_java_listener_has_no_assign_call_and_a_java_pattern_keeps_matching_whole_names():
+    """The Java client applies an assignment itself (``eager_assign_calls`` is librdkafka's), and it
+    matches a ``java.util.regex.Pattern`` against whole names on either protocol (``regex_full_match``
+    is librdkafka's anywhere-match becoming the broker's whole-name match)."""
+    fleet, a, b = _java_group("java-regex", m2={"pattern": "^orders", "callback_calls": ("assign",)})
+    b.at(1_000).assigned(tp(0, "orders-eu")).fetches(tp(0, "orders-eu"), 0)
+    codes = [f.code for f in _java_findings(fleet, ("orders", "orders-eu"))]
+    assert "regex_full_match" not in codes and "eager_assign_calls" not in codes
+    fleet, a, b = _group("rdkafka-regex", m2={"pattern": "^orders", "callback_calls": ("assign",)})
+    b.at(1_000).assigned(tp(0, "orders-eu")).fetches(tp(0, "orders-eu"), 0)
+    _scale_in(a, b)
+    assert {"regex_full_match", "eager_assign_calls"} <= {f.code for f in _java_findings(fleet, ("orders",
+                                                                                                 "orders-eu"))}
+
+
+def test_a_java_members_enforce_calls_quote_what_the_java_client_does_under_kip848():
+    fleet, a, b = _group("java-enforce", m1=JAVA_RANGE, m2=JAVA_RANGE)
+    a.at(30_000).requests_rebalance().revokes(P0)
+    b.at(30_100).revokes(P1).at(31_000).assigned(P1).fetches(P1, 10)
+    a.at(31_000).assigned(P0).fetches(P0, 10)
+    _named(_readiness_lines(fleet), "enforce_rebalance", a, "[warning]", "called enforceRebalance() 1 times",
+           '"Operation not supported in new consumer group protocol"', "Fix: Stop calling enforceRebalance()")

@@ -14,7 +14,8 @@ HEARTBEAT_MS = {"eager": 1_000, "cooperative": 1_000, "consumer": 1_000}
 def _interval(uncommitted_sum: int, samples: int) -> dict:
     """P0 read at 50 records/s for 100 s; ``samples`` ticks saw ``uncommitted_sum`` uncommitted records in all."""
     return {"topic": "t", "partition": 0, "first_fetch_ms": 0, "released_ms": 100_000, "last_progress_ms": 100_000,
-            "processed": 5_000, "uncommitted_sum": uncommitted_sum, "uncommitted_samples": samples}
+            "processed": 5_000, "uncommitted_sum": uncommitted_sum, "uncommitted_samples": samples,
+            "max_progress_interval_ms": 1_000.0}
 
 
 def _revoke(duplicates: int) -> dict:
@@ -88,3 +89,48 @@ def test_a_kind_the_group_showed_half_of_takes_the_other_half_from_its_prior():
     fitted = _fit([_moved("a", 0.1)] * 2, [], left={"d": 12_000})
     assert fitted.move_pause_s["eager"] == (
         pytest.approx(0.1 - _prior("eager", False) + _prior("eager", True)), pytest.approx(0.1))
+
+
+def _slow(duplicates: int, pause_s: float, longest_tick_ms: float, commit_in_revoke: bool = False):
+    """Eight moves between staying members (prior 0.07 s) that each paused ``pause_s`` and re-delivered
+    ``duplicates`` records of a 50 records/s partition; its owners' longest progress tick ``longest_tick_ms``
+    against the shortest 1,000 (the agent ticks at the first poll after its timer)."""
+    moves = [{**_moved("a", pause_s), "duplicates": duplicates, "duplicates_upper": duplicates,
+              "commit_in_revoke": commit_in_revoke}] * 8
+    ticks = [{**_interval(1_000, 40), "max_progress_interval_ms": ms} for ms in (1_000.0, longest_tick_ms)]
+    return _fit(moves, ticks)
+
+
+def _one_move(fitted, commit_on_revoke: bool) -> float:
+    rebalance = [SimRebalance(12_000, "restart", (SimHandoff(("t", 0), "graceful", True),))]
+    return price(rebalance, fitted, "eager", commit_on_revoke, 10_000).pause_s
+
+
+def test_commit_on_revoke_takes_the_redelivered_records_share_of_the_pause_where_members_are_away_from_poll():
+    """lazy-commits' mechanism: slow records keep a member from polling while it re-reads what a rebalance
+    handed it again, so the next rebalance and the gainer's first record wait. Each move here paused 1.07 s,
+    1.0 beyond its prior, with 100 records re-delivered and 53.5 produced while it waited: 6.5 ms of pause a
+    record in hand. Commit-on-revoke re-delivers none: 0.65 s less a move (at most half the longest batch in
+    hand, where a rebalance lands on average: the members were seen 3 s away from poll)."""
+    fitted = _slow(100, 1.07, 4_000.0)
+    per_record = 1.0 / (100 + 50 * 1.07)
+    assert (fitted.backlog.s_per_record, fitted.backlog.away_s) == (pytest.approx(per_record), 3.0)
+    assert _one_move(fitted, False) == pytest.approx(1.07)  # the observed setting: its measured pause
+    assert _one_move(fitted, True) == pytest.approx(1.07 - per_record * 100)
+    # members that poll often (fast records: 0.03 s away at most) wait for no batch, whatever they re-deliver
+    fast = _slow(100, 1.07, 1_030.0)
+    assert _one_move(fast, True) == pytest.approx(1.07 - 0.03 / 2)
+
+
+def test_a_group_already_committing_on_revoke_prices_what_stopping_would_add():
+    """Its pauses beyond the priors are the records produced while it waited; without the commit, each
+    move would also hand back its uncommitted records (the ticks' window: 0.5 s at 50 records/s)."""
+    fitted = _slow(0, 1.07, 4_000.0, commit_in_revoke=True)
+    per_record = 1.0 / (50 * 1.07)
+    assert fitted.backlog.observed_share == 0.0 and _one_move(fitted, True) == pytest.approx(1.07)
+    assert _one_move(fitted, False) == pytest.approx(1.07 + min(per_record * 25, 3.0 / 2))
+
+
+def test_pauses_within_their_priors_leave_commit_on_revoke_no_pause_to_save():
+    fitted = _slow(100, 0.07, 4_000.0)
+    assert fitted.backlog.s_per_record == 0.0 and _one_move(fitted, True) == _one_move(fitted, False)

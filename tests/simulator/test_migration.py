@@ -66,7 +66,8 @@ def test_a_first_migrant_back_before_its_scale_in_settles_makes_one_bump_and_wai
                       for p2 in (False, True))
     assert len({r.at_ms for r, _ in early}) == len({r.at_ms for r, _ in settled}) - 1 == 5
     first = [h for r, _ in early if r.at_ms == min(r.at_ms for r, _ in early) for h in r.handoffs]
-    assert sorted((h.to, h.kind, h.moved, h.down_s) for h in first if h.to == "m1") == [("m1", "bounce", False, 0.5)] * 2
+    to_m1 = sorted((h.to, h.kind, h.moved, h.down_s) for h in first if h.to == "m1")
+    assert to_m1 == [("m1", "bounce", False, 0.5)] * 2
     assert sorted(h.to for h in first if h.to != "m1") == ["m2", "m2", "m3", "m3"]  # given back, got back
     assert not any(h.moved for h in first)
     # settled first, the scale-in's round hands m1's partitions to the others, as a leaver's (a heartbeat's wait)
@@ -80,3 +81,32 @@ def test_the_chance_a_migrant_is_back_before_the_others_heartbeat():
     assert lands_first(0.25, 1.0, 3) == 0.75  # however many they are
     assert lands_first(1.5, 1.0, 2) == 0.0  # away longer than a heartbeat: the round is done
     assert lands_first(0.5, 1.0, 0) == 0.0  # no one else: no round to finish
+
+
+def test_a_cooperative_sticky_migration_is_priced_as_its_upgrade_goes_through():
+    """Issue 51: a cooperative-sticky rolling restart's plan priced its mixed phase; once the first leave's
+    classic round had run (generation 2), the model took librdkafka's user data as refusing the next
+    migrant (R0) and then looked up a member the group no longer held (KeyError). A mixed phase is
+    priced where the upgrade goes through (the Java client's assignments carry no user data; a librdkafka
+    group's must first lose theirs: readiness ``sticky_user_data``), on either path of P2."""
+    members = [Member(f"m{i}", None, frozenset({"orders"})) for i in range(1, 4)]
+    counts = {"orders": 6}
+    owned = assign("classic:cooperative-sticky", members, counts)
+    for p2 in (False, True):
+        rounds = mixed_phase_rounds(members, owned, counts, "classic:cooperative-sticky", "consumer:uniform", 0.5, p2)
+        # every migrant's leave and join is a bump (P2: the first leave's round is the conversion's)
+        assert len({r.at_ms for r, _ in rounds if r.group_rebalance}) == 6 - p2
+        assert {h.to for r, _ in rounds for h in r.handoffs} == {"m1", "m2", "m3"}
+
+
+def test_a_leavers_partitions_no_one_else_subscribes_to_wait_for_it():
+    """A member alone on its topic: while it restarts on the consumer protocol nobody reads its
+    partitions; they wait for it (a bounce of its time away), not a move to no one."""
+    members = [Member("m1", None, frozenset({"orders"})), Member("m2", None, frozenset({"audit"}))]
+    counts = {"orders": 2, "audit": 1}
+    owned = assign("classic:range", members, counts)
+    rounds = mixed_phase_rounds(members, owned, counts, "classic:range", "consumer:uniform", 0.5)
+    waits = [h for r, _ in rounds for h in r.handoffs if h.kind == "bounce"]
+    assert sorted((h.to, h.partition, h.down_s) for h in waits) == [
+        ("m1", ("orders", 0), 0.5), ("m1", ("orders", 1), 0.5), ("m2", ("audit", 0), 0.5)]
+    assert all(h.to for r, _ in rounds for h in r.handoffs)

@@ -120,7 +120,8 @@ def test_r3_a_static_cross_protocol_restart_moves_nothing_both_ways():
 
 def test_r3_back_to_classic_the_last_consumer_member_replaced_downgrades_without_a_rebalance():
     group = _classic_group(["a", "b"], 2, static=True)
-    group, bumps = _run(group, [Join(_member("a'", "consumer", static=True)), Join(_member("a''", "eager", static=True))])
+    joins = [Join(_member("a'", "consumer", static=True)), Join(_member("a''", "eager", static=True))]
+    group, bumps = _run(group, joins)
     assert bumps == [] and not group.converted and group.target["a''"] == _classic_group(["a", "b"], 2).target["a"]
 
 
@@ -130,7 +131,8 @@ def test_p2_a_migrant_back_before_its_leaves_classic_round_completes_converts_th
     0.8 s): one rebalance, m1 got its own two partitions back and m2, m3 gave back all they held."""
     counts = {"orders": 6}
     members = tuple(_member(n) for n in ("m1", "m2", "m3"))
-    group = MixedGroup("classic:roundrobin", members, assign("classic:roundrobin", [m.member for m in members], counts), 2)
+    owned = assign("classic:roundrobin", [m.member for m in members], counts)
+    group = MixedGroup("classic:roundrobin", members, owned, 2)
     assert group.target == {"m1": {("orders", 0), ("orders", 3)}, "m2": {("orders", 1), ("orders", 4)},
                             "m3": {("orders", 2), ("orders", 5)}}
     pending, bump = step(group, Leave("m1", settles=False), counts)
@@ -263,3 +265,14 @@ def test_two_changes_whose_reconciliations_overlapped_match_judged_together(name
     for planted in (dataclasses.replace(second, after=swapped),
                     dataclasses.replace(second, revokes={**second.revokes, first_member: (frozenset({never_held}),)})):
         assert reason([*steps[:i + 1], planted, *steps[i + 2:]], i, verdicts[i], counts) is None
+
+
+def test_r0_a_group_whose_assignments_carry_no_user_data_is_upgraded_at_any_generation():
+    """The 4.2.0 coordinator refuses the conversion only for an assignment with user data ("userData
+    from a custom assignor would be lost"): librdkafka's cooperative-sticky writes some from its second
+    generation, the Java client's assignors never do."""
+    java = dataclasses.replace(_classic_group(["a", "b"], 5, classic="classic:cooperative-sticky"), user_data=False)
+    after, bump = step(java, Join(_member("c'", "consumer")), COUNTS)
+    assert after.converted and bump.rule == "R4" and set(bump.target) == {"a", "b", "c'"}
+    carrying = dataclasses.replace(_classic_group(["a", "b"], 1), user_data=True)
+    assert step(carrying, Join(_member("c'", "consumer")), COUNTS) == (carrying, None)

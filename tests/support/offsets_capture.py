@@ -31,7 +31,7 @@ ABORTED_OFFSET = 999_999  # committed in a transaction that aborts: never seen w
 class Step:
     group: str
     what: str
-    at_ms: int  # when the driver saw the step done
+    at_ms: int  # when the driver saw the step done (before its commits)
     owners: dict[str, list[int]]  # member name -> partitions it held then
     member_ids: dict[str, str]  # member name -> its member id (the one the broker's records carry)
     committed: dict[int, int]  # partition -> offset committed right after
@@ -71,6 +71,7 @@ class _Driver:
             if {n: len(p) for n, p in held.items()} == expected:
                 break
             assert time.monotonic() < deadline, f"{scenario}/{what}: members hold {held}, expected {expected}"
+        settled_ms = int(time.time() * 1000)  # before the commits: the next step can follow within the millisecond
         self.commits += 1
         committed = {}
         for name, consumer in self.members.items():
@@ -79,8 +80,7 @@ class _Driver:
                 consumer.commit(offsets=offsets, asynchronous=False)
                 committed.update({tp.partition: tp.offset for tp in offsets})
         ids = {n: c.memberid() for n, c in self.members.items()}
-        self.capture.steps.append(Step(self.capture.groups[scenario], what, int(time.time() * 1000), held, ids,
-                                       committed))
+        self.capture.steps.append(Step(self.capture.groups[scenario], what, settled_ms, held, ids, committed))
 
     def close_all(self) -> None:
         for name in list(self.members):

@@ -119,22 +119,28 @@ def test_a_scenario_migrates_members_to_declared_kip848_assignors():
 
 
 def _rule_kinds() -> set[str]:
-    """The kinds ``pipelines/recommend/rules.py`` writes: Recommendation(kind, ...), _priced_change(e, kind, ...)."""
-    tree = ast.parse((ROOT / "pipelines" / "recommend" / "rules.py").read_text())
-    kinds = set()
-    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)):
-        position = {"Recommendation": 0, "_priced_change": 1}.get(call.func.id)
-        if position is not None and len(call.args) > position:
-            kind = call.args[position]
-            if isinstance(kind, ast.Name) and kind.id == "kind":
-                continue  # _priced_change passing its own argument on
-            assert isinstance(kind, ast.Constant), f"rules.py line {call.lineno}: name the kind as a literal"
+    """The kinds ``pipelines/recommend/`` writes: every config-change kind (``kinds.KINDS``: their rules
+    name them from there) and the kind of each Recommendation(kind, ...) its modules build."""
+    from pipelines.recommend.kinds import KINDS
+
+    kinds = {k.name for k in KINDS}
+    for path in sorted((ROOT / "pipelines" / "recommend").glob("*.py")):
+        calls = (n for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Call)
+                 and isinstance(n.func, ast.Name) and n.func.id == "Recommendation" and n.args)
+        for call in calls:
+            kind = call.args[0]
+            if isinstance(kind, ast.Attribute) and kind.attr == "name":
+                continue  # a config-change kind's, from the registry
+            if isinstance(kind, ast.IfExp):  # a plan step, or its migration
+                kinds |= {kind.body.value, kind.orelse.value}
+                continue
+            assert isinstance(kind, ast.Constant), f"{path.name} line {call.lineno}: name the kind as a literal"
             kinds.add(kind.value)
     return kinds
 
 
 def test_the_rules_write_exactly_the_declared_kinds_and_refuse_others():
-    from pipelines.recommend.rules import Recommendation
+    from pipelines.recommend.judgement import Recommendation
 
     assert _rule_kinds() == set(RECOMMENDATION_KIND_NAMES)
     with pytest.raises(ValueError, match="undeclared recommendation kind 'protocol_migration'"):
@@ -196,7 +202,7 @@ def test_a_scenario_runs_a_declared_assignor_by_one_word_and_reads_back_as_it(na
     from lens_scenarios.consumer_config import RUNS, member_config
     from lens_scenarios.runner import RunOptions
     from lens_scenarios.spec import load
-    from pipelines.recommend.candidates import assignor_of
+    from pipelines.recommend.configuration import assignor_of
 
     assert set(RUNS.values()) <= set(ASSIGNOR_NAMES)
     target = Target(name, static=False, commit_on_revoke=False, session_timeout_ms=10_000,
