@@ -1,9 +1,9 @@
 """The conformance programs, their Python player, and what two agents' event streams must agree on.
 
 A program is data: consumer settings (those both clients share, and each client's own names for the
-rest), topics, and steps: produce, subscribe, read (poll until N records came), commit (sync, or async
-and poll until its callback), stall, await (poll until the listener made the given calls and N records
-came), close. ``play`` runs one on consumer_agent's InstrumentedConsumer; tests/jvm_agent/
+rest, auto commits on or off), topics, and steps: produce, subscribe, read (poll until N records came),
+commit (sync, or async and poll until its callback), stall, await (poll until the listener made the given
+calls and N records came), close. ``play`` runs one on consumer_agent's InstrumentedConsumer; tests/jvm_agent/
 ConformanceDriver.java runs the same JSON on the Java agent's. ``comparable`` reduces one agent's events
 to what both must agree on, kind by kind and field by field: ids, times and what only one client has
 are set aside, each with its reason below.
@@ -61,6 +61,17 @@ def life(bootstrap: str, topics: dict[str, str]) -> dict[str, Any]:
              {"do": "stall", "ms": 8500}, {"do": "await", "callbacks": ["lost", "assigned"], "records": 8},
              {"do": "close"}]
     common = {**COMMON, "bootstrap.servers": bootstrap, "lens.commit.on.revoke": "true"}
+    return {"topics": topics, "config": {"common": common, **RANGE}, "steps": steps}
+
+
+def auto_committing(bootstrap: str, topics: dict[str, str]) -> dict[str, Any]:
+    """A member that leaves the commits to its client (``enable.auto.commit``, the interval out of the run's reach):
+    read, change its subscription (the client commits what was read before the revoke), read, close (and again)."""
+    steps = [*_produce("t1", 5, 5), {"do": "subscribe", "topics": ["t1"]}, {"do": "read", "records": 10},
+             *_produce("t2", 4, 4), {"do": "subscribe", "topics": ["t2"]}, {"do": "read", "records": 8},
+             {"do": "close"}]
+    common = {**COMMON, "bootstrap.servers": bootstrap, "enable.auto.commit": "true",
+              "auto.commit.interval.ms": "600000"}
     return {"topics": topics, "config": {"common": common, **RANGE}, "steps": steps}
 
 
@@ -204,24 +215,47 @@ def _plain(value: Any, logical: dict[str, str]) -> Any:
     return value
 
 
-def comparable(events: list[Event], topics: dict[str, str]) -> list[tuple[str, dict[str, Any]]]:
+def comparable(events: list[Event], topics: dict[str, str],
+               aside: frozenset[str] = frozenset()) -> list[tuple[str, dict[str, Any]]]:
     """One agent's events, in order, as both agents must agree on them (see the module docstring). Client
     errors are the clients' own, not the agents': compared apart (``client_errors``). Progress events are a
     timer's: how many fall in a run, and what each counts, depends on the run's pace (each agent's own tests
     hold them to the records). A run of first_fetch events is sorted by partition: which partition's first
-    record a client hands out first is the client's."""
+    record a client hands out first is the client's. ``aside``: more fields a program's test sets aside."""
     logical = {real: name for name, real in topics.items()}
-    kept = _stall_as_the_java_client_shows_it([e for e in events if e["kind"] not in ("client_error", "progress")])
+    kept = _stall_as_the_java_client_shows_it([e for e in events if e["kind"] not in ("client_error", "progress")
+                                               and not _auto_commit(e)])
     out = []
     for e in kept:
         envelope = {k: v for k, v in e.items() if k not in ASIDE and k != "body"}
-        out.append((e["kind"], {**envelope, **_plain(e["body"], logical)}))
+        out.append((e["kind"], {**envelope, **_without(_plain(e["body"], logical), aside)}))
     runs: list[tuple[str, dict[str, Any]]] = []
     for kind, run in itertools.groupby(out, key=lambda item: item[0]):
         run_list = list(run)
         runs += sorted(run_list, key=lambda item: (item[1]["topic"], item[1]["partition"])) \
             if kind == "first_fetch" else run_list
     return runs
+
+
+def _without(value: Any, aside: frozenset[str]) -> Any:
+    if isinstance(value, dict):
+        return {k: _without(v, aside) for k, v in value.items() if k not in aside}
+    if isinstance(value, list):
+        return [_without(v, aside) for v in value]
+    return value
+
+
+def _auto_commit(event: Event) -> bool:
+    return event["kind"] == "commit" and event["body"]["mode"] == "auto"
+
+
+def auto_commits(events: list[Event], topics: dict[str, str]) -> list[dict[str, Any]]:
+    """The client's own commits, in order, compared apart from the stream: each client commits on its own schedule
+    (librdkafka when it unassigns, the Java client right before its revoke callback) and hands the agent the
+    result at its own moment (librdkafka's on_commit at a poll, the Java client's interceptor queue at the next
+    callback or poll), so where an auto commit falls among the other events is the client's."""
+    logical = {real: name for name, real in topics.items()}
+    return [_plain(e["body"], logical) for e in events if _auto_commit(e)]
 
 
 def ticks_after_first_records(events: list[Event]) -> list[str | None]:

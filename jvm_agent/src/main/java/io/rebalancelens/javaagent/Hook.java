@@ -19,7 +19,8 @@ import java.util.function.ObjLongConsumer;
  * constructor's config. Public because the advice runs in KafkaConsumer's package.
  */
 public final class Hook {
-    static final String INSTRUMENTER = "io.rebalancelens.javaagent.helper.Instrumenter";
+    static final String HELPER_PACKAGE = "io.rebalancelens.javaagent.helper.";
+    static final String INSTRUMENTER = HELPER_PACKAGE + "Instrumenter";
     static final String CONSUMER = "org.apache.kafka.clients.consumer.KafkaConsumer";
     private static final Set<String> SAID = ConcurrentHashMap.newKeySet();
     /** Per KafkaConsumer class (per kafka-clients copy in the JVM): its helpers' entry point. */
@@ -28,7 +29,7 @@ public final class Hook {
         protected Method computeValue(Class<?> consumer) {
             try {
                 return Class.forName(INSTRUMENTER, true, helpersOf(consumer))
-                        .getMethod("begin", Object.class, Map.class, Consumer.class, BiConsumer.class);
+                        .getMethod("begin", Object.class, Map.class, Consumer.class, String.class, BiConsumer.class);
             } catch (ReflectiveOperationException e) {
                 throw new IllegalStateException("the agent's helpers did not load: " + e, e);
             }
@@ -79,15 +80,16 @@ public final class Hook {
     }
 
     /**
-     * Entry of the constructor of {@code consumer} (KafkaConsumer): {the config to build with, a
-     * {@code Function<Object, Object>} from the delegate built to the one to keep}, or null: leave it alone.
+     * Entry of the constructor of {@code consumer} (KafkaConsumer), advised for version {@code family}
+     * ({@link Family}): {the config to build with, a {@code Function<Object, Object>} from what the constructor
+     * built to what the advice keeps}, or null: leave it alone.
      */
-    public static Object[] begin(Class<?> consumer, Object config) {
+    public static Object[] begin(Class<?> consumer, Object config, String family) {
         if (options == null) {
             return null;
         }
         try {
-            return (Object[]) BEGIN.get(consumer).invoke(null, config, options, (Consumer<String>) Hook::say,
+            return (Object[]) BEGIN.get(consumer).invoke(null, config, options, (Consumer<String>) Hook::tell, family,
                     (BiConsumer<Object, ObjLongConsumer<String>>) Hook::timed);
         } catch (InvocationTargetException e) {
             say("not instrumenting a KafkaConsumer: " + e.getCause());
@@ -119,13 +121,20 @@ public final class Hook {
 
     /** The instrumented consumer whose client has {@code metrics} takes its coordinator's steps in {@code steps}. */
     static void timed(Object metrics, ObjLongConsumer<String> steps) {
-        STEPS_OF.put(metrics, new WeakReference<>(steps));
+        if (metrics != null) {
+            STEPS_OF.put(metrics, new WeakReference<>(steps));
+        }
+    }
+
+    /** Why the agent stands aside, in one line (once): the application runs without it. */
+    static void say(String message) {
+        tell(message + "; the application runs without it.");
     }
 
     /** One line on stderr, once per message: the host's output is not the agent's to fill. */
-    static void say(String message) {
+    static void tell(String message) {
         if (SAID.add(message)) {
-            System.err.println("rebalance-lens javaagent: " + message + "; the application runs without it.");
+            System.err.println("rebalance-lens javaagent: " + message);
         }
     }
 }

@@ -27,7 +27,7 @@ import org.openjdk.jmh.annotations.State;
  * {@code ConsumerDelegate}, which sends {@code Consumer} calls to the instrumented consumer. Here the instrumented
  * consumer is kafka-clients' own MockConsumer (its poll hands out nothing and costs little, so the routing is what
  * is measured), called {@code direct}ly, through the agent's generated delegate class ({@code generated}, the
- * javaagent's helper Instrumenter's, from its jar on the class path), or through a {@code java.lang.reflect.Proxy}
+ * javaagent's helper DelegateSwap's, from its jar on the class path), or through a {@code java.lang.reflect.Proxy}
  * routing as the agent did before ({@code proxy}: an argument array and a reflective call per call). With JMH's gc
  * profiler, the bytes each call allocates do not depend on the machine's load.
  */
@@ -35,7 +35,7 @@ import org.openjdk.jmh.annotations.State;
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
 public class DelegateRouting {
-    private static final String INSTRUMENTER = "io.rebalancelens.javaagent.helper.Instrumenter";
+    private static final String DELEGATE_SWAP = "io.rebalancelens.javaagent.helper.DelegateSwap";
 
     @Param({"direct", "generated", "proxy"})
     public String routing;
@@ -62,7 +62,7 @@ public class DelegateRouting {
     @SuppressWarnings("unchecked")
     private static Consumer<byte[], byte[]> generated(Consumer<?, ?> instrumented, ConsumerDelegate<?, ?> original)
             throws ReflectiveOperationException {
-        Method routed = Class.forName(INSTRUMENTER).getDeclaredMethod("routed");
+        Method routed = Class.forName(DELEGATE_SWAP).getDeclaredMethod("routed");
         routed.setAccessible(true);
         return (Consumer<byte[], byte[]>) ((java.lang.reflect.Constructor<?>) routed.invoke(null))
                 .newInstance(instrumented, original);

@@ -53,6 +53,8 @@ public class PairedPoll {
     private static final ThreadMXBean THREADS = ManagementFactory.getThreadMXBean();
     private static final Duration TIMEOUT = Duration.ofSeconds(1);
     private static final String INSTRUMENTER = "io.rebalancelens.javaagent.helper.Instrumenter";
+    /** kafka-clients 3.7 and later: KafkaConsumer's delegate is swapped (javaagent.Family). */
+    private static final String DELEGATE_FAMILY = "delegate";
     /** Where the agent hands its coordinator's steps (no advice here: the rebalance timing is not on a poll path). */
     private static final BiConsumer<Object, Object> NO_TIMING = (metrics, steps) -> {
     };
@@ -140,9 +142,9 @@ public class PairedPoll {
     private static KafkaConsumer<byte[], byte[]> asTheJavaagentBuildsIt(Map<String, Object> config, String telemetry)
             throws ReflectiveOperationException {
         Object[] started = (Object[]) Class.forName(INSTRUMENTER).getMethod("begin", Object.class, Map.class,
-                        java.util.function.Consumer.class, BiConsumer.class)
+                        java.util.function.Consumer.class, String.class, BiConsumer.class)
                 .invoke(null, new ConsumerConfig(config), Map.of("lens.telemetry.topic", telemetry),
-                        (java.util.function.Consumer<String>) System.err::println, NO_TIMING);
+                        (java.util.function.Consumer<String>) System.err::println, DELEGATE_FAMILY, NO_TIMING);
         Constructor<KafkaConsumer> built = KafkaConsumer.class.getDeclaredConstructor(ConsumerConfig.class,
                 Deserializer.class, Deserializer.class);
         built.setAccessible(true);
