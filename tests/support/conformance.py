@@ -2,11 +2,11 @@
 
 A program is data: consumer settings (those both clients share, and each client's own names for the
 rest, auto commits on or off), topics, and steps: produce, subscribe, read (poll until N records came),
-commit (sync, or async and poll until its callback), stall, await (poll until the listener made the given
-calls and N records came), close. ``play`` runs one on consumer_agent's InstrumentedConsumer; tests/jvm_agent/
-ConformanceDriver.java runs the same JSON on the Java agent's. ``comparable`` reduces one agent's events
-to what both must agree on, kind by kind and field by field: ids, times and what only one client has
-are set aside, each with its reason below.
+commit (sync, or async and poll until its callback), stall (no poll until N ms after the last one), await
+(poll until the listener made the given calls and N records came), close. ``play`` runs one on
+consumer_agent's InstrumentedConsumer; tests/jvm_agent/ConformanceDriver.java runs the same JSON on the
+Java agent's. ``comparable`` reduces one agent's events to what both must agree on, kind by kind and
+field by field: ids, times and what only one client has are set aside, each with its reason below.
 """
 from __future__ import annotations
 
@@ -27,7 +27,11 @@ from tests.support.telemetry_log import TelemetryLog
 Event = dict[str, Any]
 STEP_TIMEOUT_S = 60.0
 # The progress interval is below max.poll.interval.ms, so the Python agent's first poll after the stall takes
-# its slow path and sees librdkafka's report of it (consumer_agent.instrumented).
+# its slow path and sees librdkafka's report of it (consumer_agent.instrumented). The timings are wide where they
+# are not what is tested, for a loaded machine (a CI run's produce took 3.9 s after a 2.5 s gap, and librdkafka
+# left the group at 6 s): the poll gap lasts 4.5 s from the last poll, the commit and produce before it included:
+# over half the progress interval (a gap probe finds it wherever the probes fall), 3.5 s before the timer's tick
+# would take its place, 5.5 s below max.poll.interval.ms. The stall past max.poll.interval.ms lasts 2.5 s more.
 # Envelope fields set aside: ids and times; the group (each run has its own); the assignor, which each
 # client names its own way (range, org.apache.kafka.clients.consumer.RangeAssignor); the cluster id,
 # which an event carries only once the emitter has it; seq, shifted by the client errors set aside; the
@@ -40,8 +44,9 @@ ASIDE = {"event_id", "event_time_ms", "agent_id", "pid", "group_id", "assignor",
 BODY_ASIDE = {"callback_ms", "since_assign_ms", "duration_ms", "waited_ms", "timestamp_ms", "callback_calls",
               "rebalance_timing", "agent_version", "client_version", "librdkafka_version", "config"}
 COMMON = {"client.id": "conformance", "enable.auto.commit": "false", "auto.offset.reset": "earliest",
-          "session.timeout.ms": "6000", "heartbeat.interval.ms": "1000", "max.poll.interval.ms": "6000",
-          "ssl.key.password": "never-shown", "lens.progress.interval.ms": "4000"}
+          "session.timeout.ms": "10000", "heartbeat.interval.ms": "1000", "max.poll.interval.ms": "10000",
+          "ssl.key.password": "never-shown", "lens.progress.interval.ms": "8000"}
+PROGRESS_INTERVAL_MS = float(COMMON["lens.progress.interval.ms"])
 RANGE = {"python": {"partition.assignment.strategy": "range"},
          "java": {"partition.assignment.strategy": "org.apache.kafka.clients.consumer.RangeAssignor"}}
 
@@ -54,11 +59,12 @@ def life(bootstrap: str, topics: dict[str, str]) -> dict[str, Any]:
     """A member's life under classic range: assign, commits sync and async, a poll gap, commit-on-revoke on a
     subscription change, a stall past max.poll.interval.ms (lost, assigned again), close."""
     steps = [*_produce("t1", 5, 5), {"do": "subscribe", "topics": ["t1"]}, {"do": "read", "records": 10},
-             {"do": "commit", "sync": True}, {"do": "stall", "ms": 2500},  # a poll gap, shorter than the interval
-             *_produce("t1", 3, 3), {"do": "read", "records": 6},
+             {"do": "commit", "sync": True}, *_produce("t1", 3, 3),
+             {"do": "stall", "ms": 4500},  # a poll gap (the commit and produce in it), shorter than the interval
+             {"do": "read", "records": 6},
              {"do": "commit", "sync": False}, *_produce("t1", 2, 2), {"do": "read", "records": 4},
              *_produce("t2", 4, 4), {"do": "subscribe", "topics": ["t2"]}, {"do": "read", "records": 8},
-             {"do": "stall", "ms": 8500}, {"do": "await", "callbacks": ["lost", "assigned"], "records": 8},
+             {"do": "stall", "ms": 12500}, {"do": "await", "callbacks": ["lost", "assigned"], "records": 8},
              {"do": "close"}]
     common = {**COMMON, "bootstrap.servers": bootstrap, "lens.commit.on.revoke": "true"}
     return {"topics": topics, "config": {"common": common, **RANGE}, "steps": steps}
@@ -90,6 +96,7 @@ class Player:
         self._program = program
         self.calls: list[str] = []
         self._commits = 0
+        self._last_poll = time.monotonic()
         config = {**program["config"]["common"], **program["config"]["python"], "group.id": group,
                   "lens.telemetry.topic": telemetry, "on_commit": self._committed}
         self.consumer = InstrumentedConsumer(config)
@@ -124,6 +131,7 @@ class Player:
         while not done(seen):
             assert time.monotonic() < deadline, f"timed out: {what}"
             msg = self.consumer.poll(0.1)
+            self._last_poll = time.monotonic()
             seen += msg is not None and not msg.error()
 
     def _read(self, step: dict[str, Any]) -> None:
@@ -138,7 +146,8 @@ class Player:
         self._until("the asynchronous commit's callback", lambda _seen: self._commits > before)
 
     def _stall(self, step: dict[str, Any]) -> None:
-        time.sleep(step["ms"] / 1000)
+        """No poll until ``ms`` after the last: the steps since (a commit, a produce) are part of the gap."""
+        time.sleep(max(0.0, self._last_poll + step["ms"] / 1000 - time.monotonic()))
 
     def _await(self, step: dict[str, Any]) -> None:
         start, wanted = len(self.calls), step["callbacks"]
