@@ -293,7 +293,7 @@ def with_added(spark: SparkSession, lake_path: str) -> list[tuple[catalog.Table,
     with the declared columns (the added ones as ``_fill`` says), and what that says."""
     out = []
     for table in (catalog.HANDOFFS, catalog.EPISODES):
-        columns = _columns(spark, table.location(lake_path))
+        columns = stored_columns(spark, table.location(lake_path))
         note = "" if columns is None else added_note(table.path, columns)
         if not note:
             continue

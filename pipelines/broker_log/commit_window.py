@@ -15,10 +15,11 @@ so it is the partition's owner's at that time.
 
 ``CommitKeeper`` reads a group's commits and changes one at a time in log order and carries per
 partition only what a later change or commit needs (the last commit, the one that first reached its
-offset and the one before that, one per recent period, the changes still waiting for a first commit): a walk that stops after any record and resumes from
-its ``state`` keeps the same commits. A commit kept again later (a change's ``after_change`` that
-becomes the next one's ``before_change``) comes out again with its new reasons: a reader merges
-the reasons of one commit (its ``offsets_partition`` and ``offset``).
+offset and the one before that, one per recent period, the changes still waiting for a first commit):
+a walk that stops after any record and resumes from its ``state`` keeps the same commits. A commit
+kept again later (a change's ``after_change`` that becomes the next one's ``before_change``) comes out
+again with its new reasons: a reader merges the reasons of one commit (its ``offsets_partition`` and
+``offset``).
 """
 from __future__ import annotations
 
@@ -59,7 +60,8 @@ class CommitKeeper:
                  checkpoints: int = CHECKPOINTS) -> None:
         self.checkpoint_ms, self.checkpoints = checkpoint_ms, checkpoints
         # "partition/topic" -> {"last": commit, "ring": [a commit per period], "after": bool, "starts": [offsets],
-        #                       "advance": the commit that first reached last's offset, "before_advance": the one before}
+        #                       "advance": the commit that first reached last's offset,
+        #                       "before_advance": the one before}
         self.partitions: dict[str, dict[str, Any]] = dict(state or {})
 
     def state(self) -> dict[str, Any]:

@@ -29,7 +29,8 @@ NESTED = [
 
 
 # Body fields added within v1, optional (not required): absent from older agents' events.
-OPTIONAL_BODY_FIELDS = {"partitions_change": {"callback_calls", "rebalance_timing"}, "progress": {"cause", "next_due_ms"}}
+OPTIONAL_BODY_FIELDS = {"partitions_change": {"callback_calls", "rebalance_timing"},
+                        "progress": {"cause", "next_due_ms"}}
 
 
 def fields(cls: type) -> list[str]:
