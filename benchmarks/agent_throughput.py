@@ -135,6 +135,13 @@ def percentile(values: list[int], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] / 1000
 
 
+def require_file(option: str, path: Path | None, what: str) -> None:
+    """Exit 2 with one line unless ``path`` (given as ``option``) is a file, or was not given."""
+    if path is not None and not path.is_file():
+        print(f"{option} {path}: no such file; give {what}", file=sys.stderr)
+        raise SystemExit(2)
+
+
 def on_a_broker(main: Callable[[argparse.Namespace], None], args: argparse.Namespace) -> None:
     """``main(args)`` against ``args.bootstrap``, else against the embedded broker, started for the run."""
     if args.bootstrap:

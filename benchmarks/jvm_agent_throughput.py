@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.agent_throughput import PARTITIONS, on_a_broker, seed  # noqa: E402
+from benchmarks.agent_throughput import PARTITIONS, on_a_broker, require_file, seed  # noqa: E402
 from lens_runtime.jvm_agent_build import LIB, ensure_agent_jar  # noqa: E402
 
 PROGRAM = Path(__file__).with_name("JvmAgentThroughput.java")
@@ -51,8 +51,5 @@ if __name__ == "__main__":
     parser.add_argument("--bootstrap", help="an existing cluster; default: start the embedded broker")
     parser.add_argument("--baseline-jar", type=Path, help="another build of the agent's jar, run in the same rotation")
     arguments = parser.parse_args()
-    if arguments.baseline_jar is not None and not arguments.baseline_jar.is_file():
-        print(f"--baseline-jar {arguments.baseline_jar}: no such file; give a built rebalance-lens-agent.jar",
-              file=sys.stderr)
-        raise SystemExit(2)
+    require_file("--baseline-jar", arguments.baseline_jar, "a built rebalance-lens-agent.jar")
     on_a_broker(main, arguments)

@@ -37,7 +37,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from consumer_agent import contract
-from consumer_agent.agent_spec import constant
+from consumer_agent.agent_spec import constant, cooperative
 from consumer_agent.commit_on_revoke import RevokeCommitter
 from consumer_agent.consumer_view import ConsumerControls, ConsumerView
 from consumer_agent.emitter import TelemetryEmitter
@@ -63,7 +63,7 @@ def _rebalance_protocol(config: dict[str, Any]) -> tuple[str, str, str]:
     if str(config.get("group.protocol", "classic")).lower() == "consumer":
         return "consumer", "cooperative", str(config.get("group.remote.assignor") or "broker-default")
     strategy = str(config.get("partition.assignment.strategy", "range,roundrobin"))
-    return "classic", "cooperative" if "cooperative-sticky" in strategy else "eager", strategy
+    return "classic", "cooperative" if cooperative(strategy) else "eager", strategy
 
 
 def _take_callback(config: dict[str, Any], key: str) -> Callable[..., Any] | None:
@@ -147,7 +147,8 @@ class Agent:
         me: Any = weakref.proxy(consumer)
         self._consumer = me
         options = self._options
-        self.processed = Processed(options.processing == "explicit")
+        self.processed = Processed(options.processing,
+                                   lambda key: self.member.committed.get(key, contract.OFFSET_UNKNOWN))
         self.member = Membership(me, self._emit, self.processed, group_protocol=self._group_protocol,
                                  cooperative=self._cooperative, options=options, config=self.client_config,
                                  config_snapshot=self._config_snapshot)

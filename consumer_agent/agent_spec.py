@@ -29,4 +29,22 @@ def constant(name: str) -> Any:
     return spec()["constants"][name]["value"]
 
 
+def assignor_protocols(name: str, upgrade_from: str | None = None) -> tuple[str, ...]:
+    """The rebalance protocols of the classic assignor ``name`` (any client's name for it; ``client_assignors``);
+    empty for one the spec does not list. ``upgrade_from`` keeps some eager (Kafka Streams' upgrade.from)."""
+    for assignor in spec()["client_assignors"]["assignors"].values():
+        if name in assignor["names"]:
+            if upgrade_from and any(upgrade_from.startswith(p) for p in assignor.get("eager_when_upgrading_from", ())):
+                return ("eager",)
+            return tuple(assignor["protocols"])
+    return ()
+
+
+def cooperative(strategy: str) -> bool:
+    """Whether a classic member listing ``strategy`` (comma-separated) rebalances cooperatively: when every assignor
+    it lists supports it (the client picks the highest protocol all of them support)."""
+    names = [n.strip() for n in strategy.split(",") if n.strip()]
+    return bool(names) and all("cooperative" in assignor_protocols(n) for n in names)
+
+
 CONTRACT_VERSION: int = spec()["contract_version"]

@@ -39,6 +39,9 @@ BODY_DEFINITIONS: dict[str, str] = {
     for rule in schema()["allOf"]}
 # Assignment calls one partitions_* event lists at most (a host looping on assign() keeps the event small).
 CALLBACK_CALLS_MAX: int = schema()["$defs"]["partitions_change"]["properties"]["callback_calls"]["maxItems"]
+# Where a rebalance_timing came from (the schema's enum): the client's coordinator, or its metrics.
+TIMING_SOURCES: tuple[str, ...] = tuple(
+    schema()["$defs"]["partitions_change"]["properties"]["rebalance_timing"]["properties"]["source"]["enum"])
 # Member states the pipelines read meaning into (the agent spec's lifecycle; member_states has the full tables).
 _LIFECYCLE = spec()["lifecycle"]
 LEAVING_STATES: frozenset[str] = frozenset(_LIFECYCLE["leaving_states"])
@@ -99,6 +102,19 @@ class CommitOnRevoke:
 
 
 @dataclass(frozen=True)
+class RebalanceTiming:
+    """The client's own timing of a rebalance (the Java agent's; librdkafka shows Python none)."""
+
+    source: str
+    rebalances: int | None
+    rebalance_ms: float | None
+    join_ms: float | None
+    assign_ms: float | None
+    sync_ms: float | None
+    reconcile_ms: float | None
+
+
+@dataclass(frozen=True)
 class PartitionsChange:
     partitions: list[PartitionState]
     incremental: bool
@@ -107,6 +123,7 @@ class PartitionsChange:
     commit_on_revoke: CommitOnRevoke | None
     # Optional within v1 (not in the schema's required list): absent from events of older agents.
     callback_calls: list[str] = field(default_factory=list)
+    rebalance_timing: RebalanceTiming | None = None  # this agent never has it: sent as null
 
 
 @dataclass(frozen=True)

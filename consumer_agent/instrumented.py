@@ -94,7 +94,7 @@ class InstrumentedConsumer(Consumer):
             telemetry producer; defaults to the consumer's bootstrap and security settings;
             with no ``bootstrap.servers`` anywhere telemetry is off, logged once),
             ``lens.commit.on.revoke`` (False), ``lens.commit.on.revoke.timeout.ms`` (30000),
-            ``lens.processing`` ("on_next_poll" or "explicit"), ``lens.progress.interval.ms``
+            ``lens.processing`` ("on_next_poll", "explicit" or "committed"), ``lens.progress.interval.ms``
             (5000), ``lens.buffer.max.events`` (10000).
 
     Raises:

@@ -4,8 +4,12 @@
 processed, so the consumer's position says it all and nothing is tracked per record.
 ``explicit`` mode is for records finished out of order on worker threads or asyncio tasks
 (``mark_processed``): ``InFlight`` tracks them and the safe point is its low mark.
+``committed`` mode takes what was committed as what was processed: a framework that commits for
+the application (what it processed), whose next poll says nothing about processing.
 """
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from confluent_kafka import Message
 
@@ -14,11 +18,14 @@ from consumer_agent.inflight import InFlight, Key
 
 
 class Processed:
-    """The processed frontier of each partition, read from positions or from ``InFlight``."""
+    """The processed frontier of each partition, read from positions, from ``InFlight`` or from commits."""
 
-    def __init__(self, explicit: bool) -> None:
-        self.explicit = explicit
-        self.inflight = InFlight()  # stays empty in the default mode
+    def __init__(self, mode: str, committed: Callable[[Key], int] = lambda _key: OFFSET_UNKNOWN) -> None:
+        """``mode``: lens.processing's value; ``committed``: the member's last commit of a partition."""
+        self.explicit = mode == "explicit"
+        self.committed_basis = mode == "committed"
+        self._committed = committed
+        self.inflight = InFlight()  # stays empty but in explicit mode
 
     def mark(self, msg: Message) -> None:
         """Explicit mode: ``msg`` is processed. The default mode ignores it: the next poll counts it."""
@@ -29,12 +36,17 @@ class Processed:
         """The offset of the last processed record, or ``OFFSET_UNKNOWN``."""
         if self.explicit:
             return self.inflight.last_processed(key)
+        if self.committed_basis:
+            position = self._committed(key)
         return position - 1 if position > 0 else OFFSET_UNKNOWN
 
     def frontier(self, key: Key, position: int) -> int | None:
-        """Next offset after the processed records: the position (default) or the in-flight low mark."""
+        """Next offset after the processed records: the position (default), the in-flight low mark or the last
+        commit."""
         if self.explicit:
             return self.inflight.commit_offset(key)
+        if self.committed_basis:
+            position = self._committed(key)
         return position if position >= 0 else None
 
     def wait_drained(self, keys: list[Key], timeout_s: float) -> bool:

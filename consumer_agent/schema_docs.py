@@ -117,6 +117,14 @@ def _options(doc: dict[str, Any]) -> list[str]:
             + cell(options["inherited_prefixes_description"])]
 
 
+def _assignors(doc: dict[str, Any]) -> list[str]:
+    table = doc["client_assignors"]
+    rows = [[f"`{name}`", _codes(entry["names"]), ", ".join(entry["protocols"]),
+             cell(entry.get("description", ""))] for name, entry in table["assignors"].items()]
+    return ["**Client assignors** (classic protocol): " + cell(table["description"]), "",
+            *_table(["assignor", "names", "rebalance protocols", "note"], rows)]
+
+
 def _secrets(doc: dict[str, Any]) -> list[str]:
     secrets = doc["secrets"]
     examples = secrets["examples"]
@@ -156,11 +164,11 @@ def _lifecycle(doc: dict[str, Any]) -> list[str]:
 
 
 def render_spec() -> str:
-    """Markdown: constants, options, secrets, the state tables and the lifecycle."""
+    """Markdown: constants, options, client assignors, secrets, the state tables and the lifecycle."""
     doc = agent_spec()
     out = [f"Generated from `consumer_agent/{SPEC_FILE}` (contract version {doc['contract_version']}) by "
            f"`python -m consumer_agent.schema_docs --write`; a test keeps it current. {cell(doc['description'])}"]
-    for section in (_constants, _options, _secrets, _states, _lifecycle):
+    for section in (_constants, _options, _assignors, _secrets, _states, _lifecycle):
         out += ["", *section(doc)]
     return "\n".join(out)
 

@@ -101,13 +101,24 @@ def ensure_agent_jar() -> Path | None:
         print(f"rebalance-lens: building the Java agent ({MODULE.name}/) and running its JUnit tests with Maven"
               f"{' offline' if offline else ''} ...", file=sys.stderr, flush=True)
         _build(offline)
+        JAR.touch()  # the jar plugin keeps a jar whose classes did not change: it passed the tests of this build
         RESOLVED.write_text(_pom_hash())
     return JAR
 
 
-def agent_classpath() -> str:
-    """The jar and its dependencies (kafka-clients, Jackson), for ``java -cp``."""
+def _current() -> None:
     if not jar_is_current():
         raise LensError(f"The Java agent's jar {JAR} is missing or older than its sources. "
                         "Run `rebalance-lens setup` (or ./lens setup) to build it.")
+
+
+def agent_classpath() -> str:
+    """The jar and its dependencies (kafka-clients, Jackson), for ``java -cp``."""
+    _current()
     return ":".join(str(path) for path in (JAR, *sorted(LIB.glob("*.jar"))))
+
+
+def javaagent_jar() -> Path:
+    """The ``-javaagent:`` jar (built with the library, by the same ``mvn package``)."""
+    _current()
+    return JAVAAGENT

@@ -1,18 +1,14 @@
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.rebalancelens.agent.InstrumentedConsumer;
+import io.rebalancelens.scenarios.TruthWriter;
 import java.io.BufferedReader;
-import java.io.FileOutputStream;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.UncheckedIOException;
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
@@ -39,7 +35,8 @@ import org.apache.kafka.common.TopicPartition;
  * <p>Started by the fleet as {@code java -cp <this class>:<agent classpath> JavaMember '<json spec>'} with the spec
  * the Python member gets (its config already in the Java client's words: lens_scenarios/java_member.py). Same
  * stdin commands, same stdout lines, same truth log (lens_scenarios/truth_log.py's three files, byte for byte in
- * format), so the fleet, the timeline and the ground truth cannot tell the two apart. System.nanoTime is
+ * format, by the Java members' one writer: java/io/rebalancelens/scenarios/TruthWriter.java), so the fleet, the
+ * timeline and the ground truth cannot tell the two apart. System.nanoTime is
  * CLOCK_MONOTONIC on Linux, the clock Python's time.monotonic_ns reads, so both runtimes' times compare.
  */
 public final class JavaMember {
@@ -49,7 +46,7 @@ public final class JavaMember {
 
     private final JsonNode spec;
     private final boolean agent;
-    private final Truth truth;
+    private final TruthWriter truth;
     private final Consumer<String, String> consumer;
     private final LinkedBlockingQueue<JsonNode> inbox = new LinkedBlockingQueue<>();
     private final Set<TopicPartition> assigned = new HashSet<>();
@@ -64,7 +61,7 @@ public final class JavaMember {
         this.spec = spec;
         this.agent = spec.path("agent").asBoolean(true);
         List<String> topics = strings(spec.get("topics"));
-        this.truth = new Truth(Path.of(spec.get("run_dir").asText()), spec.get("member").asText(),
+        this.truth = new TruthWriter(Path.of(spec.get("run_dir").asText()), spec.get("member").asText(),
                 spec.get("process").asText(), topics, agent, spec.get("config").path("group.protocol").asText(null));
         Map<String, Object> config = JSON.convertValue(spec.get("config"), JSON.getTypeFactory()
                 .constructMapType(LinkedHashMap.class, String.class, Object.class));
@@ -201,7 +198,11 @@ public final class JavaMember {
                 say("ev", "client_error", "error", String.valueOf(e), "code", -1);
                 continue;
             }
-            int rows = truth.records(records);
+            List<TruthWriter.Delivery> batch = new ArrayList<>(records.count());
+            for (ConsumerRecord<String, String> r : records) {
+                batch.add(new TruthWriter.Delivery(r.topic(), r.partition(), r.offset(), r.value(), r.timestamp()));
+            }
+            int rows = truth.records(batch);
             delivered += rows;
             if (rows > 0) {
                 for (ConsumerRecord<String, String> r : records) {
@@ -249,86 +250,5 @@ public final class JavaMember {
         commands.start();
         member.run();
         System.exit(0);  // the agent's and the client's non-daemon threads must not keep a finished member alive
-    }
-
-    /** truth_log.TruthWriter in Java: meta, fixed rows written unbuffered, line-at-a-time callback events. */
-    private static final class Truth {
-        private static final int ROW = 2 + 4 + 5 * 8;  // struct "<HIqqqqq"
-        private final Map<String, Integer> index = new HashMap<>();
-        private final FileOutputStream records;
-        private final FileOutputStream events;
-
-        Truth(Path runDir, String member, String process, List<String> topics, boolean agent, String protocol)
-                throws IOException {
-            Path folder = runDir.resolve("truth");
-            Files.createDirectories(folder);
-            for (int i = 0; i < topics.size(); i++) {
-                index.put(topics.get(i), i);
-            }
-            Map<String, Object> meta = new LinkedHashMap<>();
-            meta.put("member", member);
-            meta.put("process", process);
-            meta.put("pid", ProcessHandle.current().pid());
-            meta.put("topics", topics);
-            meta.put("agent", agent);
-            meta.put("group_protocol", protocol);
-            Files.writeString(folder.resolve(process + ".meta.json"), JSON.writeValueAsString(meta));
-            records = new FileOutputStream(folder.resolve(process + ".records").toFile(), true);
-            events = new FileOutputStream(folder.resolve(process + ".events.jsonl").toFile(), true);
-        }
-
-        private static long wallNs() {
-            Instant now = Instant.now();
-            return now.getEpochSecond() * 1_000_000_000L + now.getNano();
-        }
-
-        /** One write() of every row of a poll, before the batch is processed; returns how many. */
-        int records(ConsumerRecords<String, String> batch) {
-            if (batch.isEmpty()) {
-                return 0;
-            }
-            long mono = System.nanoTime();
-            long wall = wallNs();
-            ByteBuffer rows = ByteBuffer.allocate(ROW * batch.count()).order(ByteOrder.LITTLE_ENDIAN);
-            for (ConsumerRecord<String, String> r : batch) {
-                rows.putShort((short) (int) index.get(r.topic())).putInt(r.partition()).putLong(r.offset())
-                        .putLong(Long.parseLong(r.value())).putLong(mono).putLong(wall).putLong(r.timestamp());
-            }
-            write(records, rows.array());
-            return batch.count();
-        }
-
-        void event(String kind, Collection<TopicPartition> partitions, String memberId) {
-            Map<String, Object> row = new LinkedHashMap<>();
-            row.put("kind", kind);
-            row.put("partitions", partitions.stream().map(tp -> List.of(tp.topic(), tp.partition())).toList());
-            row.put("mono_ns", System.nanoTime());
-            row.put("wall_ns", wallNs());
-            if (memberId != null) {
-                row.put("member_id", memberId);
-            }
-            try {
-                write(events, (JSON.writeValueAsString(row) + "\n").getBytes(StandardCharsets.UTF_8));
-            } catch (IOException e) {
-                throw new UncheckedIOException(e);
-            }
-        }
-
-        private static void write(FileOutputStream out, byte[] data) {
-            try {
-                out.write(data);
-            } catch (IOException e) {
-                throw new UncheckedIOException(e);
-            }
-        }
-
-        void close() {
-            try {
-                records.close();
-                events.close();
-            } catch (IOException e) {
-                throw new UncheckedIOException(e);
-            }
-        }
     }
 }

@@ -75,9 +75,13 @@ class Fleet:
         n = self._incarnations.get(member.name, 0) + 1
         self._incarnations[member.name] = n
         process = f"{member.name}.{n}"
-        spec = json.dumps(self.spec_for(member, process))
-        argv = (java_member.command(self.run_dir, spec) if member.runtime == "java"
-                else [sys.executable, "-m", "lens_scenarios.member", spec])
+        spec = self.spec_for(member, process)
+        if member.runtime == "app" and member.app is not None:
+            argv = java_member.app_command(member.app, spec)
+        elif member.runtime == "java":
+            argv = java_member.command(self.run_dir, json.dumps(spec))
+        else:
+            argv = [sys.executable, "-m", "lens_scenarios.member", json.dumps(spec)]
         log = open(self.run_dir / "logs" / f"{process}.log", "wb")  # noqa: SIM115 - handed to the child
         try:
             popen = subprocess.Popen(argv,

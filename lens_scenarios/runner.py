@@ -34,7 +34,7 @@ from lens_scenarios.feeder import Feeder
 from lens_scenarios.fleet import Fleet
 from lens_scenarios.ground_truth import GroundTruth
 from lens_scenarios.java_member import java_config
-from lens_scenarios.spec import RUNTIMES, MemberSpec, Scenario, on_runtime, with_topic_prefix
+from lens_scenarios.spec import RUNTIMES, MemberApp, MemberSpec, Scenario, on_runtime, with_topic_prefix
 from lens_scenarios.timeline import Timeline
 
 SETTLE_QUIET_S = 2.0
@@ -52,8 +52,10 @@ class RunOptions:
     session_timeout_ms: int = CLASSIC_SESSION_TIMEOUT_MS  # classic groups (KIP-848: the broker's)
     # The telemetry's cluster when it is not the run's own (a central one, as several clusters share).
     telemetry_bootstrap: str | None = None
-    # Every member on this runtime (python | java), whatever the scenario declares; None: each member's own.
+    # Every member on this runtime (python | java | app), whatever the scenario declares; None: each member's own.
     runtime: str | None = None
+    # Runtime app: the application every member runs (``spec.MemberApp``).
+    app: MemberApp | None = None
     # What names the run's group and topics (random by default): two runs given one token on two
     # clusters have one group name and the same topic names (each its own out_dir).
     token: str | None = None
@@ -131,7 +133,10 @@ def _prepare(scenario: Scenario, options: RunOptions) -> _Run:
     if "consumer" in scenario.migrations:
         check_online_upgrade(options.assignor, scenario.name)
     if options.runtime is not None:
-        scenario = on_runtime(scenario, check_choice(options.runtime, RUNTIMES, "--runtime"))
+        runtime = check_choice(options.runtime, RUNTIMES, "--runtime")
+        if (runtime == "app") != (options.app is not None):
+            raise LensError("RunOptions: runtime app and an app go together: give both, or neither.")
+        scenario = on_runtime(scenario, runtime, app=options.app)
     token = options.token or uuid.uuid4().hex[:6]
     run_id = f"{scenario.name}-{options.assignor}-{options.commit}-{token}"
     run_dir = Path(options.out_dir) / run_id
@@ -178,7 +183,7 @@ def _member_spec(run: _Run, bootstrap: str, member: MemberSpec, process: str) ->
                            session_timeout_ms=options.session_timeout_ms, agent=member.agent,
                            telemetry_bootstrap=options.telemetry_bootstrap,
                            remote_assignor=member.remote_assignor, progress_interval_ms=options.progress_interval_ms)
-    if member.runtime == "java":
+    if member.runtime in ("java", "app"):
         config = java_config(config)
     if member.agent:
         run.manifest.setdefault("consumer_config", {k: v for k, v in config.items() if k != "client.id"})
@@ -186,7 +191,8 @@ def _member_spec(run: _Run, bootstrap: str, member: MemberSpec, process: str) ->
             "topics": [t.name for t in scenario.topics],
             "subscribe": list(member.topics or scenario.subscribe), "config": config,
             "processing_ms": scenario.processing_ms, "commit": options.commit,
-            "commit_batch_records": scenario.commit_batch_records}
+            "commit_batch_records": scenario.commit_batch_records,
+            "app": dict(member.app.settings) if member.app is not None else {}}
 
 
 @dataclass

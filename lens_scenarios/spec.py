@@ -36,9 +36,10 @@ ACTION_KEYS: dict[str, tuple[frozenset[str], dict[str, Any]]] = {
 RESTARTS = ("rolling_restart", "protocol_migration")
 # KIP-848's group.remote.assignor on the 4.2.0 broker (pipelines.vocabulary declares them; a test checks)
 REMOTE_ASSIGNORS = ("uniform", "range")
-# What a member process runs on: confluent-kafka-python (lens_scenarios.member) or the Java client
-# with jvm_agent's InstrumentedConsumer (lens_scenarios/JavaMember.java); the first is the default.
-RUNTIMES = ("python", "java")
+# What a member process runs on: confluent-kafka-python (lens_scenarios.member), the Java client with
+# jvm_agent's InstrumentedConsumer (lens_scenarios/JavaMember.java), or an application of its own on the JVM
+# (``MemberApp``: a Spring Boot jar, a Kafka Streams application...) with the javaagent; the first is the default.
+RUNTIMES = ("python", "java", "app")
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,21 @@ class TopicSpec:
 
 
 @dataclass(frozen=True)
+class MemberApp:
+    """A member that is an application of its own (runtime ``app``), on the JVM with the rebalance-lens javaagent.
+
+    ``command`` starts it (``java ...``); the fleet appends the member's spec (JSON, what
+    ``lens_scenarios.member`` takes) as its last argument and, on a member with the agent, adds
+    ``-javaagent:`` and the agent's ``-Dlens.*`` options after the ``java`` executable, and nothing else.
+    The application speaks the fleet's protocol and keeps the members' truth log
+    (lens_scenarios/java/io/rebalancelens/scenarios/TruthWriter.java), so the runner and the ground
+    truth cannot tell it from the other members; ``settings`` reach it under the spec's ``app``."""
+
+    command: tuple[str, ...]
+    settings: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
 class MemberSpec:
     name: str
     group_instance_id: str | None = None
@@ -56,7 +72,8 @@ class MemberSpec:
     agent: bool = True  # False: the plain confluent_kafka client, no telemetry (a fleet mid-adoption)
     group_protocol: str | None = None  # None: the run's; set by a protocol_migration that restarted it
     remote_assignor: str | None = None  # KIP-848's group.remote.assignor (None: the broker's default, uniform)
-    runtime: str = RUNTIMES[0]  # python | java (the client and agent the member process runs)
+    runtime: str = RUNTIMES[0]  # python | java | app (the client and agent the member process runs)
+    app: MemberApp | None = None  # runtime app: the application
 
 
 @dataclass(frozen=True)
@@ -208,9 +225,34 @@ def _runtime(item: dict, key: str, source: str) -> str:
     value = item.get("runtime", RUNTIMES[0])
     if value not in RUNTIMES:
         raise _fail(source, f"{key}.runtime", f"is {value!r}",
-                    "Set it to python (confluent-kafka-python, the default) or java (the Java client with "
-                    "the JVM agent).")
+                    "Set it to python (confluent-kafka-python, the default), java (the Java client with "
+                    "the JVM agent) or app (an application of its own, with `app: {command: [java, ...]}`).")
     return value
+
+
+def _app(item: dict, key: str, source: str, runtime: str) -> MemberApp | None:
+    """A runtime-app member's application: its command (a list of words, starting with java) and settings."""
+    value = item.get("app")
+    if runtime != "app":
+        if value is not None:
+            raise _fail(source, f"{key}.app", "is set on a member that is not `runtime: app`",
+                        "Add `runtime: app`, or remove `app`.")
+        return None
+    if value is None:
+        raise _fail(source, f"{key}.app", "is missing for `runtime: app`",
+                    "Add `app: {command: [java, -jar, /path/to/app.jar]}`: the application the member runs.")
+    _check_keys(value, f"{key}.app", source, {"command", "settings"})
+    command = value.get("command")
+    if not isinstance(command, list) or not command or not all(isinstance(w, str) for w in command) \
+            or Path(command[0]).name != "java":
+        raise _fail(source, f"{key}.app.command", f"is {command!r}",
+                    "List the words that start the application, the java executable first, e.g. "
+                    "`command: [java, -jar, /path/to/app.jar]`.")
+    settings = value.get("settings") or {}
+    if not isinstance(settings, dict):
+        raise _fail(source, f"{key}.app.settings", f"is {settings!r}",
+                    "Make it a mapping of the application's own settings (`settings: {listener: batch}`).")
+    return MemberApp(tuple(command), tuple(sorted((str(k), str(v)) for k, v in settings.items())))
 
 
 def _member(item: Any, key: str, source: str, known: set[str]) -> MemberSpec:
@@ -218,15 +260,16 @@ def _member(item: Any, key: str, source: str, known: set[str]) -> MemberSpec:
     (``_check_members`` then lets a restart inherit what the running member runs)."""
     if isinstance(item, str):
         item = {"name": item}
-    _check_keys(item, key, source, {"name", "group_instance_id", "topics", "agent", "runtime"})
+    _check_keys(item, key, source, {"name", "group_instance_id", "topics", "agent", "runtime", "app"})
     gid = item.get("group_instance_id")
     if gid is not None:
         gid = _name(gid, f"{key}.group_instance_id", source)
     topics = item.get("topics")
     agent = _agent(item, key, source)
+    runtime = _runtime(item, key, source)
     return MemberSpec(_name(item.get("name"), f"{key}.name", source), gid,
                       None if topics is None else _topic_list(topics, f"{key}.topics", source, known),
-                      True if agent is None else agent, runtime=_runtime(item, key, source))
+                      True if agent is None else agent, runtime=runtime, app=_app(item, key, source, runtime))
 
 
 def _action(item: Any, index: int, source: str, topics: set[str]) -> Action:
@@ -250,7 +293,7 @@ def _action(item: Any, index: int, source: str, topics: set[str]) -> Action:
         parsed = tuple(_member(m, f"{key}.members[{i}]", source, topics) for i, m in enumerate(members))
         if kind != "scale_out":
             for i, m in enumerate(members):
-                for inherited in ("agent", "runtime"):
+                for inherited in ("agent", "runtime", "app"):
                     if isinstance(m, dict) and inherited in m:
                         raise _fail(source, f"{key}.members[{i}].{inherited}", f"is set on a {kind} action",
                                     f"Remove it: a restart keeps what the member runs; declare `{inherited}` "
@@ -373,11 +416,13 @@ def with_timeline(scenario: Scenario, timeline: tuple[Action, ...], duration_s: 
     return replace(changed, timeline=_check_members(changed))
 
 
-def on_runtime(scenario: Scenario, runtime: str, names: frozenset[str] | None = None) -> Scenario:
-    """The scenario with the members ``names`` (None: every member it ever starts) on ``runtime``;
-    restarts and crashes then start them again on it, as they keep any member's client."""
+def on_runtime(scenario: Scenario, runtime: str, names: frozenset[str] | None = None,
+               app: MemberApp | None = None) -> Scenario:
+    """The scenario with the members ``names`` (None: every member it ever starts) on ``runtime`` (``app``: that
+    application, for runtime app); restarts and crashes then start them again on it, as they keep any member's
+    client."""
     def move(m: MemberSpec) -> MemberSpec:
-        return replace(m, runtime=runtime) if names is None or m.name in names else m
+        return replace(m, runtime=runtime, app=app) if names is None or m.name in names else m
 
     timeline = tuple(replace(a, members=tuple(move(m) for m in a.members or ())) if a.kind == "scale_out" else a
                      for a in scenario.timeline)

@@ -209,8 +209,10 @@ EPISODES = Table(
     + (("members", "array<string>"), ("members_joined", "array<string>"), ("members_left", "array<string>"))
     + _columns("partitions_moved bigint, partitions_lost bigint, events bigint, cause string")
     + (("causes", "array<string>"),)
-    # where its time went (pipelines.vocabulary.REBALANCE_PHASES): its slowest member's phases
-    + _columns("join_s double, callbacks_s double, reconcile_s double, slowest_agent_id string, source string"))
+    # where its time went (pipelines.vocabulary.REBALANCE_PHASES): its slowest member's phases, its classic join
+    # step by step (JOIN_STEPS) and how they were timed (PHASE_SOURCES)
+    + _columns("join_s double, callbacks_s double, reconcile_s double, slowest_agent_id string, source string")
+    + _columns("join_group_s double, leader_assign_s double, sync_group_s double, phase_source string"))
 MEMBERS = Table(
     "gold/members",
     grain="one row per member process (agent) of a group: configuration, join, leave, subscriptions, stalls",

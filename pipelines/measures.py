@@ -66,13 +66,25 @@ MEASURES: tuple[Measure, ...] = (
             "`owned_s` is then the larger of the agent's estimate and the broker's)"),
     Measure("join_s", "seconds",
             "a rebalance episode's join and sync: its slowest member's time waiting for the group (classic: from "
-            "entering `joining`, after its revoke callback under eager, to its assign callback; KIP-848: until its "
-            "first assignment), as its agent saw it (`gold/episodes`; null: no member showed one)"),
+            "its first JoinGroup to its SyncGroup answer as its Java client timed them, else from entering `joining`, "
+            "after its revoke callback under eager, to its assign callback; KIP-848: until its first assignment), "
+            "as precise as `phase_source` says (`gold/episodes`; null: no member showed one)"),
+    Measure("join_group_s", "seconds",
+            "the part of the same member's `join_s` from its first JoinGroup sent to the JoinGroup answer: the "
+            "coordinator waiting for every member to join (classic; null unless the `-javaagent` timed its client's "
+            "coordinator)"),
+    Measure("leader_assign_s", "seconds",
+            "the part of it the group's leader spent running the assignor (the member's own if it led; a follower's "
+            "SyncGroup waits for it)"),
+    Measure("sync_group_s", "seconds",
+            "the rest of it: the SyncGroup until its answer; `join_group_s` + `leader_assign_s` + `sync_group_s` = "
+            "`join_s`"),
     Measure("callbacks_s", "seconds",
             "the same member's time in the application's rebalance callbacks (revoke, assign, lost: `callback_ms`)"),
     Measure("reconcile_s", "seconds",
             "the same member's KIP-848 reconciliation outside its callbacks (`reconciling` until `acknowledging` "
-            "or `stable`); null under the classic protocol"),
+            "or `stable`; with the `-javaagent`, from its client receiving the target assignment to its last "
+            "callback); null under the classic protocol"),
 )
 
 

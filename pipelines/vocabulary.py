@@ -1,5 +1,5 @@
 """The lens's enumerations, each declared once: causes, release kinds, recommendation kinds,
-KIP-848 readiness findings, assignors, grains, confidence levels and rebalance phases.
+KIP-848 readiness findings, assignors, grains, confidence levels, rebalance phases and their sources.
 
 Everything else is generated from these declarations or checked against them (``tests/vocabulary``):
 the dbt YAML's ``accepted_values`` lists (``python -m pipelines.vocabulary_yaml --write``), the
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from consumer_agent.contract import GROUP_PROTOCOLS, REBALANCE_PROTOCOLS
+from consumer_agent.contract import GROUP_PROTOCOLS, REBALANCE_PROTOCOLS, TIMING_SOURCES
 from consumer_agent.member_states import ConsumerProtocolState
 
 
@@ -241,6 +241,44 @@ REBALANCE_PHASES: tuple[RebalancePhase, ...] = (
                    frozenset({_CP.RECONCILING.value, _CP.ACKNOWLEDGING.value})),
 )
 REBALANCE_PHASE_NAMES: tuple[str, ...] = tuple(p.name for p in REBALANCE_PHASES)
+# The classic protocol's join and sync, step by step (the design's KIP-795 page: the coordinator waits for every
+# member to join, the leader assigns, the members sync): the slowest member's, when the -javaagent's advice on
+# its client's coordinator timed them; they add up to its join_s. No states: only the client sees them.
+JOIN_STEPS: tuple[RebalancePhase, ...] = (
+    RebalancePhase("join_group_s", "JoinGroup (waiting for every member)", "#4c78a8", frozenset()),
+    RebalancePhase("leader_assign_s", "the leader's assignment", "#9d755d", frozenset()),
+    RebalancePhase("sync_group_s", "SyncGroup", "#72b7b2", frozenset()),
+)
+JOIN_STEP_NAMES: tuple[str, ...] = tuple(p.name for p in JOIN_STEPS)
+
+
+@dataclass(frozen=True)
+class PhaseSource:
+    """How an episode's phases were timed (gold/episodes.phase_source): the precision the report states."""
+
+    name: str
+    label: str  # the report's words for it
+    precision: str  # what the figures rest on
+
+
+# The client's own timings (the telemetry's rebalance_timing.source), best first, then the agents' inference.
+AGENT_STATES = "agent_states"
+PHASE_SOURCES_DECLARED: tuple[PhaseSource, ...] = (
+    PhaseSource("client_coordinator", "exact, each step (the client's coordinator)",
+                "the Java agent's -javaagent advice on the client's coordinator: each JoinGroup, the leader's "
+                "assignment and each SyncGroup timed where the client runs them (classic), the reconciliation from "
+                "the target assignment received (KIP-848)"),
+    PhaseSource("client_metrics", "exact in total (the client's rebalance-latency)",
+                "the Java client's own rebalance-latency-total and rebalance-total (the library path): join and "
+                "sync exact as one span, not split"),
+    PhaseSource(AGENT_STATES, "poll granularity (the agent's states)",
+                "member states the agent infers from the callbacks and poll (the Python agent: librdkafka shows "
+                "none; the Java agent where the client timed nothing): a join ends when the poll that runs the "
+                "assign callback does"),
+)
+PHASE_SOURCES: tuple[str, ...] = tuple(s.name for s in PHASE_SOURCES_DECLARED)
+if PHASE_SOURCES[:-1] != TIMING_SOURCES:
+    raise ValueError("pipelines.vocabulary: the client's phase sources are the telemetry contract's")
 
 # Every enumeration a dbt YAML list can follow, by the name its ``# vocabulary:`` marker gives.
 ENUMERATIONS: dict[str, tuple[str, ...]] = {
@@ -250,6 +288,7 @@ ENUMERATIONS: dict[str, tuple[str, ...]] = {
     "confidence_levels": CONFIDENCE_LEVELS,
     "group_protocols": GROUP_PROTOCOLS,
     "group_phases": GROUP_PHASES,
+    "phase_sources": PHASE_SOURCES,
     "assignor_strategies": ASSIGNOR_STRATEGIES,
     "grains": GRAINS,
 }

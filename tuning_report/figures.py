@@ -10,7 +10,8 @@ from datetime import timedelta
 import plotly.graph_objects as go
 import polars as pl
 
-from pipelines.vocabulary import CAUSES, REBALANCE_PHASE_NAMES, REBALANCE_PHASES
+from pipelines.vocabulary import (CAUSES, JOIN_STEP_NAMES, JOIN_STEPS, PHASE_SOURCES_DECLARED, REBALANCE_PHASE_NAMES,
+                                  REBALANCE_PHASES)
 
 # One colour and label per cause (declared with the causes), the same in every chart of the page.
 CAUSE_COLOURS = {c.name: c.colour for c in CAUSES}
@@ -181,6 +182,54 @@ def rebalance_time(by_cause: pl.DataFrame) -> go.Figure:
                     hovertemplate="%{y:.2f} s over %{customdata} episodes<extra>" + phase.label + "</extra>")
     fig.update_layout(**LAYOUT, barmode="stack", title="Where rebalance time goes (the slowest member per episode)",
                       xaxis=dict(tickangle=-25, automargin=True), yaxis=dict(title="seconds", rangemode="tozero"))
+    return fig
+
+
+EPISODES_PHASED = 12  # per group: its longest rebalances, phase by phase
+PRECISION = {s.name: s.label for s in PHASE_SOURCES_DECLARED}  # the precision each bar states
+PHASE_COLUMNS = (*REBALANCE_PHASE_NAMES, *JOIN_STEP_NAMES, "phase_source")
+
+
+def phased_episodes(episodes: pl.DataFrame, limit: int = EPISODES_PHASED) -> pl.DataFrame:
+    """The group's episodes whose agents showed phases, its ``limit`` longest (their phases' sum, ``phases_s``) in
+    time order; no rows when none did (or the mart predates the phase sources)."""
+    if not set(PHASE_COLUMNS) <= set(episodes.columns):
+        return pl.DataFrame()
+    shown = episodes.filter(pl.col("phase_source").is_not_null())
+    return (shown.with_columns(pl.sum_horizontal(list(REBALANCE_PHASE_NAMES)).alias("phases_s"))
+            .sort(["phases_s", "started_at"], descending=[True, False]).head(limit).sort("started_at"))
+
+
+def _segments(phased: pl.DataFrame) -> list[tuple[str, str, list[float]]]:
+    """(label, colour, seconds per episode) in stacking order: the classic join by its steps where the client's
+    coordinator timed them, else whole; then the callbacks and KIP-848's reconciliation."""
+    split = phased["join_group_s"].is_not_null()
+    whole = [0.0 if s else float(j or 0.0) for s, j in zip(split, phased["join_s"])]
+    join = next(p for p in REBALANCE_PHASES if p.name == "join_s")
+    out = [(step.label, step.colour, [float(v or 0.0) for v in phased[step.name]]) for step in JOIN_STEPS]
+    out.append((f"{join.label} (not split)", "#bab0ac", whole))
+    out += [(p.label, p.colour, [float(v or 0.0) for v in phased[p.name]]) for p in REBALANCE_PHASES if p is not join]
+    return out
+
+
+def episode_phases(phased: pl.DataFrame) -> go.Figure:
+    """One bar per rebalance (``phased_episodes``): where its slowest member's time went, the classic join split
+    into JoinGroup, the leader's assignment and SyncGroup where its client's coordinator timed them, each bar
+    stating how precise it is (``phase_source``)."""
+    names = [f"{t:%m-%d %H:%M:%S} {cause_label(c)}" for t, c in zip(phased["started_at"], phased["cause"])]
+    fig = go.Figure()
+    for label, colour, seconds in _segments(phased):
+        if any(seconds):
+            fig.add_bar(y=names, x=seconds, orientation="h", name=label, marker_color=colour,
+                        hovertemplate="%{x:.3f} s<extra>" + label + "</extra>")
+    totals = phased["phases_s"].to_list()
+    fig.add_scatter(y=names, x=totals, mode="text", showlegend=False, hoverinfo="skip", textposition="middle right",
+                    text=[f"  {t:.2f} s, {PRECISION[s]}" for t, s in zip(totals, phased["phase_source"])])
+    fig.update_layout(**{**LAYOUT, "height": 200 + 28 * phased.height, "margin": dict(l=60, r=20, t=40, b=110),
+                         "legend": dict(orientation="h", yanchor="top", y=-0.45, x=0, traceorder="normal")},
+                      barmode="stack", title="Each rebalance's time, its slowest member (how precise: after each bar)",
+                      xaxis=dict(title="seconds", rangemode="tozero", range=[0, max(totals) * 1.9]),
+                      yaxis=dict(automargin=True, autorange="reversed"))
     return fig
 
 

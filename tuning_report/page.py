@@ -46,6 +46,9 @@ def group_section(fleet: Fleet, group: Group, index: int) -> dict:
     timed = figures.rebalance_time_by_cause(episodes)
     if timed.height:
         section["charts"]["rebalance_time"] = _chart(figures.rebalance_time(timed), f"g{index}-rebalance-time")
+    phased = figures.phased_episodes(episodes)
+    if phased.height:
+        section["charts"]["episode_phases"] = _chart(figures.episode_phases(phased), f"g{index}-episode-phases")
     handoffs = fleet.of("episode_handoffs", group)
     costly = (episodes.filter(pl.col("cause") != "start")
               .sort(["duplicates", "pause_s"], descending=True).head(EPISODES_CHARTED))

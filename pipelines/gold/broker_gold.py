@@ -26,6 +26,7 @@ from pipelines.gold.broker_causes import broker_causes
 from pipelines.gold.broker_handoffs import broker_handoffs
 from pipelines.gold.broker_merge import agreement, merge_handoffs
 from pipelines.gold.causes import RANK, first_cause
+from pipelines.gold.rebalance_phases import NO_PHASES
 from pipelines.gold.unseen import _by_hour
 
 HANDOFFS, EPISODES, MEMBERS, PHASES, COVERAGE = range(5)  # group_gold's outputs, in order
@@ -88,8 +89,7 @@ def _broker_episode(moved: list[dict[str, Any]], cluster_id: str, group_id: str)
             "generation_min": min(generations, default=None), "generation_max": max(generations, default=None),
             "members": sorted({m for h in moved for m in (h["prev_member_id"], h["next_member_id"]) if m}),
             "members_joined": [], "members_left": [], "partitions_moved": len(moved), "partitions_lost": 0,
-            "events": 0, "cause": first_cause(causes), "causes": causes, "join_s": None, "callbacks_s": None,
-            "reconcile_s": None, "slowest_agent_id": None, "source": "broker"}
+            "events": 0, "cause": first_cause(causes), "causes": causes, **NO_PHASES, "source": "broker"}
 
 
 def _episodes(episodes: list[dict[str, Any]], handoffs: list[dict[str, Any]], gap_s: float, cluster_id: str,

@@ -14,15 +14,18 @@ An episode's ``cause`` is the first of its handoffs' causes in ``PRECEDENCE`` or
 triggers' when no partition moved: a join that got nothing, a static member's return);
 ``causes`` are all of both; the group's first episode is ``start`` when nothing says otherwise.
 A handoff belongs to the episode in which its next owner was assigned. Where its time went (join
-and sync, callbacks, reconciliation) is ``pipelines.gold.rebalance_phases``'.
+and sync, callbacks, reconciliation) is ``pipelines.gold.rebalance_phases``'; an episode starts at its
+first event, or earlier where a member's client timed a rebalance of it from before that (a crash's
+survivors rejoin before they show anything).
 """
 from __future__ import annotations
 
 import bisect
+import math
 from typing import Any
 
 from pipelines.gold.causes import POLL_EXCEEDED_ERROR, RANK, Bodies, Trigger, first_cause, handoff_causes, is_leave
-from pipelines.gold.rebalance_phases import episode_phases
+from pipelines.gold.rebalance_phases import STARTED, episode_phases
 
 CLUSTER_KINDS = {"partitions_assigned", "partitions_revoked", "partitions_lost", "state_transition",
                  "member_config", "rebalance_requested", "client_error"}
@@ -83,7 +86,10 @@ def _split(bodies: Bodies, handoffs: list[dict[str, Any]], rounds: dict[str, tup
 
 def _episode(bodies: Bodies, moved: list[dict[str, Any]], triggers: list[Trigger], first: bool) -> dict[str, Any]:
     events = [e for e, _ in bodies]
+    phases = episode_phases(bodies)
+    started = phases.pop(STARTED)  # a rebalance the client timed from before anything of it was seen
     start, end = events[0]["event_time_ms"], events[-1]["event_time_ms"]
+    start = min(start, math.floor(started)) if started is not None else start
     generations = [e["generation"] for e in events if e["kind"] == "partitions_assigned" and e["generation"] >= 0]
     moved_by = sorted({h["cause"] for h in moved}, key=RANK.__getitem__)
     seen = {t.cause for t in triggers if start <= t.time_ms <= end} | set(moved_by)
@@ -100,7 +106,7 @@ def _episode(bodies: Bodies, moved: list[dict[str, Any]], triggers: list[Trigger
         "members_left": sorted({e["agent_id"] for e, b in bodies if is_leave(e, b)}
                                | {h["prev_agent_id"] for h in moved if h["release_kind"] == "crash"}),
         "partitions_moved": len(moved), "partitions_lost": sum(h["release_kind"] != "revoked" for h in moved),
-        "events": len(events), "cause": (moved_by or causes)[0], "causes": causes, **episode_phases(bodies),
+        "events": len(events), "cause": (moved_by or causes)[0], "causes": causes, **phases,
     }
 
 

@@ -6,6 +6,7 @@ Programs (tests/support/conformance.py, played by its Player and by tests/jvm_ag
 - a member's life under classic range: assign, a synchronous and an asynchronous commit, a gap without a poll
   (a progress tick after it), commit-on-revoke when its subscription changes (revoke), a stall past
   max.poll.interval.ms (lost, assigned again), close;
+- an auto-committing member: the client's own commits (mode auto) when its subscription changes and at close;
 - a broker-less config: a consumer whose cluster never answers, its telemetry sent to one that does.
 What only one client has (client errors, callback_calls, versions, each client's own config keys) is set
 aside in conformance.py, each with its reason; the rest must be equal, generation included.
@@ -18,10 +19,10 @@ from consumer_agent.redaction import REDACTED
 from tests.support import conformance
 
 
-def _same(python: list, java: list, programs: dict[str, dict[str, Any]]) -> None:
+def _same(python: list, java: list, programs: dict[str, dict[str, Any]], aside: frozenset[str] = frozenset()) -> None:
     """Kind by kind, then as one stream (so a difference is shown where it is)."""
-    py = conformance.comparable(python, programs["python"]["topics"])
-    jv = conformance.comparable(java, programs["java"]["topics"])
+    py = conformance.comparable(python, programs["python"]["topics"], aside)
+    jv = conformance.comparable(java, programs["java"]["topics"], aside)
     for kind in sorted({k for k, _ in py} | {k for k, _ in jv}):
         assert [e for k, e in py if k == kind] == [e for k, e in jv if k == kind], kind
     assert py == jv
@@ -56,10 +57,30 @@ def test_a_members_life_reads_the_same_through_both_agents(kafka, unique, tmp_pa
     for events in (python, java):
         assert set(conformance.ticks_after_first_records(events)) <= {"first_record", "timer"}, events
         ticks = [e["body"] for e in events if e["kind"] == "progress"]
-        assert {t["next_due_ms"] for t in ticks} == {4000.0} and {"first_record", "poll_gap"} <= {
-            t["cause"] for t in ticks}  # the 2.5 s gap after the first commit
+        assert {t["next_due_ms"] for t in ticks} == {conformance.PROGRESS_INTERVAL_MS} and {
+            "first_record", "poll_gap"} <= {t["cause"] for t in ticks}  # the 4.5 s gap after the first commit
     assert {ps.get("handed_out") for e in java if e["kind"] in ("partitions_revoked", "partitions_lost")
             for ps in e["body"]["partitions"]} == {True}
+
+
+def test_an_auto_committing_member_reads_the_same_through_both_agents(kafka, unique, tmp_path):
+    """Both agents report the client's own commits (mode auto): what was read when the subscription changed, then
+    when the member closed; the rest of the stream as for any member, but for the revoked partitions' committed
+    offset: librdkafka commits what was read when it unassigns, after the revoke callback, the Java client right
+    before it (``maybeAutoCommitOffsetsSync``), so each revoke tells its own client's truth (-1001 and 5)."""
+    topics = _topics(kafka, unique, {"t1": 2, "t2": 2})
+    programs = {agent: conformance.auto_committing(kafka.bootstrap_servers, topics[agent]) for agent in topics}
+    telemetry = kafka.create_topic(f"conformance-telemetry-{unique}")
+    python, java = conformance.play_both(kafka, tmp_path, programs, telemetry, unique)
+    _same(python, java, programs, aside=frozenset({"committed_offset"}))
+    auto = {agent: conformance.auto_commits(events, topics[agent]) for agent, events in
+            (("python", python), ("java", java))}
+    read = [{"t1": 5}, {"t2": 4}]
+    assert auto["python"] == auto["java"] == [
+        {"mode": "auto", "sync": False, "in_revoke": False, "error": None,
+         "offsets": [{"topic": t, "partition": p, "offset": n, "error": None} for p in (0, 1)]}
+        for step in read for t, n in step.items()]
+    assert not [e for e in java if e["kind"] == "commit" and e["body"]["mode"] == "manual"]
 
 
 def test_a_broker_less_config_reads_the_same_through_both_agents(kafka, unique, tmp_path):

@@ -22,13 +22,15 @@ DEFS = SCHEMA["$defs"]
 NESTED = [
     (ev.PartitionState, DEFS["partition_state"]),
     (ev.CommitOnRevoke, DEFS["partitions_change"]["properties"]["commit_on_revoke"]),
+    (ev.RebalanceTiming, DEFS["partitions_change"]["properties"]["rebalance_timing"]),
     (ev.CommittedOffset, DEFS["commit"]["properties"]["offsets"]["items"]),
     (ev.PartitionProgress, DEFS["progress"]["properties"]["partitions"]["items"]),
 ]
 
 
 # Body fields added within v1, optional (not required): absent from older agents' events.
-OPTIONAL_BODY_FIELDS = {"partitions_change": {"callback_calls"}, "progress": {"cause", "next_due_ms"}}
+OPTIONAL_BODY_FIELDS = {"partitions_change": {"callback_calls", "rebalance_timing"},
+                        "progress": {"cause", "next_due_ms"}}
 
 
 def fields(cls: type) -> list[str]:

@@ -25,7 +25,7 @@ class _Positions:
 
 
 def _member(events: list[tuple[str, object]]) -> Membership:
-    return Membership(_Positions(), lambda kind, body: events.append((kind, body)), Processed(explicit=False),
+    return Membership(_Positions(), lambda kind, body: events.append((kind, body)), Processed("on_next_poll"),
                       group_protocol="classic", cooperative=False, options=AgentOptions(telemetry_topic="t"),
                       config={"max.poll.interval.ms": 7_000}, config_snapshot={})
 

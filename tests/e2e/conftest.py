@@ -17,6 +17,9 @@ from pipelines.config import PipelineConfig, embedded_broker_groups
 from pipelines.gold.costs import read_costs
 from pipelines.sql_build import marts_path
 from pipelines.stages import run_pipeline
+from lens_runtime.jvm_agent_build import ensure_agent_jar
+from tests.support import framework_apps
+from tests.support.framework_fleets import PLAN as FRAMEWORK_PLAN, scenario_of as framework_scenario
 from tests.support.java_members import PLAN as JAVA_PLAN, scenario_of as java_scenario
 
 ENVELOPE = ("event_id", "kind", "event_time_ms", "agent_id", "seq", "group_id", "member_id", "group_instance_id",
@@ -51,6 +54,15 @@ def landed_java(kafka, spark, tmp_path_factory) -> dict[str, Any]:
     """Built-ins with Java members (tests/support/java_members.py), landed on their own: slow tests only."""
     return land(kafka, spark, tmp_path_factory, [(name, assignor) for name, (assignor, _) in JAVA_PLAN.items()],
                 java_scenario)
+
+
+@pytest.fixture(scope="session")
+def landed_frameworks(kafka, spark, tmp_path_factory) -> dict[str, Any]:
+    """Built-ins whose members are the framework applications (tests/support/framework_fleets.py), landed on their
+    own: slow tests only. The applications pick their own assignors (Streams its own; the others range)."""
+    ensure_agent_jar()
+    framework_apps.ensure_built()
+    return land(kafka, spark, tmp_path_factory, [(name, "range") for name in FRAMEWORK_PLAN], framework_scenario)
 
 
 def land(kafka, spark, tmp_path_factory, plan: list[tuple[str, str]],

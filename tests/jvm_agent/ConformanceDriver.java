@@ -32,6 +32,7 @@ public final class ConformanceDriver {
     private final JsonNode program;
     private final InstrumentedConsumer<byte[], byte[]> consumer;
     private int asyncCommits;
+    private long lastPoll = System.nanoTime();
 
     private ConformanceDriver(String bootstrap, JsonNode program) {
         this.bootstrap = bootstrap;
@@ -74,7 +75,7 @@ public final class ConformanceDriver {
             }
             case "read" -> read(step.path("records").asInt());
             case "commit" -> commit(step.path("sync").asBoolean());
-            case "stall" -> Thread.sleep(step.path("ms").asLong());
+            case "stall" -> stall(step.path("ms").asLong());
             case "await" -> await(step.path("callbacks"));
             case "close" -> consumer.close();
             default -> throw new IllegalArgumentException("unknown step " + step);
@@ -93,10 +94,24 @@ public final class ConformanceDriver {
         }
     }
 
+    private ConsumerRecords<byte[], byte[]> poll() {
+        ConsumerRecords<byte[], byte[]> batch = consumer.poll(POLL);
+        lastPoll = System.nanoTime();
+        return batch;
+    }
+
+    /** No poll until {@code ms} after the last: the steps since (a commit, a produce) are part of the gap. */
+    private void stall(long ms) throws InterruptedException {
+        long left = lastPoll + ms * 1_000_000 - System.nanoTime();
+        if (left > 0) {
+            Thread.sleep(left / 1_000_000, (int) (left % 1_000_000));
+        }
+    }
+
     private void read(int records) {
         int[] seen = {0};
         until("read " + records + " records", () -> {
-            ConsumerRecords<byte[], byte[]> batch = consumer.poll(POLL);
+            ConsumerRecords<byte[], byte[]> batch = poll();
             seen[0] += batch.count();
             return seen[0] >= records;
         });
@@ -110,7 +125,7 @@ public final class ConformanceDriver {
         int before = asyncCommits;
         consumer.commitAsync((offsets, error) -> asyncCommits++);
         until("the asynchronous commit's callback", () -> {
-            consumer.poll(POLL);
+            poll();
             return asyncCommits > before;
         });
     }
@@ -121,7 +136,7 @@ public final class ConformanceDriver {
         List<String> wanted = new ArrayList<>();
         callbacks.forEach(c -> wanted.add(c.asText()));
         until("the callbacks " + wanted, () -> {
-            consumer.poll(POLL);
+            poll();
             List<String> made = LOG.calls().subList(from, LOG.calls().size()).stream()
                     .map(call -> String.valueOf(call.get("callback"))).filter(wanted::contains).toList();
             return made.size() >= wanted.size() && made.subList(0, wanted.size()).equals(wanted);

@@ -173,9 +173,7 @@ def test_a_table_written_before_the_broker_source_reads_as_the_agents_once(spark
     for table, row in ((catalog.HANDOFFS, {"handoff_id": "h1", "cluster_id": "", "group_id": "g", "topic": "t",
                                            "partition": 0, "cause": "restart"}),
                        (catalog.EPISODES, {"episode_id": "e1", "cluster_id": "", "group_id": "g"})):
-        columns = [(n, k) for n, k in table.all_columns() if n not in BROKER_SOURCE_ADDED[table.path]]
-        (spark.createDataFrame([tuple(row.get(n) for n, _ in columns)], ", ".join(f"`{n}` {k}" for n, k in columns))
-         .write.format("delta").save(table.location(lake_path)))
+        _write_without(spark, lake_path, table, tuple(BROKER_SOURCE_ADDED[table.path]), [row])
 
     said: list[str] = []
     assert migrations.migrate(spark, lake_path, said.append) == said == [
@@ -190,16 +188,22 @@ def test_a_table_written_before_the_broker_source_reads_as_the_agents_once(spark
     assert migrations.migrate(spark, lake_path, said.append) == []
 
 
+def _write_without(spark, lake_path: str, table: catalog.Table, added: tuple[str, ...], rows: list[dict]) -> None:
+    """``rows`` written as the code before ``added`` joined the table's declaration wrote them."""
+    columns = [(n, k) for n, k in table.all_columns() if n not in added]
+    typed = [tuple(float(r[n]) if k == "double" and r.get(n) is not None else r.get(n) for n, k in columns)
+             for r in rows]
+    (spark.createDataFrame(typed, ", ".join(f"`{n}` {k}" for n, k in columns))
+     .write.format("delta").save(table.location(lake_path)))
+
+
 def test_a_closed_loop_table_gains_the_columns_declared_since_once(spark, tmp_path):
     """gold/verifications is written only by `recommend --verify`: a lake whose checks predate
     `--reruns` gets its columns (null) before the SQL build's staging model selects them."""
     lake_path = str(tmp_path / "lake")
-    added = ("reruns", "measured_duplicates_saved_se", "measured_pause_saved_se_s")
-    columns = [(n, k) for n, k in catalog.VERIFICATIONS.all_columns() if n not in added]
-    rows = [tuple({"cluster_id": "", "group_id": "g", "verified_at": datetime(2026, 11, 1), "holds": True}.get(n)
-                  for n, _ in columns)]
-    (spark.createDataFrame(rows, ", ".join(f"`{n}` {k}" for n, k in columns))
-     .write.format("delta").save(catalog.VERIFICATIONS.location(lake_path)))
+    _write_without(spark, lake_path, catalog.VERIFICATIONS,
+                   ("reruns", "measured_duplicates_saved_se", "measured_pause_saved_se_s"),
+                   [{"cluster_id": "", "group_id": "g", "verified_at": datetime(2026, 11, 1), "holds": True}])
 
     said: list[str] = []
     assert migrations.migrate(spark, lake_path, said.append) == said == [
@@ -209,15 +213,6 @@ def test_a_closed_loop_table_gains_the_columns_declared_since_once(spark, tmp_pa
     assert stored.schema == catalog.VERIFICATIONS.schema()
     assert [(r.group_id, r.holds, r.reruns) for r in stored.collect()] == [("g", True, None)]
     assert migrations.migrate(spark, lake_path, said.append) == []
-
-
-def _write_without(spark, lake_path: str, table: catalog.Table, rows: list[dict], left_out: set[str]) -> None:
-    columns = [(n, k) for n, k in table.all_columns() if n not in left_out]
-    typed = [tuple(float(r[n]) if k == "double" and r.get(n) is not None else r.get(n) for n, k in columns)
-             for r in rows]
-    frame = spark.createDataFrame(typed,
-                                  ", ".join(f"`{n}` {k}" for n, k in columns))
-    frame.write.format("delta").save(table.location(lake_path))
 
 
 def test_handoffs_written_before_the_estimates_get_them_once(spark, tmp_path):
@@ -240,8 +235,8 @@ def test_handoffs_written_before_the_estimates_get_them_once(spark, tmp_path):
     intervals = [{**i, **dict.fromkeys(newer)} for i in ownership_intervals(fleet.events)]
     drawn = {h["handoff_id"]: h for h in handoffs_of([dict(i) for i in intervals])}
     lake_path = str(tmp_path / "lake")
-    _write_without(spark, lake_path, catalog.OWNERSHIP, intervals, newer)
-    _write_without(spark, lake_path, catalog.HANDOFFS, list(drawn.values()), set(ESTIMATES))
+    _write_without(spark, lake_path, catalog.OWNERSHIP, tuple(newer), intervals)
+    _write_without(spark, lake_path, catalog.HANDOFFS, ESTIMATES, list(drawn.values()))
 
     said: list[str] = []
     assert migrations.migrate(spark, lake_path, said.append) == []  # no renames: gold recomputes
@@ -253,3 +248,23 @@ def test_handoffs_written_before_the_estimates_get_them_once(spark, tmp_path):
     kinds = {h["release_kind"]: h for h in stored.values()}
     assert kinds["crash"]["duplicates_estimate"] is not None and kinds["revoked"]["duplicates_estimate"] == 15
     assert upgrade.upgrade(spark, lake_path, said.append) == []  # once
+
+
+def test_episodes_written_before_the_clients_timings_get_their_columns_once(spark, tmp_path):
+    """gold/episodes of a lake whose phases all came from the agents' states: each gains the join steps (null) and
+    phase_source, agent_states where it had phases (a slowest member), null where it had none."""
+    lake_path = str(tmp_path / "lake")
+    _write_without(spark, lake_path, catalog.EPISODES,
+                   ("join_group_s", "leader_assign_s", "sync_group_s", "phase_source"),
+                   [{"episode_id": "g@1", "cluster_id": "", "group_id": "g", "join_s": 1.5, "slowest_agent_id": "a1"},
+                    {"episode_id": "g@2", "cluster_id": "", "group_id": "g"}])
+
+    said: list[str] = []
+    assert migrations.migrate(spark, lake_path, said.append) == said == [
+        "gold/episodes: added the join steps and phase_source ('agent_states' where an episode had phases: the "
+        "agents' states were their only source)"]
+    stored = lake.read(spark, lake_path, catalog.EPISODES)
+    assert stored.schema == catalog.EPISODES.schema()
+    assert sorted((r.episode_id, r.join_s, r.join_group_s, r.phase_source) for r in stored.collect()) == [
+        ("g@1", 1.5, None, "agent_states"), ("g@2", None, None, None)]
+    assert migrations.migrate(spark, lake_path, said.append) == []

@@ -1,6 +1,7 @@
 """Scenario files: every built-in loads, and a user's mistake names the key and the fix."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -54,7 +55,13 @@ def test_a_user_file_is_loaded_by_path(tmp_path):
     (lambda d: d["timeline"][0].update(members=[{"name": "a", "agent": False}]), "`timeline[0].members[0].agent`",
      "a restart keeps what the member runs"),
     (lambda d: d.update(members=["a", {"name": "b", "runtime": "jvm"}]), "`members[1].runtime`",
-     "Set it to python (confluent-kafka-python, the default) or java (the Java client with the JVM agent)"),
+     "Set it to python (confluent-kafka-python, the default), java (the Java client with the JVM agent) or app"),
+    (lambda d: d.update(members=["a", {"name": "b", "runtime": "app"}]), "`members[1].app`",
+     "Add `app: {command: [java, -jar, /path/to/app.jar]}`"),
+    (lambda d: d.update(members=["a", {"name": "b", "runtime": "app", "app": {"command": ["./run.sh"]}}]),
+     "`members[1].app.command`", "the java executable first"),
+    (lambda d: d.update(members=["a", {"name": "b", "app": {"command": ["java", "-jar", "x.jar"]}}]),
+     "`members[1].app`", "Add `runtime: app`, or remove `app`"),
     (lambda d: d["timeline"][0].update(members=[{"name": "a", "runtime": "java"}]),
      "`timeline[0].members[0].runtime`", "a restart keeps what the member runs; declare `runtime`"),
     (lambda d: d["timeline"].append({"at": 3, "action": "protocol_migration"}), "`timeline[1].to`",
@@ -145,9 +152,33 @@ def test_the_run_option_puts_every_member_on_the_jvm_and_a_bad_value_names_the_f
     assert {m.runtime for m in started} == {"java"} and {m.runtime for m in scenario.members} == {"python"}
     only_c = on_runtime(scenario, "java", frozenset({"c"}))
     assert [(m.name, m.runtime) for a in only_c.timeline for m in a.members] == [("a", "python"), ("c", "java")]
-    with pytest.raises(LensError, match=r"^--runtime 'jvm' is not supported. Use one of: python, java.$"):
+    with pytest.raises(LensError, match=r"^--runtime 'jvm' is not supported. Use one of: python, java, app.$"):
         run_scenario(scenario, RunOptions(out_dir=tmp_path, runtime="jvm"))
+    with pytest.raises(LensError, match="runtime app and an app go together"):
+        run_scenario(scenario, RunOptions(out_dir=tmp_path, runtime="app"))
     assert not list(tmp_path.iterdir())  # refused before anything ran
+
+
+def test_an_application_member_runs_its_own_command_with_only_the_javaagent_added(monkeypatch):
+    """A member that is an application of its own (a Spring Boot jar...): declared in YAML, kept by its restarts,
+    and started as its command plus `-javaagent:` and the agent's options, its spec last."""
+    from lens_scenarios import java_member
+
+    data = _base()
+    app = {"command": ["java", "-Xmx64m", "-jar", "app.jar"], "settings": {"listener": "batch"}}
+    data["members"] = [{"name": "a", "runtime": "app", "app": app}, "b"]
+    data["timeline"] = [{"at": 2, "action": "crash", "members": ["a"], "restart_after_s": 1}]
+    scenario = parse(data, source="mine.yaml")
+    [restarted] = scenario.timeline[0].members
+    assert restarted.runtime == "app" and restarted.app == scenario.members[0].app
+    assert dict(restarted.app.settings) == {"listener": "batch"}
+    monkeypatch.setattr(java_member, "javaagent_jar", lambda: "/agent.jar")
+    spec = {"agent": True, "config": {"group.id": "g", "lens.telemetry.topic": "t"}, "app": {"listener": "batch"}}
+    argv = java_member.app_command(restarted.app, spec)
+    assert argv[:-1] == ["java", "-javaagent:/agent.jar", "-Dlens.telemetry.topic=t", "-Xmx64m", "-jar", "app.jar"]
+    assert json.loads(argv[-1]) == spec
+    plain = java_member.app_command(restarted.app, {**spec, "agent": False})
+    assert plain[:-1] == ["java", "-Xmx64m", "-jar", "app.jar"]  # a member without the agent: the command as given
 
 
 def test_a_java_member_gets_the_same_settings_in_the_java_clients_words():

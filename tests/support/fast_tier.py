@@ -35,7 +35,7 @@ NOT_FAST: dict[str, str] = {
     "tests/foundation/test_jvm_deps.py::test_unreachable_maven_central_is_named": "a real Maven run (a JVM)",
     "tests/jvm_agent/test_framework_apps.py::test_each_application_is_built_with_the_kafka_clients_its_framework_brings":
         "Maven builds the framework applications (a JVM)",
-    "tests/jvm_agent/test_kafka_clients_matrix.py::test_the_check_names_the_versions_the_agent_attaches_to_and_what_the_others_lack":
+    "tests/jvm_agent/test_kafka_clients_matrix.py::test_the_check_names_each_versions_family_and_what_an_older_one_lacks":
         "runs the javaagent's check (a JVM), after Maven resolves each version",
 }
 _STUB = """#!/bin/sh

@@ -236,10 +236,10 @@ def eager_rolling_restarts(rounds: int = 2) -> Fleet:
 
 
 def _callback(m: Member, kind: str, parts: tuple, begin_ms: int, callback_ms: float, into: str, after: str,
-              generation: int | None = None) -> None:
+              generation: int | None = None, timing: dict | None = None) -> None:
     """One rebalance callback as the agent reports it (``consumer_agent.lifecycle``'s paths): the move
     ``into`` its callback state when the callback starts, the ``partitions_*`` event when it ends
-    (``callback_ms`` later), the move to ``after`` at once."""
+    (``callback_ms`` later, carrying ``timing`` as its ``rebalance_timing``), the move to ``after`` at once."""
     reason = {"partitions_assigned": "assign callback", "partitions_revoked": "revoke callback"}[kind]
     m.at(begin_ms).state(into, reason)
     m.at(int(begin_ms + callback_ms))
@@ -247,6 +247,8 @@ def _callback(m: Member, kind: str, parts: tuple, begin_ms: int, callback_ms: fl
         m.assigned(*parts, callback_ms=callback_ms, generation=generation)
     else:
         m.revokes(*parts, callback_ms=callback_ms)
+    if timing is not None:
+        m.fleet.events[-1]["body"]["rebalance_timing"] = timing
     m.state_name = into  # the builder's own bookkeeping says stable after an assignment; the agent's is here
     if after != into:
         m.state(after, f"{reason} done")
@@ -310,4 +312,87 @@ def phased_consumer_protocol() -> Fleet:
     _callback(m2, "partitions_assigned", (P2, P3), 61_000, 30.0, "reconciling", "reconciling", generation=2)
     m2.at(61_040).state("acknowledging", "reconciled")
     m2.at(61_050).state("stable", "acknowledged")
+    return fleet
+
+
+def _steps(join_ms: float, assign_ms: float, sync_ms: float, coordinator: bool = True) -> dict:
+    """A classic rebalance_timing of one rebalance: its steps (the -javaagent), or its total only (the library)."""
+    total = join_ms + assign_ms + sync_ms
+    steps = (join_ms, assign_ms, sync_ms) if coordinator else (None, None, None)
+    return {"source": "client_coordinator" if coordinator else "client_metrics", "rebalances": 1,
+            "rebalance_ms": float(round(total)), "join_ms": steps[0], "assign_ms": steps[1], "sync_ms": steps[2],
+            "reconcile_ms": None}
+
+
+def timed_cooperative(coordinator: bool = True) -> Fleet:
+    """Cooperative-sticky Java members whose clients timed each rebalance (the Java agent's states: nothing is
+    seen of a join until a callback). m1 owns P0..P3; m2 joins at 60 s. Round 1: m2's JoinGroup at 60.05 s, m1's
+    at 60.1 s, both answered at 60.2 s; m1 leads, assigns 10 ms; SyncGroup answered at 60.23 s; m1's revoke
+    callback of P2, P3 (200 ms) and m2's empty assign callback (1 ms) start at 60.231 s. Round 2: m1's JoinGroup
+    at 60.433 s, m2's at 60.5 s, answered at 60.6 s; m1 assigns 5 ms; synced at 60.62 s; both assign callbacks
+    start at 60.621 s (m1's empty, 1 ms; m2's P2, P3, 30 ms). ``coordinator`` False: the library's timings.
+
+    By construction, the second episode: m1 joined 130 + 188 ms (JoinGroup 267, its assignments 15, SyncGroup
+    36), in callbacks 201 ms: the slowest; m2 joined 180 + 120 ms, in callbacks 31 ms."""
+    fleet = Fleet(group="timed-coop")
+    settings = {"rebalance_protocol": "cooperative", "assignor": "cooperative-sticky"}
+    m1, m2 = fleet.member("m1", **settings), fleet.member("m2", **settings)
+    m1.at(0).joins()
+    _callback(m1, "partitions_assigned", (P0, P1, P2, P3), 400, 100.0, "assigning", "stable",
+              timing=_steps(300, 5, 20, coordinator))
+    m2.at(60_000).joins()
+    _callback(m1, "partitions_revoked", (P2, P3), 60_231, 200.0, "revoking", "joining",
+              timing=_steps(100, 10, 20, coordinator))
+    _callback(m2, "partitions_assigned", (), 60_231, 1.0, "assigning", "stable", generation=2,
+              timing=_steps(150, 0, 30, coordinator))
+    _callback(m1, "partitions_assigned", (), 60_621, 1.0, "assigning", "stable", generation=3,
+              timing=_steps(167, 5, 16, coordinator))
+    _callback(m2, "partitions_assigned", (P2, P3), 60_621, 30.0, "assigning", "stable", generation=3,
+              timing=_steps(100, 0, 20, coordinator))
+    return fleet
+
+
+def timed_crash() -> Fleet:
+    """Eager Java members: m2 crashes unseen at 100 s; at 145 s m1's client rejoins (its JoinGroup answered in 10 ms,
+    it assigns 1 ms, synced 9 ms later) and its assign callback (5 ms) starts at 145.021 s: the first the episode
+    shows, 20 ms after its rebalance began."""
+    fleet = Fleet(group="timed-crash")
+    m1, m2 = fleet.member("m1"), fleet.member("m2")
+    m1.at(0).joins()
+    _callback(m1, "partitions_assigned", (P0, P1, P2, P3), 400, 10.0, "assigning", "stable", timing=_steps(300, 5, 20))
+    m2.at(60_000).joins()
+    _callback(m1, "partitions_revoked", (P0, P1, P2, P3), 60_100, 10.0, "revoking", "joining")
+    _callback(m1, "partitions_assigned", (P0, P1), 60_400, 10.0, "assigning", "stable", generation=2,
+              timing=_steps(250, 5, 30))
+    _callback(m2, "partitions_assigned", (P2, P3), 60_400, 10.0, "assigning", "stable", generation=2,
+              timing=_steps(300, 0, 35))
+    _callback(m1, "partitions_assigned", (P0, P1, P2, P3), 145_021, 5.0, "assigning", "stable", generation=3,
+              timing=_steps(10, 1, 9))
+    return fleet
+
+
+def timed_consumer_protocol() -> Fleet:
+    """KIP-848 Java members with the -javaagent: m1 owns P0..P3; m2 joins at 60 s. m1's client receives its new
+    target at 60.1 s: its revoke callback of P2, P3 runs 60.4..60.5 s (reconciling for 300 ms before it), its
+    empty assign callback at 60.501 s (1 ms). m2's assignment arrives at 60.8 s; its assign callback (P2, P3, 30 ms)
+    starts at 61 s.
+
+    By construction, the second episode: m2 joined 800 ms (until its assignment), reconciled 200 ms, in callbacks
+    30 ms: the slowest; m1 reconciled 401 - 100 ms outside its callbacks, in callbacks 101 ms."""
+    fleet = Fleet(group="timed-kip848")
+    settings = {"group_protocol": "consumer", "rebalance_protocol": "cooperative", "assignor": "uniform"}
+    m1, m2 = fleet.member("m1", **settings), fleet.member("m2", **settings)
+
+    def reconciling(ms: float) -> dict:
+        return {"source": "client_coordinator", "rebalances": None, "rebalance_ms": None, "join_ms": None,
+                "assign_ms": None, "sync_ms": None, "reconcile_ms": ms}
+    m1.at(0).joins()
+    _callback(m1, "partitions_assigned", (P0, P1, P2, P3), 400, 100.0, "reconciling", "stable",
+              timing=reconciling(50.0))
+    m2.at(60_000).joins()
+    _callback(m1, "partitions_revoked", (P2, P3), 60_400, 100.0, "reconciling", "stable", timing=reconciling(300.0))
+    _callback(m1, "partitions_assigned", (), 60_501, 1.0, "reconciling", "stable", generation=2,
+              timing=reconciling(401.0))
+    _callback(m2, "partitions_assigned", (P2, P3), 61_000, 30.0, "reconciling", "stable", generation=2,
+              timing=reconciling(200.0))
     return fleet

@@ -28,12 +28,14 @@ from lens_runtime.errors import LensError
 from lens_runtime.jvm_agent_build import built_after
 from lens_runtime.jvm_deps import artifact_name, maven
 from lens_scenarios.ground_truth import GroundTruth
+from lens_scenarios.java_member import TRUTH_WRITER
 
 APPS = Path(__file__).resolve().parents[1] / "jvm_agent" / "apps"
 MATRIX_POM = APPS / "kafka-clients-matrix" / "pom.xml"
-# The kafka-clients versions the agent is run against: the oldest it is to support, what Spring Boot 3.5 brings,
-# and every 4.x line to the newest.
-KAFKA_CLIENTS_MATRIX = ("3.5.2", "3.9.1", "4.0.2", "4.1.2", "4.2.0", "4.3.1", "4.4.0")
+# The kafka-clients versions the agent is run against: the oldest it supports, the last without a ConsumerDelegate,
+# what Spring Boot 3.5 brings, and every 4.x line to the newest; and one older than the range, which it refuses.
+KAFKA_CLIENTS_MATRIX = ("3.5.2", "3.6.2", "3.9.1", "4.0.2", "4.1.2", "4.2.0", "4.3.1", "4.4.0")
+UNSUPPORTED_KAFKA_CLIENTS = "3.1.2"
 # run_alone's topic: ids 0..PARTITIONS * PER_PARTITION - 1, id i in partition i % PARTITIONS
 PARTITIONS = 4
 PER_PARTITION = 50
@@ -73,7 +75,9 @@ ALL = (PLAIN, STREAMS, BOOT3, BOOT4)
 
 
 def _sources() -> list[Path]:
-    return [p for p in APPS.rglob("*") if p.is_file() and "target" not in p.relative_to(APPS).parts]
+    """The applications' sources and poms, and the Java members' truth writer the member kit compiles in."""
+    return [*(p for p in APPS.rglob("*") if p.is_file() and "target" not in p.relative_to(APPS).parts),
+            TRUTH_WRITER]
 
 
 def ensure_built() -> None:
@@ -115,17 +119,24 @@ def spec(run_dir: Path, process: str, topics: list[str], config: dict[str, Any],
                        "processing_ms": processing_ms, "app": app or {}})
 
 
-def command(app: App, member_spec: str, javaagent: Path | None = None, jvm: tuple[str, ...] = (),
-            kafka_clients: str | None = None) -> list[str]:
-    """``java`` running ``app`` as one member; ``-javaagent:`` the only addition when ``javaagent`` is given. The plain
-    application runs from a class path, on ``kafka_clients`` (default: its own), the others as ``java -jar``."""
-    agent = (f"-javaagent:{javaagent}",) if javaagent else ()
+def app_command(app: App, kafka_clients: str | None = None) -> list[str]:
+    """``java`` running ``app`` as users run it, but for its member spec: the plain application from a class path, on
+    ``kafka_clients`` (default: its own), the others as ``java -jar``."""
     if app is PLAIN:
         classpath = plain_classpath(kafka_clients or PLAIN.kafka_clients)
-        return ["java", *JVM_FLAGS, *jvm, *agent, "-cp", classpath, app.main_class, member_spec]
+        return ["java", *JVM_FLAGS, "-cp", classpath, app.main_class]
     if kafka_clients is not None:
         raise ValueError(f"only the plain application runs on another kafka-clients, not {app.module}")
-    return ["java", *JVM_FLAGS, *jvm, *agent, "-jar", str(app.jar), member_spec]
+    return ["java", *JVM_FLAGS, "-jar", str(app.jar)]
+
+
+def command(app: App, member_spec: str, javaagent: Path | None = None, jvm: tuple[str, ...] = (),
+            kafka_clients: str | None = None) -> list[str]:
+    """``app_command`` running one member with ``member_spec``; ``-javaagent:`` (and ``jvm``, the agent's -D options)
+    the only additions when ``javaagent`` is given."""
+    java, *rest = app_command(app, kafka_clients)
+    agent = (f"-javaagent:{javaagent}",) if javaagent else ()
+    return [java, *jvm, *agent, *rest, member_spec]
 
 
 class Running:

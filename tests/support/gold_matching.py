@@ -3,12 +3,14 @@ differ between them: shared by the tests that hold gold against truth (the sessi
 scenarios, and the same pipeline on a multi-executor cluster)."""
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 from typing import Any
 
 from lens_scenarios.ground_truth import Handoff
 
 TOLERANCE_S = 0.1
+PROCESS = re.compile(r"(.+?\.\d+)(?:-.*)?$")  # <member>.<incarnation>, then what a framework appended
 def gold_for_run(landed: dict[str, Any], run_id: str) -> dict[tuple, list[dict[str, Any]]]:
     """This run's gold handoffs keyed like truth's: (topic, partition, previous and next process, first offset at next),
     each key's in time order.
@@ -28,9 +30,7 @@ def gold_for_run(landed: dict[str, Any], run_id: str) -> dict[tuple, list[dict[s
     re-subscribe at different moments) give a process its partition back twice, and when it
     commits nothing in between it reads from the same committed offset both times.
     """
-    prefix = f"{run_id}-"
-    process = {agent: client[len(prefix):] for agent, client in landed["clients"].items()
-               if client.startswith(prefix)}
+    process = processes(landed["clients"], run_id)
     by_partition: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
     for h in landed["handoffs"]:
         by_partition[(h["topic"], h["partition"])].append(h)
@@ -49,6 +49,18 @@ def gold_for_run(landed: dict[str, Any], run_id: str) -> dict[tuple, list[dict[s
                 keyed.setdefault((h["topic"], h["partition"], h["prev_process"], h["next_process"],
                                   h["first_fetch_offset"]), []).append(h)
     return keyed
+
+
+def processes(clients: dict[str, str], run_id: str) -> dict[str, str]:
+    """Each agent's member process (``m1.2``) from its client id, which the runner sets to ``<run id>-<process>``; a
+    framework adds to it what names its own consumer (Spring's ``-0``, Streams' ``-StreamThread-1-consumer``)."""
+    prefix = f"{run_id}-"
+    out = {}
+    for agent, client in clients.items():
+        named = PROCESS.match(client[len(prefix):]) if client.startswith(prefix) else None
+        if named:
+            out[agent] = named.group(1)
+    return out
 
 
 def through(chain: list[dict[str, Any]]) -> dict[str, Any]:

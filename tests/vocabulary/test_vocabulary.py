@@ -96,6 +96,22 @@ def test_gold_and_ground_truth_use_the_declared_causes_and_release_kinds():
     assert set(RELEASE_KINDS) - {"crash"} <= set(INTERVAL_RELEASE_KINDS)  # gold/handoffs: unreleased is a crash
 
 
+def test_the_modelled_classic_assignors_hand_over_as_the_agent_spec_says_they_do():
+    """The lens models classic assignors by the names the agent spec's client_assignors give them, and each one's
+    rebalance protocol is the spec's (what both agents label a member with): declared twice, checked once here."""
+    from consumer_agent.agent_spec import assignor_protocols, cooperative
+
+    for a in (a for a in vocabulary.ASSIGNORS if a.group_protocol == "classic"):
+        protocols = assignor_protocols(a.strategy)
+        assert protocols, f"{a.name}: not among the agent spec's client_assignors"
+        assert ("cooperative" in protocols) == (a.rebalance_protocol == "cooperative"), a.name
+    streams = "org.apache.kafka.streams.processor.internals.StreamsPartitionAssignor"
+    assert cooperative(streams)  # Kafka Streams' main consumer: cooperative, not eager
+    assert assignor_protocols(streams, upgrade_from="2.3") == ("eager",)
+    assert not cooperative("org.apache.kafka.clients.consumer.RangeAssignor,"
+                           "org.apache.kafka.clients.consumer.CooperativeStickyAssignor")  # the Java default
+
+
 def test_a_scenario_migrates_members_to_declared_kip848_assignors():
     from lens_scenarios.spec import REMOTE_ASSIGNORS
 

@@ -20,5 +20,9 @@ select
     join_s,
     callbacks_s,
     reconcile_s,
-    slowest_agent_id
+    slowest_agent_id,
+    join_group_s,
+    leader_assign_s,
+    sync_group_s,
+    phase_source
 from source

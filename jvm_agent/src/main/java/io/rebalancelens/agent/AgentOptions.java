@@ -9,16 +9,11 @@ import java.util.TreeSet;
  * The agent's own {@code lens.*} options, taken out of the consumer config before the client sees it: the keys,
  * types and defaults of the agent spec (consumer_agent/agent-spec-v1.json, the Python agent's too), so one config
  * works for both agents. A bad option is an IllegalArgumentException naming the key, so a typo never silently
- * turns a feature off. The record's components after the two configs are the spec's keys, camel-cased
- * ({@code lens.commit.on.revoke.timeout.ms}: {@code commitOnRevokeTimeoutMs}); a test keeps them so.
- *
- * @param producerConfig the telemetry producer's config (the consumer's cluster address and
- *     authentication, overridden by {@code lens.telemetry.*}); null when no cluster is named: telemetry off
- * @param clusterConfig how to reach the consumer's own cluster (to ask its id); null without an address
+ * turns a feature off. The fields after the two configs are the spec's keys, camel-cased
+ * ({@code lens.commit.on.revoke.timeout.ms}: {@code commitOnRevokeTimeoutMs}), each read by the method of its
+ * name; a test keeps them so. A class rather than a record: the agent is Java 11 bytecode, as kafka-clients.
  */
-public record AgentOptions(String telemetryTopic, Map<String, Object> producerConfig,
-                           Map<String, Object> clusterConfig, boolean commitOnRevoke, int commitOnRevokeTimeoutMs,
-                           String processing, int progressIntervalMs, int bufferMaxEvents) {
+public final class AgentOptions {
     private static final AgentSpec SPEC = AgentSpec.get();
     static final String PREFIX = SPEC.optionPrefix();
     static final String TELEMETRY_PREFIX = SPEC.producerPrefix();
@@ -28,6 +23,65 @@ public record AgentOptions(String telemetryTopic, Map<String, Object> producerCo
     static final String BOOTSTRAP = BOOTSTRAP_KEYS.get(0);
     /** Consumer settings the telemetry producer inherits: the cluster address and how to authenticate. */
     private static final List<String> INHERITED_PREFIXES = SPEC.inheritedPrefixes();
+
+    private final String telemetryTopic;
+    private final Map<String, Object> producerConfig;
+    private final Map<String, Object> clusterConfig;
+    private final boolean commitOnRevoke;
+    private final int commitOnRevokeTimeoutMs;
+    private final String processing;
+    private final int progressIntervalMs;
+    private final int bufferMaxEvents;
+
+    /**
+     * {@code producerConfig}: the telemetry producer's config (the consumer's cluster address and authentication,
+     * overridden by {@code lens.telemetry.*}), null when no cluster is named: telemetry off; {@code clusterConfig}:
+     * how to reach the consumer's own cluster (to ask its id), null without an address.
+     */
+    public AgentOptions(String telemetryTopic, Map<String, Object> producerConfig, Map<String, Object> clusterConfig,
+                        boolean commitOnRevoke, int commitOnRevokeTimeoutMs, String processing,
+                        int progressIntervalMs, int bufferMaxEvents) {
+        this.telemetryTopic = telemetryTopic;
+        this.producerConfig = producerConfig;
+        this.clusterConfig = clusterConfig;
+        this.commitOnRevoke = commitOnRevoke;
+        this.commitOnRevokeTimeoutMs = commitOnRevokeTimeoutMs;
+        this.processing = processing;
+        this.progressIntervalMs = progressIntervalMs;
+        this.bufferMaxEvents = bufferMaxEvents;
+    }
+
+    public String telemetryTopic() {
+        return telemetryTopic;
+    }
+
+    public Map<String, Object> producerConfig() {
+        return producerConfig;
+    }
+
+    public Map<String, Object> clusterConfig() {
+        return clusterConfig;
+    }
+
+    public boolean commitOnRevoke() {
+        return commitOnRevoke;
+    }
+
+    public int commitOnRevokeTimeoutMs() {
+        return commitOnRevokeTimeoutMs;
+    }
+
+    public String processing() {
+        return processing;
+    }
+
+    public int progressIntervalMs() {
+        return progressIntervalMs;
+    }
+
+    public int bufferMaxEvents() {
+        return bufferMaxEvents;
+    }
 
     /** {@code lens.processing=explicit}: records are processed when the application marks them. */
     public boolean explicitProcessing() {
@@ -48,7 +102,8 @@ public record AgentOptions(String telemetryTopic, Map<String, Object> producerCo
     /** Parse and validate the {@code lens.*} keys of {@code config}. */
     public static AgentOptions parse(Map<String, ?> config) {
         Object topic = config.get(TOPIC);
-        if (!(topic instanceof String name) || name.isEmpty()) {
+        String name = topic instanceof String ? (String) topic : "";
+        if (name.isEmpty()) {
             throw new IllegalArgumentException("Set \"" + TOPIC + "\" (e.g. \""
                     + SPEC.textConstant("default_telemetry_topic") + "\") in the consumer config: it names the topic "
                     + "the agent writes its telemetry to.");
@@ -112,20 +167,25 @@ public record AgentOptions(String telemetryTopic, Map<String, Object> producerCo
 
     /** {@code value} of {@code option}, checked against its type. */
     static Object checked(AgentSpec.Option option, Object value) {
-        return switch (option.type()) {
-            case "boolean" -> asBool(option.key(), value);
-            case "positive_integer" -> asPositiveInt(option.key(), value);
-            case "choice" -> asChoice(option, value);
-            default -> throw new IllegalStateException("rebalance-lens: the agent spec's option " + option.key()
-                    + " has a type this agent does not know: " + option.type());
-        };
+        switch (option.type()) {
+            case "boolean":
+                return asBool(option.key(), value);
+            case "positive_integer":
+                return asPositiveInt(option.key(), value);
+            case "choice":
+                return asChoice(option, value);
+            default:
+                throw new IllegalStateException("rebalance-lens: the agent spec's option " + option.key()
+                        + " has a type this agent does not know: " + option.type());
+        }
     }
 
     private static boolean asBool(String key, Object value) {
-        if (value instanceof Boolean flag) {
-            return flag;
+        if (value instanceof Boolean) {
+            return (Boolean) value;
         }
-        if (value instanceof String text && (text.equalsIgnoreCase("true") || text.equalsIgnoreCase("false"))) {
+        String text = String.valueOf(value);
+        if (value instanceof String && (text.equalsIgnoreCase("true") || text.equalsIgnoreCase("false"))) {
             return Boolean.parseBoolean(text);
         }
         throw new IllegalArgumentException(key + " must be true or false, got " + value);
@@ -133,7 +193,8 @@ public record AgentOptions(String telemetryTopic, Map<String, Object> producerCo
 
     private static int asPositiveInt(String key, Object value) {
         try {
-            int number = value instanceof Number n ? n.intValue() : Integer.parseInt(String.valueOf(value).trim());
+            int number = value instanceof Number ? ((Number) value).intValue()
+                    : Integer.parseInt(String.valueOf(value).trim());
             if (number > 0) {
                 return number;
             }
@@ -144,8 +205,8 @@ public record AgentOptions(String telemetryTopic, Map<String, Object> producerCo
     }
 
     private static String asChoice(AgentSpec.Option option, Object value) {
-        if (value instanceof String text && option.choices().contains(text)) {
-            return text;
+        if (value instanceof String && option.choices().contains(value)) {
+            return (String) value;
         }
         throw new IllegalArgumentException(option.key() + " must be one of " + String.join(", ", option.choices())
                 + ", got " + value);

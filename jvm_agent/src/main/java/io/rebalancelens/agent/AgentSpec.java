@@ -6,6 +6,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -30,7 +31,40 @@ public final class AgentSpec {
     private static final AgentSpec SPEC = load();
 
     /** One {@code lens.*} option: its type (string, boolean, positive_integer, choice) and default. */
-    public record Option(String key, String type, boolean required, Object defaultValue, List<String> choices) {
+    public static final class Option {
+        private final String key;
+        private final String type;
+        private final boolean required;
+        private final Object defaultValue;
+        private final List<String> choices;
+
+        Option(String key, String type, boolean required, Object defaultValue, List<String> choices) {
+            this.key = key;
+            this.type = type;
+            this.required = required;
+            this.defaultValue = defaultValue;
+            this.choices = choices;
+        }
+
+        public String key() {
+            return key;
+        }
+
+        public String type() {
+            return type;
+        }
+
+        public boolean required() {
+            return required;
+        }
+
+        public Object defaultValue() {
+            return defaultValue;
+        }
+
+        public List<String> choices() {
+            return choices;
+        }
     }
 
     private final JsonNode root;
@@ -116,6 +150,26 @@ public final class AgentSpec {
 
     // ------------------------------------------------------------------ options
     /** Every {@code lens.*} option, in the spec's order. */
+    /**
+     * The rebalance protocols of the classic assignor named {@code name} (any name a client knows it by), empty
+     * for one the spec does not list; {@code upgradeFrom}: the member's {@code upgrade.from}, which keeps some
+     * eager (the spec's client_assignors).
+     */
+    public List<String> assignorProtocols(String name, Object upgradeFrom) {
+        JsonNode assignors = root.path("client_assignors").path("assignors");
+        for (Iterator<JsonNode> it = assignors.elements(); it.hasNext(); ) {
+            JsonNode assignor = it.next();
+            if (!strings(assignor.path("names")).contains(name)) {
+                continue;
+            }
+            String from = upgradeFrom == null ? "" : String.valueOf(upgradeFrom);
+            boolean upgrading = !from.isEmpty() && strings(assignor.path("eager_when_upgrading_from")).stream()
+                    .anyMatch(from::startsWith);
+            return upgrading ? List.of("eager") : strings(assignor.path("protocols"));
+        }
+        return List.of();
+    }
+
     public Map<String, Option> options() {
         return options;
     }

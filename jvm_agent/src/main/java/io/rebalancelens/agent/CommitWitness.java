@@ -5,37 +5,52 @@ import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.stream.Collectors;
 import org.apache.kafka.clients.consumer.ConsumerInterceptor;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
 
 /**
- * The offsets a no-argument {@code commitSync()} really committed. The client computes them itself (every
- * position it holds, some no poll has shown yet) and tells only its interceptors, right before commitSync
- * returns on the application's thread (a successful synchronous commit is the last to report before it returns).
- * The agent puts this interceptor first in {@code interceptor.classes}; the client builds it inside the
- * KafkaConsumer constructor, on the thread that holds the agent's {@link Slot}. Records pass through untouched.
+ * Every commit the client really made, as its interceptors hear of it: the application's (a no-argument
+ * {@code commitSync()} commits every position the client holds, some no poll has shown yet) and the client's own
+ * auto commits ({@code enable.auto.commit}: from its poll, right before a rebalance's revoke callback, at close),
+ * which nothing else reports, in both consumer implementations. The classic client calls {@code onCommit} on the
+ * thread that completes the request (the application's or its heartbeat thread), the async one on the application's
+ * thread at its next poll or commit; this interceptor only queues the offsets ({@link Slot}), and the agent reads
+ * them on the application's thread ({@link CommitLedger}). The agent puts it first in {@code interceptor.classes};
+ * the client builds it inside the KafkaConsumer constructor, on the thread that holds the agent's Slot. Records
+ * pass through untouched.
  */
 public final class CommitWitness implements ConsumerInterceptor<Object, Object> {
     private static final ThreadLocal<Slot> CONSTRUCTING = new ThreadLocal<>();
     private final Slot slot;
 
-    /** Where one consumer's witness leaves the offsets of its last successful commit. */
+    /** Where one consumer's witness leaves the offsets of each successful commit, oldest first. */
     public static final class Slot {
         /** Set while InstrumentedConsumer builds its own client (which the javaagent then leaves alone). */
         private final boolean library;
-        private volatile Map<TopicPartition, OffsetAndMetadata> committed;
+        private final ConcurrentLinkedQueue<Map<TopicPartition, OffsetAndMetadata>> committed =
+                new ConcurrentLinkedQueue<>();
 
         private Slot(boolean library) {
             this.library = library;
         }
 
-        /** The offsets committed since the last call, or null; cleared. */
-        Map<TopicPartition, OffsetAndMetadata> take() {
-            Map<TopicPartition, OffsetAndMetadata> last = committed;
-            committed = null;
-            return last;
+        /** Whether a commit was witnessed since the last {@link #drain} (a volatile read: the poll path asks). */
+        boolean pending() {
+            return !committed.isEmpty();
+        }
+
+        /** The commits witnessed since the last call, oldest first; cleared. */
+        List<Map<TopicPartition, OffsetAndMetadata>> drain() {
+            List<Map<TopicPartition, OffsetAndMetadata>> out = new ArrayList<>();
+            for (Map<TopicPartition, OffsetAndMetadata> next = committed.poll(); next != null;
+                 next = committed.poll()) {
+                out.add(next);
+            }
+            return out;
         }
     }
 
@@ -74,12 +89,12 @@ public final class CommitWitness implements ConsumerInterceptor<Object, Object> 
     private static Slot begin(Map<String, Object> config, boolean library) {
         Object app = config.get("interceptor.classes");
         List<Object> classes = new ArrayList<>(List.of(CommitWitness.class));
-        if (app instanceof String names && !names.isBlank()) {
-            classes.addAll(Arrays.stream(names.split(",")).map(String::trim).toList());
-        } else if (app instanceof List<?> list) {
-            classes.addAll(list);
-        } else if (app instanceof Class<?> type) {
-            classes.add(type);
+        if (app instanceof String && !((String) app).isBlank()) {
+            classes.addAll(Arrays.stream(((String) app).split(",")).map(String::trim).collect(Collectors.toList()));
+        } else if (app instanceof List<?>) {
+            classes.addAll((List<?>) app);
+        } else if (app instanceof Class<?>) {
+            classes.add(app);
         }
         config.put("interceptor.classes", classes);
         Slot slot = new Slot(library);
@@ -94,7 +109,7 @@ public final class CommitWitness implements ConsumerInterceptor<Object, Object> 
 
     @Override
     public void onCommit(Map<TopicPartition, OffsetAndMetadata> offsets) {
-        slot.committed = new HashMap<>(offsets);
+        slot.committed.add(new HashMap<>(offsets));
     }
 
     @Override

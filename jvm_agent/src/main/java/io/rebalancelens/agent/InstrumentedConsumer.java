@@ -50,7 +50,7 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
     private static final long CLOSE_FLUSH_TIMEOUT_MS = AgentSpec.get().longConstant("close_flush_timeout_ms");
 
     private final Consumer<K, V> delegate;
-    private final CommitWitness.Slot committedSlot;
+    private final CommitLedger commits;
     private final TelemetryEmitter emitter;
     private final Envelope envelope;
     private final Processed processed;
@@ -58,6 +58,7 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
     private final Progress progress;
     private final RevokeCommitter revokeCommitter;  // null unless lens.commit.on.revoke
     private final EnforceOutcome enforceOutcome;
+    private final RebalanceTiming timing;
     private boolean closed;
 
     public InstrumentedConsumer(Map<String, Object> config) {
@@ -77,7 +78,14 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
     }
 
     /** A client and the slot its CommitWitness reports to. */
-    private record Witnessed<K, V>(Consumer<K, V> client, CommitWitness.Slot slot) {
+    private static final class Witnessed<K, V> {
+        final Consumer<K, V> client;
+        final CommitWitness.Slot slot;
+
+        Witnessed(Consumer<K, V> client, CommitWitness.Slot slot) {
+            this.client = client;
+            this.slot = slot;
+        }
     }
 
     /**
@@ -90,32 +98,33 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
     }
 
     private InstrumentedConsumer(Witnessed<K, V> built, AgentOptions options, Map<String, Object> client) {
-        this.committedSlot = built.slot();
-        this.delegate = built.client();
+        this.delegate = built.client;
         String groupProtocol = "consumer".equalsIgnoreCase(String.valueOf(client.get("group.protocol")))
                 ? "consumer" : "classic";
-        String strategy = String.valueOf(client.getOrDefault("partition.assignment.strategy",
-                "org.apache.kafka.clients.consumer.RangeAssignor,"
-                        + "org.apache.kafka.clients.consumer.CooperativeStickyAssignor"));
         boolean classic = "classic".equals(groupProtocol);
-        // The classic client rebalances eagerly unless every configured assignor supports COOPERATIVE;
-        // the consumer protocol is always incremental.
-        boolean cooperative = !classic || (strategy.contains("CooperativeSticky") && !strategy.contains("RangeAssignor")
-                && !strategy.contains("RoundRobinAssignor") && !strategy.contains(".StickyAssignor"));
-        String assignor = classic ? strategy : String.valueOf(client.getOrDefault("group.remote.assignor",
-                "broker-default"));
+        boolean cooperative = !classic || Assignors.cooperative(client);  // the consumer protocol is incremental
+        String assignor = classic ? String.join(",", Assignors.names(client.getOrDefault(
+                "partition.assignment.strategy", Assignors.JAVA_DEFAULT)))
+                : String.valueOf(client.getOrDefault("group.remote.assignor", "broker-default"));
         String agentId = UUID.randomUUID().toString().replace("-", "");
         this.emitter = new TelemetryEmitter(options.telemetryTopic(), options.producerConfig(), options.clusterConfig(),
                 options.bufferMaxEvents(), agentId);
         this.envelope = new Envelope(agentId, Envelope.identity(client, groupProtocol,
                 cooperative ? "cooperative" : "eager", assignor), delegate::groupMetadata, emitter);
-        this.processed = new Processed(options.explicitProcessing());
-        this.member = new Membership(envelope, processed, groupProtocol, cooperative, options, client);
         ConsumerView view = new View();
+        this.processed = new Processed(options.processing(), view::committed);
+        this.member = new Membership(envelope, processed, groupProtocol, cooperative, options, client);
+        this.commits = new CommitLedger(built.slot, member.autoCommit());
         this.progress = new Progress(view, member, processed, envelope, emitter, options.progressIntervalMs());
         this.enforceOutcome = EnforceOutcome.of(classic, cooperative);
         this.revokeCommitter = options.commitOnRevoke() ? new RevokeCommitter(view, processed,
                 options.commitOnRevokeTimeoutMs()) : null;
+        this.timing = new RebalanceTiming(delegate::metrics, classic);
+    }
+
+    /** Where the javaagent's advice on the client's coordinator reports its steps ({@link RebalanceTiming}). */
+    public java.util.function.ObjLongConsumer<String> coordinatorSteps() {
+        return timing;
     }
 
     /** What the agent's helpers see of this consumer: the member's account of it, the client's lag, its commit. */
@@ -182,11 +191,13 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
     }
 
     @Override
+    @KafkaSince("4.0")
     public void subscribe(SubscriptionPattern pattern) {
         subscribe(pattern, null);
     }
 
     @Override
+    @KafkaSince("4.0")
     public void subscribe(SubscriptionPattern pattern, ConsumerRebalanceListener listener) {
         delegate.subscribe(pattern, new Listener(listener));
         guard(() -> member.recordSubscribe(List.of(), pattern.pattern()));
@@ -209,22 +220,26 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
 
         @Override
         public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
+            guard(InstrumentedConsumer.this::reportAutoCommits);
             guard(member::enterAssign);
             long start = System.nanoTime();
+            Map<String, Object> rebalance = timed(start);
             try {
                 if (app != null) {
                     app.onPartitionsAssigned(partitions);
                 }
             } finally {
                 double ms = (System.nanoTime() - start) / 1e6;
-                guard(() -> member.recordAssign(partitions, ms));
+                guard(() -> member.recordAssign(partitions, ms, rebalance));
             }
         }
 
         @Override
         public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
+            guard(InstrumentedConsumer.this::reportAutoCommits);  // the client's auto commit before a revoke
             guard(member::enterRevoke);
             member.revoking(true);
+            Map<String, Object> rebalance = timed(System.nanoTime());
             Map<String, Object> hold = revokeCommitter != null && !partitions.isEmpty() ? holdRevoke(partitions) : null;
             long start = System.nanoTime();
             try {
@@ -234,7 +249,17 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
             } finally {
                 member.revoking(false);
                 double ms = (System.nanoTime() - start) / 1e6;
-                guard(() -> member.recordRelease("partitions_revoked", partitions, ms, hold));
+                guard(() -> member.recordRelease("partitions_revoked", partitions, ms, hold, rebalance));
+            }
+        }
+
+        /** The client's timing of the rebalance this callback follows or belongs to, or null. */
+        private Map<String, Object> timed(long nanos) {
+            try {
+                return timing.atCallback(nanos);
+            } catch (RuntimeException e) {
+                noteFailure(e);
+                return null;
             }
         }
 
@@ -250,15 +275,17 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
 
         @Override
         public void onPartitionsLost(Collection<TopicPartition> partitions) {
+            guard(InstrumentedConsumer.this::reportAutoCommits);
             guard(member::enterLost);
             long start = System.nanoTime();
+            Map<String, Object> rebalance = timed(start);
             try {
                 if (app != null) {
                     app.onPartitionsLost(partitions);  // its default calls onPartitionsRevoked, as without the agent
                 }
             } finally {
                 double ms = (System.nanoTime() - start) / 1e6;
-                guard(() -> member.recordRelease("partitions_lost", partitions, ms, null));
+                guard(() -> member.recordRelease("partitions_lost", partitions, ms, null, rebalance));
             }
         }
     }
@@ -269,18 +296,43 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
         ConsumerRecords<K, V> records;
         try {
             records = delegate.poll(timeout);
-        } catch (WakeupException | InterruptException e) {
-            throw e;  // the application's own control flow, not a client error
         } catch (KafkaException e) {
-            guard(() -> member.recordClientError(e, isFatal(e)));
-            throw e;
+            throw clientError(e);
         }
+        afterPoll(records);
+        return records;
+    }
+
+    /** kafka-clients 3.x's {@code poll(long)} (removed in 4.0): the client's own, watched as poll(Duration). */
+    @SuppressWarnings("unchecked")
+    public ConsumerRecords<K, V> poll(long timeoutMs) {
+        ConsumerRecords<K, V> records;
+        try {
+            records = (ConsumerRecords<K, V>) RemovedApi.POLL_LONG.call(delegate, timeoutMs);
+        } catch (KafkaException e) {
+            throw clientError(e);
+        }
+        afterPoll(records);
+        return records;
+    }
+
+    /** What the client threw to the application, recorded unless it is the application's own control flow. */
+    private KafkaException clientError(KafkaException e) {
+        if (!(e instanceof WakeupException || e instanceof InterruptException)) {
+            guard(() -> member.recordClientError(e, isFatal(e)));
+        }
+        return e;
+    }
+
+    private void afterPoll(ConsumerRecords<K, V> records) {
         try {  // guard()'s job without its lambda: the poll path allocates nothing of its own
+            if (commits.pending()) {
+                reportAutoCommits();
+            }
             progress.afterPoll(records);
-        } catch (RuntimeException e) {
+        } catch (RuntimeException | LinkageError e) {
             noteFailure(e);
         }
-        return records;
     }
 
     private static boolean isFatal(KafkaException e) {
@@ -314,7 +366,7 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
      * failed one is reported with the positions the agent saw.
      */
     private void committing(Map<TopicPartition, OffsetAndMetadata> offsets, Runnable commit) {
-        committedSlot.take();
+        guard(this::reportAutoCommits);
         long start = System.nanoTime();
         try {
             commit.run();
@@ -324,10 +376,17 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
             throw e;
         }
         double ms = (System.nanoTime() - start) / 1e6;
-        Map<TopicPartition, OffsetAndMetadata> witnessed = committedSlot.take();
-        Map<TopicPartition, OffsetAndMetadata> committed = offsets != null ? offsets
-                : witnessed != null ? witnessed : Map.of();
-        guard(() -> member.recordCommit(true, committed, null, ms));
+        guard(() -> {
+            List<Map<TopicPartition, OffsetAndMetadata>> auto = new java.util.ArrayList<>();
+            Map<TopicPartition, OffsetAndMetadata> committed = commits.afterSync(offsets, auto);
+            auto.forEach(member::recordAutoCommit);
+            member.recordCommit(true, committed, null, ms);
+        });
+    }
+
+    /** The client's own commits witnessed since the last look, reported (on the application's thread). */
+    private void reportAutoCommits() {
+        commits.autoCommits().forEach(member::recordAutoCommit);
     }
 
     @Override
@@ -337,20 +396,27 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
 
     @Override
     public void commitAsync(OffsetCommitCallback callback) {
-        delegate.commitAsync(recorded(callback));
+        delegate.commitAsync(recorded(null, callback));
     }
 
     @Override
     public void commitAsync(Map<TopicPartition, OffsetAndMetadata> offsets, OffsetCommitCallback callback) {
-        delegate.commitAsync(offsets, recorded(callback));
+        delegate.commitAsync(offsets, recorded(offsets, callback));
     }
 
-    /** The commit's result recorded, then the application's callback (if any) called as without the agent. */
-    private OffsetCommitCallback recorded(OffsetCommitCallback app) {
-        return (offsets, error) -> {
-            guard(() -> member.recordCommit(false, offsets == null ? Map.of() : offsets, error, null));
+    /**
+     * The commit's result recorded, then the application's callback (if any) called as without the agent;
+     * {@code offsets}: what it commits (null: every position), told apart from the client's auto commits.
+     */
+    private OffsetCommitCallback recorded(Map<TopicPartition, OffsetAndMetadata> offsets, OffsetCommitCallback app) {
+        CommitLedger.Expected commit = commits.asyncStarted(offsets == null ? null : new HashMap<>(offsets));
+        return (committed, error) -> {
+            guard(() -> {
+                commits.asyncDone(commit);
+                member.recordCommit(false, committed == null ? Map.of() : committed, error, null);
+            });
             if (app != null) {
-                app.onComplete(offsets, error);
+                app.onComplete(committed, error);
             }
         };
     }
@@ -418,6 +484,7 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
     }
 
     @Override
+    @KafkaSince("4.1")
     public void close(CloseOptions options) {
         closing(() -> delegate.close(options));
     }
@@ -438,6 +505,7 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
         } finally {
             if (!closed) {
                 closed = true;
+                guard(this::reportAutoCommits);  // the client's last auto commit, on close
                 guard(() -> member.left(Membership.CLOSE));
                 guard(progress::stop);
                 guard(progress::emitHealth);
@@ -446,16 +514,19 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
         }
     }
 
-    /** Run telemetry code; count and log (once) any failure instead of raising into the host. */
+    /**
+     * Run telemetry code; count and log (once) any failure instead of raising into the host, a kafka-clients that
+     * lacks something the agent calls (a LinkageError) included.
+     */
     private void guard(Runnable telemetry) {
         try {
             telemetry.run();
-        } catch (RuntimeException e) {
+        } catch (RuntimeException | LinkageError e) {
             noteFailure(e);
         }
     }
 
-    private void noteFailure(RuntimeException e) {
+    private void noteFailure(Throwable e) {
         emitter.noteError("agent: " + e);
     }
 
@@ -463,14 +534,22 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
     @Override public Set<TopicPartition> assignment() { return delegate.assignment(); }
     @Override public Set<String> subscription() { return delegate.subscription(); }
     @Override public void assign(Collection<TopicPartition> partitions) { delegate.assign(partitions); }
-    @Override public void registerMetricForSubscription(KafkaMetric metric) {
+    @Override @KafkaSince("4.0") public void registerMetricForSubscription(KafkaMetric metric) {
         delegate.registerMetricForSubscription(metric);
     }
-    @Override public void unregisterMetricFromSubscription(KafkaMetric metric) {
+    @Override @KafkaSince("4.0") public void unregisterMetricFromSubscription(KafkaMetric metric) {
         delegate.unregisterMetricFromSubscription(metric);
     }
     @Override public long position(TopicPartition tp) { return delegate.position(tp); }
     @Override public long position(TopicPartition tp, Duration timeout) { return delegate.position(tp, timeout); }
+    /** kafka-clients 3.x's {@code committed(TopicPartition)} (removed in 4.0): the client's own. */
+    public OffsetAndMetadata committed(TopicPartition tp) {
+        return (OffsetAndMetadata) RemovedApi.COMMITTED.call(delegate, tp);
+    }
+    /** kafka-clients 3.x's {@code committed(TopicPartition, Duration)} (removed in 4.0): the client's own. */
+    public OffsetAndMetadata committed(TopicPartition tp, Duration timeout) {
+        return (OffsetAndMetadata) RemovedApi.COMMITTED_WITH_TIMEOUT.call(delegate, tp, timeout);
+    }
     @Override public Map<TopicPartition, OffsetAndMetadata> committed(Set<TopicPartition> partitions) {
         return delegate.committed(partitions);
     }
@@ -478,7 +557,9 @@ public final class InstrumentedConsumer<K, V> implements Consumer<K, V> {
     public Map<TopicPartition, OffsetAndMetadata> committed(Set<TopicPartition> partitions, Duration timeout) {
         return delegate.committed(partitions, timeout);
     }
-    @Override public Uuid clientInstanceId(Duration timeout) { return delegate.clientInstanceId(timeout); }
+    @Override @KafkaSince("3.7") public Uuid clientInstanceId(Duration timeout) {
+        return delegate.clientInstanceId(timeout);
+    }
     @Override public Map<MetricName, ? extends Metric> metrics() { return delegate.metrics(); }
     @Override public List<PartitionInfo> partitionsFor(String topic) { return delegate.partitionsFor(topic); }
     @Override public List<PartitionInfo> partitionsFor(String topic, Duration timeout) {

@@ -1,5 +1,6 @@
 package io.rebalancelens.agent;
 
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -13,14 +14,38 @@ final class MemberStates {
     private MemberStates() {}
 
     /**
-     * State paths (entered in order) for each observation; {@code rejoinFrom}: a new assignment there is a rejoin;
-     * {@code enteredFrom}: each state's allowed previous states.
+     * State paths (entered in order) for each observation, by the spec's path names ({@code in_assign}: the
+     * states a member passes into when its assign callback starts); {@code rejoinFrom}: a new assignment there is a
+     * rejoin; {@code enteredFrom}: each state's allowed previous states.
      */
-    record Lifecycle(List<String> subscribed, List<String> inAssign, List<String> inRevoke, List<String> afterRevoke,
-                     List<String> inLost, List<String> afterLost, List<String> stable, List<String> leaveStart,
-                     List<String> leaveAfterRevoke, List<String> left, Set<String> rejoinFrom,
-                     Map<String, Set<String>> enteredFrom) {
+    static final class Lifecycle {
+        private final Map<String, List<String>> paths;
+        private final Set<String> rejoinFrom;
+        private final Map<String, Set<String>> enteredFrom;
+
+        Lifecycle(Map<String, List<String>> paths, Set<String> rejoinFrom, Map<String, Set<String>> enteredFrom) {
+            this.paths = paths;
+            this.rejoinFrom = rejoinFrom;
+            this.enteredFrom = enteredFrom;
+        }
+
+        List<String> subscribed() { return paths.get("subscribed"); }
+        List<String> inAssign() { return paths.get("in_assign"); }
+        List<String> inRevoke() { return paths.get("in_revoke"); }
+        List<String> afterRevoke() { return paths.get("after_revoke"); }
+        List<String> inLost() { return paths.get("in_lost"); }
+        List<String> afterLost() { return paths.get("after_lost"); }
+        List<String> stable() { return paths.get("stable"); }
+        List<String> leaveStart() { return paths.get("leave_start"); }
+        List<String> leaveAfterRevoke() { return paths.get("leave_after_revoke"); }
+        List<String> left() { return paths.get("left"); }
+
+        Set<String> rejoinFrom() {
+            return rejoinFrom;
+        }
+
         String initial() {
+            List<String> left = left();
             return left.get(left.size() - 1);
         }
 
@@ -44,10 +69,10 @@ final class MemberStates {
 
     private static Lifecycle read(String protocol) {
         AgentSpec spec = AgentSpec.get();
-        return new Lifecycle(spec.path("subscribed", protocol), spec.path("in_assign", protocol),
-                spec.path("in_revoke", protocol), spec.path("after_revoke", protocol), spec.path("in_lost", protocol),
-                spec.path("after_lost", protocol), spec.path("stable", protocol), spec.path("leave_start", protocol),
-                spec.path("leave_after_revoke", protocol), spec.path("left", protocol), spec.rejoinFrom(protocol),
-                spec.enteredFrom(protocol));
+        Map<String, List<String>> paths = new HashMap<>();
+        for (String name : spec.pathNames()) {
+            paths.put(name, spec.path(name, protocol));
+        }
+        return new Lifecycle(paths, spec.rejoinFrom(protocol), spec.enteredFrom(protocol));
     }
 }

@@ -15,7 +15,6 @@ import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.UnknownServerException;
 import org.apache.kafka.common.protocol.Errors;
-import org.apache.kafka.common.utils.AppInfoParser;
 
 /**
  * The member as the agent sees it (consumer_agent/membership.py): lifecycle state, subscription, owned
@@ -177,7 +176,7 @@ final class Membership {
                 "enable_auto_offset_store", true,
                 "commit_on_revoke", options.commitOnRevoke(), "config", snapshot,
                 "agent_version", InstrumentedConsumer.AGENT_VERSION,
-                "client_version", "kafka-clients " + AppInfoParser.getVersion(),
+                "client_version", "kafka-clients " + KafkaClients.VERSION,
                 "librdkafka_version", "none (Java client)");
     }
 
@@ -261,8 +260,11 @@ final class Membership {
         return states;
     }
 
-    /** After the assign callback: the partitions are owned and await their first record. */
-    void recordAssign(Collection<TopicPartition> partitions, double callbackMs) {
+    /**
+     * After the assign callback: the partitions are owned and await their first record. {@code rebalance}: the
+     * client's timing of the rebalance before it ({@link RebalanceTiming}), or null.
+     */
+    void recordAssign(Collection<TopicPartition> partitions, double callbackMs, Map<String, Object> rebalance) {
         if (!cooperative) {
             owned.clear();
         }
@@ -274,16 +276,17 @@ final class Membership {
         }
         envelope.emit("partitions_assigned", body("partitions", partitionStates(partitions, false),
                 "incremental", cooperative, "callback_ms", callbackMs, "assignment_size", owned.size(),
-                "commit_on_revoke", null));
+                "commit_on_revoke", null, "rebalance_timing", rebalance));
         enter(lifecycle.stable(), ASSIGNED);
     }
 
     /**
      * After the revoke ({@code kind} partitions_revoked) or lost callback: the partitions are gone. {@code hold}:
-     * how commit-on-revoke went ({@link RevokeCommitter}), null when it did not run.
+     * how commit-on-revoke went ({@link RevokeCommitter}), null when it did not run; {@code rebalance} as for
+     * {@link #recordAssign}.
      */
     void recordRelease(String kind, Collection<TopicPartition> partitions, double callbackMs,
-                       Map<String, Object> hold) {
+                       Map<String, Object> hold, Map<String, Object> rebalance) {
         List<Map<String, Object>> states = partitionStates(partitions, true);
         if (cooperative) {
             owned.removeAll(partitions);
@@ -297,7 +300,7 @@ final class Membership {
         }
         processed.forget(partitions);
         envelope.emit(kind, body("partitions", states, "incremental", cooperative, "callback_ms", callbackMs,
-                "assignment_size", owned.size(), "commit_on_revoke", hold));
+                "assignment_size", owned.size(), "commit_on_revoke", hold, "rebalance_timing", rebalance));
         if (leaving) {
             enter(lifecycle.leaveAfterRevoke(), REVOKED_LEAVING);
         } else if ("partitions_lost".equals(kind)) {
@@ -307,9 +310,22 @@ final class Membership {
         }
     }
 
-    /** A commit's result: {@code error} is the request's (null on success). */
+    /** A commit of the application's: its result ({@code error} is the request's, null on success). */
     void recordCommit(boolean sync, Map<TopicPartition, OffsetAndMetadata> offsets, Exception error,
                       Double durationMs) {
+        commit("manual", sync, offsets, error, durationMs);
+    }
+
+    /**
+     * A commit the client made on its own ({@code enable.auto.commit}): witnessed when it succeeded, reported on the
+     * application's thread afterwards; the application did not wait for it (sync false), as the Python agent says.
+     */
+    void recordAutoCommit(Map<TopicPartition, OffsetAndMetadata> offsets) {
+        commit("auto", false, offsets, null, null);
+    }
+
+    private void commit(String mode, boolean sync, Map<TopicPartition, OffsetAndMetadata> offsets, Exception error,
+                        Double durationMs) {
         List<Map<String, Object>> reported = new ArrayList<>();
         offsets.forEach((tp, offset) -> {
             long next = offset == null ? OFFSET_UNKNOWN : offset.offset();
@@ -319,7 +335,7 @@ final class Membership {
             reported.add(body("topic", tp.topic(), "partition", tp.partition(),
                     "offset", Math.max(next, OFFSET_UNKNOWN), "error", null));
         });
-        envelope.emit("commit", body("mode", "manual", "sync", sync, "in_revoke", inRevoke, "offsets", reported,
+        envelope.emit("commit", body("mode", mode, "sync", sync, "in_revoke", inRevoke, "offsets", reported,
                 "error", error == null ? null : error.toString(), "duration_ms", durationMs));
     }
 

@@ -55,8 +55,10 @@ final class Progress {
      * newly assigned partition's first record, or when it came a long gap after a probe (the agent spec's
      * progress_gap_probe_share). */
     void afterPoll(ConsumerRecords<?, ?> records) {
-        if (!records.isEmpty() || !records.nextOffsets().isEmpty()) {
+        if (KafkaClients.NEXT_OFFSETS) {
             handedOut(records);
+        } else if (!records.isEmpty()) {
+            handedOutBefore40(records);
         }
         int due = timer.due();
         if (due != TickTimer.IDLE || firstRecord) {
@@ -77,8 +79,12 @@ final class Progress {
     /** Hand-out counts and positions; first fetches and (explicit mode) the records in flight only while there is
      * something to see. Walks the next offsets (a small immutable map) rather than {@code records.partitions()}:
      * a HashMap key iterator scans the client's whole table, on every poll (JFR: twice the agent's samples). */
+    @KafkaSince("4.0")
     private void handedOut(ConsumerRecords<?, ?> records) {
         Map<TopicPartition, OffsetAndMetadata> nextOffsets = records.nextOffsets();
+        if (records.isEmpty() && nextOffsets.isEmpty()) {
+            return;
+        }
         int withRecords = 0;
         for (Map.Entry<TopicPartition, OffsetAndMetadata> next : nextOffsets.entrySet()) {
             PartitionSlot slot = member.slot(next.getKey());
@@ -93,6 +99,19 @@ final class Progress {
                     member.slot(tp).handedOut += records.records(tp).size();
                 }
             }
+        }
+        if (processed.explicit || member.awaitsFirstFetch()) {
+            firstFetchesAndInFlight(records);
+        }
+    }
+
+    /** kafka-clients 3.x has no next offsets: each partition's position is one past the last record handed out. */
+    private void handedOutBefore40(ConsumerRecords<?, ?> records) {
+        for (TopicPartition tp : records.partitions()) {
+            List<? extends ConsumerRecord<?, ?>> batch = records.records(tp);
+            PartitionSlot slot = member.slot(tp);
+            slot.position = batch.get(batch.size() - 1).offset() + 1;
+            slot.handedOut += batch.size();
         }
         if (processed.explicit || member.awaitsFirstFetch()) {
             firstFetchesAndInFlight(records);

@@ -45,8 +45,8 @@ final class Redaction {
     }
 
     private static String shown(Object value) {
-        if (value instanceof Class<?> type) {
-            return type.getName();
+        if (value instanceof Class<?>) {
+            return ((Class<?>) value).getName();
         }
         if (value == null || value instanceof String || value instanceof Number || value instanceof Boolean
                 || value instanceof java.util.Collection<?>) {

@@ -248,9 +248,9 @@ final class TelemetryEmitter {
             producer.send(new ProducerRecord<>(topic, key, value), (metadata, error) -> {
                 if (error != null) {
                     noteError("emitter: delivery: " + error);
-                } else if (health instanceof Map<?, ?> body) {
+                } else if (health instanceof Map<?, ?>) {
                     acknowledgedDropped = Math.max(acknowledgedDropped,
-                            ((Number) body.get("dropped_total")).longValue());
+                            ((Number) ((Map<?, ?>) health).get("dropped_total")).longValue());
                 }
             });
         } catch (Exception e) {

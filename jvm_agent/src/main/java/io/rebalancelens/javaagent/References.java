@@ -19,6 +19,7 @@ import net.bytebuddy.description.method.MethodDescription;
 import net.bytebuddy.description.type.TypeDefinition;
 import net.bytebuddy.description.type.TypeDescription;
 import net.bytebuddy.dynamic.ClassFileLocator;
+import net.bytebuddy.jar.asm.AnnotationVisitor;
 import net.bytebuddy.jar.asm.ClassReader;
 import net.bytebuddy.jar.asm.ClassVisitor;
 import net.bytebuddy.jar.asm.Handle;
@@ -81,38 +82,32 @@ final class References {
     /** Per helper (internal name): the methods it and its helper superclasses implement, as name + descriptor. */
     private final Map<String, Set<String>> implemented;
     private final Map<String, String> superclassOf;
-    private final int classFileMajor;
 
     private References(Set<Reference> references, Map<String, Set<String>> implemented,
-                       Map<String, String> superclassOf, int classFileMajor) {
+                       Map<String, String> superclassOf) {
         this.references = references;
         this.implemented = implemented;
         this.superclassOf = superclassOf;
-        this.classFileMajor = classFileMajor;
     }
 
-    /** The references of the helpers in {@code jar} (relocated libraries aside: they name no Kafka type), and {@code advice}'s. */
-    static References of(AgentJar jar, Collection<Reference> advice) {
+    /**
+     * The references of the helpers in {@code jar} but those of the classes named by {@code excluded} (prefixes:
+     * another family's helpers) and of methods marked {@code @KafkaSince} (with the lambdas they make), plus
+     * {@code advice}'s. Relocated libraries aside: they name no Kafka type.
+     */
+    static References of(AgentJar jar, Collection<Reference> advice, Collection<String> excluded) {
         Collector collector = new Collector();
         List<String> scanned = AgentJar.HELPER_PACKAGES.stream().filter(p -> !p.startsWith("io.rebalancelens.shaded."))
                 .collect(Collectors.toList());
         for (String name : jar.classNames(scanned)) {
-            OpenedClassReader.of(jar.classFile(name)).accept(collector, ClassReader.SKIP_DEBUG | ClassReader.SKIP_FRAMES);
+            if (excluded.stream().noneMatch(name::startsWith)) {
+                byte[] classFile = jar.classFile(name);
+                collector.skipped = NewerApi.skippedMethods(classFile);
+                OpenedClassReader.of(classFile).accept(collector, ClassReader.SKIP_DEBUG | ClassReader.SKIP_FRAMES);
+            }
         }
         collector.references.addAll(advice);
-        return new References(collector.references, collector.implemented, collector.superclassOf, collector.major);
-    }
-
-    /** The helpers' class file major version (61: Java 17). */
-    int classFileMajor() {
-        return classFileMajor;
-    }
-
-    /** Why this JVM cannot load the helpers, or null: they were compiled for a newer Java than {@code feature}. */
-    String javaProblem(int feature) {
-        int needs = classFileMajor - 44;
-        return needs <= feature ? null : "the agent's library needs Java " + needs + " or newer and this JVM is Java "
-                + feature;
+        return new References(collector.references, collector.implemented, collector.superclassOf);
     }
 
     /** What the helpers use that {@code kafka} (class files of one kafka-clients and the JDK) lacks, described. */
@@ -146,7 +141,8 @@ final class References {
     /** {@link #missing} in one line: the first few, and how many more. */
     static String summary(List<String> missing) {
         String named = String.join(", ", missing.subList(0, Math.min(NAMED_IN_A_LINE, missing.size())));
-        return missing.size() <= NAMED_IN_A_LINE ? named : named + " (+" + (missing.size() - NAMED_IN_A_LINE) + " more)";
+        int more = missing.size() - NAMED_IN_A_LINE;
+        return more <= 0 ? named : named + " (+" + more + " more)";
     }
 
     private static List<TypeDefinition> hierarchy(TypeDefinition type) {
@@ -170,7 +166,8 @@ final class References {
     /** Whether {@code type} or a type above it declares the field or method {@code name} {@code descriptor}. */
     private static boolean declared(TypeDefinition type, Kind kind, String name, String descriptor) {
         for (TypeDefinition t : hierarchy(type)) {
-            List<? extends ByteCodeElement> members = kind == Kind.FIELD ? t.getDeclaredFields() : t.getDeclaredMethods();
+            List<? extends ByteCodeElement> members = kind == Kind.FIELD ? t.getDeclaredFields()
+                    : t.getDeclaredMethods();
             for (ByteCodeElement member : members) {
                 if (member.getInternalName().equals(name) && member.getDescriptor().equals(descriptor)) {
                     return true;
@@ -225,8 +222,10 @@ final class References {
         final Set<Reference> references = new LinkedHashSet<>();
         final Map<String, Set<String>> implemented = new HashMap<>();
         final Map<String, String> superclassOf = new HashMap<>();
-        int major;
         private String self;
+
+        /** The methods of the class being read whose references are not required (name + descriptor). */
+        Set<String> skipped = Set.of();
 
         Collector() {
             super(OpenedClassReader.ASM_API);
@@ -236,7 +235,6 @@ final class References {
         public void visit(int version, int access, String name, String signature, String superName,
                           String[] interfaces) {
             self = name;
-            major = Math.max(major, version & 0xFFFF);
             superclassOf.put(name, superName);
             boolean concrete = (access & (Opcodes.ACC_ABSTRACT | Opcodes.ACC_INTERFACE)) == 0;
             supertype(superName, concrete);
@@ -271,6 +269,9 @@ final class References {
                                          String[] exceptions) {
             if ((access & Opcodes.ACC_ABSTRACT) == 0) {
                 implemented.computeIfAbsent(self, k -> new HashSet<>()).add(name + descriptor);
+            }
+            if (skipped.contains(name + descriptor)) {
+                return null;
             }
             return new MethodVisitor(OpenedClassReader.ASM_API) {
                 @Override
@@ -319,6 +320,67 @@ final class References {
                 @Override
                 public void visitMultiANewArrayInsn(String arrayDescriptor, int dimensions) {
                     type(Type.getType(arrayDescriptor));
+                }
+            };
+        }
+    }
+
+    /**
+     * The methods of one class that use what only newer kafka-clients have: those marked {@code @KafkaSince}, and the
+     * lambda bodies they (or such lambdas) make, which javac puts in synthetic methods of the same class.
+     */
+    private static final class NewerApi extends ClassVisitor {
+        static final String MARK = "Lio/rebalancelens/agent/KafkaSince;";
+        private final Set<String> marked = new HashSet<>();
+        private final Map<String, Set<String>> lambdas = new HashMap<>();
+        private String self;
+
+        private NewerApi() {
+            super(OpenedClassReader.ASM_API);
+        }
+
+        static Set<String> skippedMethods(byte[] classFile) {
+            NewerApi scout = new NewerApi();
+            OpenedClassReader.of(classFile).accept(scout, ClassReader.SKIP_DEBUG | ClassReader.SKIP_FRAMES);
+            Set<String> skipped = new HashSet<>();
+            Deque<String> todo = new ArrayDeque<>(scout.marked);
+            while (!todo.isEmpty()) {
+                String method = todo.pop();
+                if (skipped.add(method)) {
+                    todo.addAll(scout.lambdas.getOrDefault(method, Set.of()));
+                }
+            }
+            return skipped;
+        }
+
+        @Override
+        public void visit(int version, int access, String name, String signature, String superName,
+                          String[] interfaces) {
+            self = name;
+        }
+
+        @Override
+        public MethodVisitor visitMethod(int access, String name, String descriptor, String signature,
+                                         String[] exceptions) {
+            String method = name + descriptor;
+            return new MethodVisitor(OpenedClassReader.ASM_API) {
+                @Override
+                public AnnotationVisitor visitAnnotation(String annotation, boolean visible) {
+                    if (MARK.equals(annotation)) {
+                        marked.add(method);
+                    }
+                    return null;
+                }
+
+                @Override
+                public void visitInvokeDynamicInsn(String indyName, String indyDescriptor, Handle bootstrap,
+                                                   Object... arguments) {
+                    for (Object argument : arguments) {
+                        if (argument instanceof Handle && ((Handle) argument).getOwner().equals(self)) {
+                            Handle body = (Handle) argument;
+                            lambdas.computeIfAbsent(method, k -> new HashSet<>()).add(body.getName() + body.getDesc());
+                        }
+                    }
                 }
             };
         }

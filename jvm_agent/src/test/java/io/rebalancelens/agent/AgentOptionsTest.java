@@ -78,7 +78,7 @@ class AgentOptionsTest {
         assertEquals("lens.buffer.max.events must be a positive integer, got 0", refused("lens.buffer.max.events", 0));
         assertEquals("lens.progress.interval.ms must be a positive integer, got soon",
                 refused("lens.progress.interval.ms", "soon"));
-        assertEquals("lens.processing must be one of on_next_poll, explicit, got later",
+        assertEquals("lens.processing must be one of on_next_poll, explicit, committed, got later",
                 refused("lens.processing", "later"));
         assertTrue(refused("lens.telemetry.topic", "").contains("\"lens.telemetry.topic\""));
     }

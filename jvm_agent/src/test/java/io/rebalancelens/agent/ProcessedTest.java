@@ -13,14 +13,14 @@ import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.junit.jupiter.api.Test;
 
-/** The processed-position rules of both modes (consumer_agent/processed.py's and inflight.py's). */
+/** The processed-position rules of the three modes (consumer_agent/processed.py's and inflight.py's). */
 class ProcessedTest {
     private static final TopicPartition TP = new TopicPartition("orders", 0);
     private static final long UNKNOWN = Processed.OFFSET_UNKNOWN;
 
     @Test
     void theDefaultModeFollowsThePosition() {
-        Processed processed = new Processed(false);
+        Processed processed = processed("on_next_poll");
         assertEquals(10, processed.frontier(TP, 10));
         assertEquals(9, processed.lastOffset(TP, 10));
         assertEquals(UNKNOWN, processed.frontier(TP, UNKNOWN));
@@ -30,8 +30,24 @@ class ProcessedTest {
     }
 
     @Test
+    void committedModeFollowsTheLastCommitNotThePosition() {
+        long[] committed = {UNKNOWN};
+        Processed processed = new Processed("committed", tp -> committed[0]);
+        assertEquals(UNKNOWN, processed.frontier(TP, 40));  // handed out, nothing committed: nothing known processed
+        assertEquals(UNKNOWN, processed.lastOffset(TP, 40));
+        PartitionSlot slot = new PartitionSlot();
+        assertEquals(Map.of(TP, 0L), processed.takeCounts(Map.of(TP, slot), records(0)));
+        committed[0] = 12;
+        assertEquals(12, processed.frontier(TP, 40));
+        assertEquals(11, processed.lastOffset(TP, 40));
+        assertEquals(Map.of(TP, 0L), processed.takeCounts(Map.of(TP, slot), records(0)));  // from unknown: no count
+        committed[0] = 30;
+        assertEquals(Map.of(TP, 18L), processed.takeCounts(Map.of(TP, slot), records(0)));
+    }
+
+    @Test
     void explicitModeStopsAtTheLowestUnfinishedRecord() {
-        Processed processed = new Processed(true);
+        Processed processed = processed("explicit");
         for (long offset = 5; offset <= 7; offset++) {
             processed.handedOut(TP, offset);
         }
@@ -52,7 +68,7 @@ class ProcessedTest {
 
     @Test
     void aMarkFromAnotherThreadEndsTheWait() throws InterruptedException {
-        Processed processed = new Processed(true);
+        Processed processed = processed("explicit");
         processed.handedOut(TP, 0);
         Thread worker = new Thread(() -> {
             sleep(50);
@@ -65,7 +81,7 @@ class ProcessedTest {
 
     @Test
     void theDefaultModeCountsWhatWasHandedOutBeforeTheLastPoll() {
-        Processed processed = new Processed(false);
+        Processed processed = processed("on_next_poll");
         PartitionSlot slot = new PartitionSlot();
         slot.handedOut = 12;  // 5 of them by the poll that just returned: processed by the next one
         ConsumerRecords<byte[], byte[]> last = records(5);
@@ -76,7 +92,7 @@ class ProcessedTest {
 
     @Test
     void explicitModeCountsTheMarks() {
-        Processed processed = new Processed(true);
+        Processed processed = processed("explicit");
         processed.handedOut(TP, 0);
         processed.handedOut(TP, 1);
         processed.mark(TP, 1);
@@ -99,5 +115,10 @@ class ProcessedTest {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
+    }
+
+    /** {@code mode}'s Processed, for a member that committed nothing. */
+    private static Processed processed(String mode) {
+        return new Processed(mode, tp -> Processed.OFFSET_UNKNOWN);
     }
 }

@@ -60,7 +60,7 @@ class RevokeCommitterTest {
         Consumer consumer = new Consumer();
         consumer.positions.putAll(Map.of(A, 10L, B, 4L));
         consumer.committed.put(B, 4L);
-        Map<String, Object> hold = new RevokeCommitter(consumer, new Processed(false), 1_000)
+        Map<String, Object> hold = new RevokeCommitter(consumer, processed("on_next_poll"), 1_000)
                 .commitBeforeHandover(List.of(A, B));
         assertEquals(List.of(Map.of(A, new OffsetAndMetadata(10))), consumer.commits);
         assertEquals(true, hold.get("committed"));
@@ -73,7 +73,7 @@ class RevokeCommitterTest {
         Consumer consumer = new Consumer();
         consumer.positions.put(A, 3L);
         consumer.committed.put(A, 3L);
-        Map<String, Object> hold = new RevokeCommitter(consumer, new Processed(false), 1_000)
+        Map<String, Object> hold = new RevokeCommitter(consumer, processed("on_next_poll"), 1_000)
                 .commitBeforeHandover(List.of(A, B));  // B: no position known, nothing to commit
         assertTrue(consumer.commits.isEmpty());
         assertEquals(true, hold.get("committed"));
@@ -82,10 +82,10 @@ class RevokeCommitterTest {
     @Test
     void beforeCloseTheOwnedPartitionsAreCommittedAndNothingWithoutThem() {
         Consumer consumer = new Consumer();
-        new RevokeCommitter(consumer, new Processed(false), 1_000).commitBeforeClose();
+        new RevokeCommitter(consumer, processed("on_next_poll"), 1_000).commitBeforeClose();
         assertTrue(consumer.commits.isEmpty());
         consumer.positions.put(A, 7L);
-        new RevokeCommitter(consumer, new Processed(false), 1_000).commitBeforeClose();
+        new RevokeCommitter(consumer, processed("on_next_poll"), 1_000).commitBeforeClose();
         assertEquals(List.of(Map.of(A, new OffsetAndMetadata(7))), consumer.commits);
     }
 
@@ -94,7 +94,7 @@ class RevokeCommitterTest {
         Consumer consumer = new Consumer();
         consumer.positions.put(A, 3L);
         consumer.failure = new RebalanceInProgressException("rebalancing");
-        Processed processed = new Processed(true);
+        Processed processed = processed("explicit");
         processed.handedOut(A, 0);
         processed.handedOut(A, 1);
         processed.handedOut(A, 2);
@@ -105,5 +105,10 @@ class RevokeCommitterTest {
         assertTrue((Double) hold.get("waited_ms") >= 45, hold::toString);  // the wait's whole milliseconds
         assertEquals(false, hold.get("committed"));
         assertTrue(String.valueOf(hold.get("error")).contains("rebalancing"));
+    }
+
+    /** {@code mode}'s Processed, for a member that committed nothing. */
+    private static Processed processed(String mode) {
+        return new Processed(mode, tp -> Processed.OFFSET_UNKNOWN);
     }
 }

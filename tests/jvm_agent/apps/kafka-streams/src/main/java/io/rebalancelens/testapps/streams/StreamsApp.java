@@ -1,6 +1,6 @@
 package io.rebalancelens.testapps.streams;
 
-import io.rebalancelens.testapps.kit.Delivered;
+import io.rebalancelens.scenarios.TruthWriter.Delivery;
 import io.rebalancelens.testapps.kit.Member;
 import io.rebalancelens.testapps.kit.MemberSpec;
 import java.time.Duration;
@@ -99,7 +99,7 @@ public final class StreamsApp implements Member.Application {
         public void process(Record<String, String> record) {
             RecordMetadata source = context.recordMetadata().orElseThrow();
             try {
-                member.process(List.of(new Delivered(source.topic(), source.partition(), source.offset(),
+                member.process(List.of(new Delivery(source.topic(), source.partition(), source.offset(),
                         record.value(), record.timestamp())));
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();

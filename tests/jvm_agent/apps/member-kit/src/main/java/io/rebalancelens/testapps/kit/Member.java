@@ -1,5 +1,7 @@
 package io.rebalancelens.testapps.kit;
 
+import io.rebalancelens.scenarios.TruthWriter;
+import io.rebalancelens.scenarios.TruthWriter.Delivery;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -41,13 +43,14 @@ public final class Member {
     }
 
     private final MemberSpec spec;
-    private final TruthLog truth;
+    private final TruthWriter truth;
     private final Set<TopicPartition> assigned = ConcurrentHashMap.newKeySet();
     private final AtomicLong delivered = new AtomicLong();
 
     private Member(MemberSpec spec) throws IOException {
         this.spec = spec;
-        this.truth = new TruthLog(spec);
+        this.truth = new TruthWriter(spec.runDir, spec.member, spec.process, spec.topics, spec.agent,
+                spec.groupProtocol());
     }
 
     /** The member the command line names: {@code args[0]} is its spec. */
@@ -63,7 +66,7 @@ public final class Member {
     }
 
     /** A batch handed to the application: written down first (the truth log's durability bound), then processed. */
-    public void process(List<Delivered> batch) throws InterruptedException {
+    public void process(List<Delivery> batch) throws InterruptedException {
         truth.records(batch);
         delivered.addAndGet(batch.size());
         TimeUnit.NANOSECONDS.sleep((long) (spec.processingMs * 1_000_000 * batch.size()));

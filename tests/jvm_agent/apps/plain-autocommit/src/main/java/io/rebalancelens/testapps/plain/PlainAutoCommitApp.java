@@ -1,6 +1,6 @@
 package io.rebalancelens.testapps.plain;
 
-import io.rebalancelens.testapps.kit.Delivered;
+import io.rebalancelens.scenarios.TruthWriter.Delivery;
 import io.rebalancelens.testapps.kit.Member;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -67,9 +67,9 @@ public final class PlainAutoCommitApp implements Member.Application {
                     continue;
                 }
                 ConsumerRecords<String, String> records = consumer.poll(POLL_TIMEOUT);
-                List<Delivered> batch = new ArrayList<>(records.count());
+                List<Delivery> batch = new ArrayList<>(records.count());
                 for (ConsumerRecord<String, String> r : records) {
-                    batch.add(new Delivered(r.topic(), r.partition(), r.offset(), r.value(), r.timestamp()));
+                    batch.add(new Delivery(r.topic(), r.partition(), r.offset(), r.value(), r.timestamp()));
                 }
                 member.process(batch);
             }

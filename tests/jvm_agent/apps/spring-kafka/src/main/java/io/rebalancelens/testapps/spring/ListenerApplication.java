@@ -1,6 +1,6 @@
 package io.rebalancelens.testapps.spring;
 
-import io.rebalancelens.testapps.kit.Delivered;
+import io.rebalancelens.scenarios.TruthWriter.Delivery;
 import io.rebalancelens.testapps.kit.Member;
 import java.util.Collection;
 import java.util.List;
@@ -32,8 +32,8 @@ public class ListenerApplication {
         return container -> container.getContainerProperties().setConsumerRebalanceListener(new Callbacks(member));
     }
 
-    static Delivered delivered(ConsumerRecord<String, String> r) {
-        return new Delivered(r.topic(), r.partition(), r.offset(), r.value(), r.timestamp());
+    static Delivery delivered(ConsumerRecord<String, String> r) {
+        return new Delivery(r.topic(), r.partition(), r.offset(), r.value(), r.timestamp());
     }
 
     /**
