@@ -17,14 +17,15 @@ What a build costs is what its new data costs (issue 54):
 - Only the marts that changed: a mart whose scope is empty, or (without a scope) none of whose
   sources changed since the last build, is not run at all (``plan``). A mart that does not exist
   yet, one an upgrade renamed (``pipelines.migrations``) and every one under ``--full-refresh``
-  is written whole (the var ``whole``).
+  is written whole (the source ``build.whole``).
 - The rules where they are cheapest: the marts' not-null, accepted-values and range rules are
   Delta CHECK constraints declared in their YAML and checked on every write
   (macros/mart_constraints.sql); the tests that need a query (uniqueness, relationships) read
   the scope just written (macros/test_scope.sql). The whole suite, with the staging and unit
   tests, is ``check`` (``rebalance-lens sql test``; the daily DAG runs it).
-- dbt parses the project once per change of it: the scope is data, not a var, so an hourly
-  build's vars (the lake, no mart written whole) are the last one's and dbt reuses its parse.
+- dbt parses the project once per change of it: what changes from build to build (the scope, the
+  marts written whole, gold's mark) is data the models read when they compile (``register_plan``),
+  not dbt vars, whose every change makes dbt parse the whole project again.
 
 A mart that gains a column keeps its rows and gets the column (appended by the
 materialization: null until its groups are recomputed).
@@ -70,11 +71,6 @@ def marts_path(lake_path: str) -> str:
 def docs_path(lake_path: str) -> Path:
     """Where ``dbt docs generate`` writes the site (index.html with the catalog and lineage)."""
     return Path(lake_path) / "_dbt" / "target"
-
-
-def suite_path(lake_path: str) -> Path:
-    """The whole suite's dbt target: its own, so each keeps its parse of the project."""
-    return Path(lake_path) / "_dbt" / "suite"
 
 
 def log_path(lake_path: str) -> Path:
@@ -131,13 +127,12 @@ def register_marts(spark: SparkSession, lake_path: str) -> None:
         spark.catalog.createTable(f"{MART_SCHEMA}.{name}", path=f"{marts_path(lake_path)}/{name}", source="delta")
 
 
-def register_scope(spark: SparkSession, lake_path: str, after: int | None, gold_mark: int) -> dict[str, int]:
-    """What the build reads besides the lake (the sources ``build.*``, global temporary views):
-    for each scope column the values validated after batch ``after`` (None: no scope) with their
-    xxhash64 keys, collected once (a job per scope, which the files' statistics on
-    ``validate_batch`` keep to the new data), and ``gold_mark``, the batch the marts' rows reflect.
-    The models read them when they compile (local tables: no Spark job) and no value reaches SQL
-    text as text. Returns how many values each scope has."""
+def register_scope(spark: SparkSession, lake_path: str, after: int | None) -> dict[str, int]:
+    """The sources ``build.<column>_scope``: for each scope column the values validated after
+    batch ``after`` (None: no scope) with their xxhash64 keys, collected once (a job per scope,
+    which the files' statistics on ``validate_batch`` keep to the new data) and registered as
+    global temporary views. The models read the keys when they compile (a local table: no Spark
+    job) and no value reaches SQL text as text. Returns how many values each scope has."""
     from pyspark.sql import functions as F
 
     found = {}
@@ -150,9 +145,16 @@ def register_scope(spark: SparkSession, lake_path: str, after: int | None, gold_
         kind = table.schema()[source_column].dataType.simpleString()
         spark.createDataFrame(rows, f"value {kind}, key bigint").createOrReplaceGlobalTempView(f"{column}_scope")
         found[column] = len(rows)
-    mark = [(gold_mark if gold_mark >= 0 else None,)]
-    spark.createDataFrame(mark, "last_batch bigint").createOrReplaceGlobalTempView("gold_mark")
     return found
+
+
+def register_plan(spark: SparkSession, gold_mark: int, whole: Sequence[str], sync_constraints: bool) -> None:
+    """The sources ``build.plan`` (gold's mark, the batch the marts' rows reflect; whether to bring
+    existing marts' rules to their YAML's) and ``build.whole`` (the marts written whole): what
+    changes from build to build is data the models read, not dbt vars, so dbt reuses its parse."""
+    plan_row = [(gold_mark if gold_mark >= 0 else None, sync_constraints)]
+    spark.createDataFrame(plan_row, "gold_mark bigint, sync_constraints boolean").createOrReplaceGlobalTempView("plan")
+    spark.createDataFrame([(name,) for name in whole], "name string").createOrReplaceGlobalTempView("whole")
 
 
 @dataclass(frozen=True)
@@ -208,15 +210,12 @@ def plan(marts: dict[str, Mart], whole: Sequence[str], scope: dict[str, int], ch
                 project_changed)
 
 
-def _common(lake_path: str, target: Path, variables: dict[str, Any]) -> list[str]:
-    return ["--project-dir", str(PROJECT), "--profiles-dir", str(PROJECT), "--target-path", str(target),
-            "--log-path", str(log_path(lake_path).parent), "--vars", json.dumps(variables, sort_keys=True), "--quiet"]
-
-
-def _variables(lake_path: str, whole: Sequence[str] = (), sync_constraints: bool = False) -> dict[str, Any]:
-    """The build's vars: the same from one hourly build to the next (no mart written whole, the
-    project unchanged), so dbt reuses its parse of the project."""
-    return {"lake": lake_path.rstrip("/"), "whole": sorted(whole), "sync_constraints": sync_constraints}
+def _common(lake_path: str) -> list[str]:
+    """dbt's arguments for this lake; its only var is the lake's path, so dbt reuses its parse of the
+    project (``<lake>/_dbt/target``) from one build to the next."""
+    return ["--project-dir", str(PROJECT), "--profiles-dir", str(PROJECT), "--target-path", str(docs_path(lake_path)),
+            "--log-path", str(log_path(lake_path).parent), "--vars", json.dumps({"lake": lake_path.rstrip("/")}),
+            "--quiet"]
 
 
 # Session settings while dbt runs, put back after. dbt-spark turns ANSI mode off by itself.
@@ -290,18 +289,19 @@ def build(spark: SparkSession, lake_path: str, select: Sequence[str] = (), progr
     stale = migrations.stale_marts(spark, lake_path, progress)
     gold_mark, sql_mark = lake.stage_mark(spark, lake_path, "gold"), lake.stage_mark(spark, lake_path, SQL_STAGE)
     with _session(spark, lake_path):
-        todo, variables, manifest = _plan_build(spark, lake_path, stale, full_refresh, (sql_mark, gold_mark),
-                                                bool(select))
-        common = _common(lake_path, docs_path(lake_path), variables)
+        manifest = _invoke(["parse", *_common(lake_path)]).result  # what the marts are and read
+        todo = _plan_build(spark, lake_path, marts_of(manifest), stale, full_refresh, (sql_mark, gold_mark),
+                           bool(select))
         if select:  # the selected models read the staging and intermediate views: (re)create them first
-            _invoke(["run", "--select", "config.materialized:view", *common], manifest)
+            _invoke(["run", "--select", "config.materialized:view", *_common(lake_path)], manifest)
         elif todo.run:
             progress(todo.said())
         counts, failed = {"nodes": 0}, []
         if select or todo.run:
             selection = list(select) or [*todo.run, "config.materialized:view"]
             counts, failed = _counts(_invoke(["build", "--select", *selection, "--exclude", *SUITE_ONLY,
-                                              *(["--full-refresh"] if full_refresh else []), *common], manifest))
+                                              *(["--full-refresh"] if full_refresh else []), *_common(lake_path)],
+                                             manifest))
     if select and not counts["nodes"]:
         raise LensError(f"--select {' '.join(select)} matches no model or test: name models as in "
                         f"{PROJECT / 'models'} (e.g. group_hourly_costs, marts, +open_recommendations)")
@@ -312,26 +312,20 @@ def build(spark: SparkSession, lake_path: str, select: Sequence[str] = (), progr
     return counts
 
 
-def _plan_build(spark: SparkSession, lake_path: str, stale: Sequence[str], full_refresh: bool,
-                marks: tuple[int, int], selected: bool) -> tuple[Plan, dict[str, Any], Any]:
-    """The build's plan, its vars and dbt's parse under them. The marts written whole are known
-    from the lake before dbt parses (the vars name them); what each mart reads, from the parse."""
-    recorded, now = _recorded(lake_path), _built_from(spark, lake_path)
-    names, existing = sorted(p.stem for p in (PROJECT / "models" / "marts").glob("*.sql")), existing_marts(lake_path)
-    whole = [m for m in names if full_refresh or m not in existing or m in stale]
-    variables = _variables(lake_path, whole, sync_constraints=recorded.get("project") != now["project"])
-    manifest = _parse(lake_path, variables)
-    # a build that writes every mart whole reads no scope; otherwise what was validated after the last whole build
+def _plan_build(spark: SparkSession, lake_path: str, marts: dict[str, Mart], stale: Sequence[str],
+                full_refresh: bool, marks: tuple[int, int], selected: bool) -> Plan:
+    """The build's plan, registered for dbt (``register_scope``, ``register_plan``)."""
     sql_mark, gold_mark = marks
-    after = None if len(whole) == len(names) and not selected else (-1 if full_refresh else sql_mark)
-    scope = register_scope(spark, lake_path, after, gold_mark)
+    recorded, now = _recorded(lake_path), _built_from(spark, lake_path)
+    existing = existing_marts(lake_path)
+    whole = [m for m in marts if full_refresh or m not in existing or m in stale]
+    project_changed = recorded.get("project") != now["project"]
+    register_plan(spark, gold_mark, whole, sync_constraints=project_changed)
+    # a build that writes every mart whole reads no scope; otherwise what was validated after the last whole build
+    after = None if len(whole) == len(marts) and not selected else (-1 if full_refresh else sql_mark)
+    scope = register_scope(spark, lake_path, after)
     changed = {name for name, v in now["sources"].items() if recorded.get("sources", {}).get(name) != v}
-    return plan(marts_of(manifest), whole, scope, changed, variables["sync_constraints"]), variables, manifest
-
-
-def _parse(lake_path: str, variables: dict[str, Any]) -> Any:
-    """dbt's parse of the project (reused from its last parse when the project and the vars are unchanged)."""
-    return _invoke(["parse", *_common(lake_path, docs_path(lake_path), variables)]).result
+    return plan(marts, whole, scope, changed, project_changed)
 
 
 def check(spark: SparkSession, lake_path: str, progress: Progress = print) -> dict[str, int]:
@@ -339,10 +333,10 @@ def check(spark: SparkSession, lake_path: str, progress: Progress = print) -> di
     intermediate tests (the lake's contract) and the unit tests (the models' SQL); the rules
     Delta enforces held for every row when it was written. Raises ``LensError`` naming what failed."""
     with _session(spark, lake_path):
-        register_scope(spark, lake_path, None, lake.stage_mark(spark, lake_path, "gold"))
-        variables = _variables(lake_path, whole=existing_marts(lake_path))
+        register_scope(spark, lake_path, None)
+        register_plan(spark, lake.stage_mark(spark, lake_path, "gold"), existing_marts(lake_path), False)
         args = ["build", "--select", "config.materialized:view", "resource_type:test", "resource_type:unit_test",
-                *_common(lake_path, suite_path(lake_path), variables)]
+                *_common(lake_path)]
         counts, failed = _counts(_invoke(args))
     progress(f"sql: the whole suite {describe(counts)}")
     _raise_failed("the SQL suite", failed, lake_path)
@@ -352,8 +346,9 @@ def check(spark: SparkSession, lake_path: str, progress: Progress = print) -> di
 def docs(spark: SparkSession, lake_path: str) -> Path:
     """``dbt docs generate``: the documentation site (models, columns, tests, lineage); its folder."""
     with _session(spark, lake_path):
-        register_scope(spark, lake_path, None, lake.stage_mark(spark, lake_path, "gold"))
-        args = ["docs", "generate", *_common(lake_path, docs_path(lake_path), _variables(lake_path))]
+        register_scope(spark, lake_path, None)
+        register_plan(spark, lake.stage_mark(spark, lake_path, "gold"), (), False)
+        args = ["docs", "generate", *_common(lake_path)]
         if not _invoke(args).success:
             raise LensError(f"dbt docs generate failed: see {log_path(lake_path)}")
     return docs_path(lake_path)
@@ -363,7 +358,7 @@ def freshness(spark: SparkSession, lake_path: str) -> list[tuple[str, str, float
     """``dbt source freshness``: (source, pass|warn|error, seconds since its newest record) for
     the sources that declare a ``loaded_at_field`` (the validated telemetry)."""
     with _session(spark, lake_path):
-        args = ["source", "freshness", *_common(lake_path, docs_path(lake_path), _variables(lake_path))]
+        args = ["source", "freshness", *_common(lake_path)]
         result = _invoke(args)
     return [(r.node.name, str(r.status), float(r.age)) for r in (result.result or [])
             if getattr(r, "age", None) is not None]

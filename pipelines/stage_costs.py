@@ -61,7 +61,7 @@ class StageCost:
         return max(0.0, self.wall_s - self.setup_s - self.in_jobs_s)
 
     def line(self) -> str:
-        tables = ", ".join(f"{path} {n}" + (f" ({'+'.join(self.operations[path])})" if self.operations.get(path) else "")
+        tables = ", ".join(f"{path} {n}" + (f" ({'+'.join(ops)})" if (ops := self.operations.get(path)) else "")
                            for path, n in sorted(self.commits.items()))
         return (f"{self.wall_s:.1f} s: set-up {self.setup_s:.1f} s, {self.jobs} Spark jobs running "
                 f"{self.in_jobs_s:.1f} s, driver {self.driver_s:.1f} s; {sum(self.commits.values())} Delta commits"
@@ -141,7 +141,7 @@ class StageCosts:
         except Exception:  # dropped from the store since it was listed
             return "?", None
         described = job.description()
-        kind = _kind(str(described.get()) if described.isDefined() else str(job.name()))
+        kind = job_kind(str(described.get()) if described.isDefined() else str(job.name()))
         submitted, completed = job.submissionTime(), job.completionTime()
         if not (submitted.isDefined() and completed.isDefined()):
             return kind, None
@@ -182,7 +182,7 @@ class StageCosts:
             actions = [self._actions(table, v) for v in new]
             cost.operations[table] = [next((a["commitInfo"].get("operation", "?") for a in commit
                                             if "commitInfo" in a), "?") for commit in actions]
-            cost.files += sum(_files_added(commit) for commit in actions)
+            cost.files += sum(files_added(commit) for commit in actions)
 
     def _actions(self, table: str, version: int) -> list[dict[str, Any]]:
         path = self._path(f"{self._lake}/{table}/_delta_log/{version:020d}.json")
@@ -194,14 +194,14 @@ class StageCosts:
         return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
-def _kind(text: str) -> str:
+def job_kind(text: str) -> str:
     """A job's description as a kind: its first line, numbers and quoted text left out
     (``Delta: Compute snapshot for version: #``, ``collect at <unknown>:0``)."""
     line = (text.splitlines() or ["?"])[0]
     return re.sub(r"\d+", "#", re.sub(r"'[^']*'|`[^`]*`", "…", line))[:90]
 
 
-def _files_added(actions: list[dict[str, Any]]) -> int:
+def files_added(actions: list[dict[str, Any]]) -> int:
     """Data files a commit wrote: its ``add`` actions, less the files it only re-adds with a
     deletion vector (rows marked deleted, the file itself unchanged)."""
     removed = {a["remove"]["path"] for a in actions if "remove" in a}

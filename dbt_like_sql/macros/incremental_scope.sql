@@ -4,9 +4,9 @@
   them once per build and registers them as the sources `build.<column>_scope` (global temporary
   views: each value with its xxhash64 key). A model filters on the keys, integers written into
   its SQL (so Spark runs no join or subquery job for the filter; no value from telemetry is ever
-  written into SQL text), and the materialization replaces the same keys' rows. The build's vars
-  stay the same from one hourly build to the next (dbt parses the project again whenever they
-  change): the scope is data, read when a model compiles.
+  written into SQL text), and the materialization replaces the same keys' rows. The scope is
+  data, read when a model compiles, not a var: dbt parses the project again whenever its vars
+  change, and reuses its parse from one build to the next as long as they do not.
 
   scoped_build(): this model writes its scope only (it exists, and the build does not rebuild
   it whole: macros/rebuild.sql). dbt's is_incremental() asks the same of incremental models only.
@@ -39,17 +39,25 @@
     {%- if not execute -%}
         {{ return([]) }}
     {%- endif -%}
-    {%- set scope = graph.sources['source.' ~ project_name ~ '.build.' ~ column ~ '_scope'].relation_name -%}
-    {{ return(run_query('select key from ' ~ scope).columns[0].values() | map('int') | list) }}
+    {{ return(run_query('select key from ' ~ build_relation(column ~ '_scope')).columns[0].values() | map('int') | list) }}
 {% endmacro %}
 
 {#
   The validation batch the gold tables (and so this build) reflect: gold's stage mark, which
-  the build registers as the source build.gold_mark. Each mart row carries it, to say how
-  fresh it is; a literal, read when the model compiles.
+  the build registers in the source build.plan. Each mart row carries it, to say how fresh it
+  is; a literal, read when the model compiles.
 #}
 {% macro built_through_batch() %}
-    {%- set mark = source('build', 'gold_mark') -%}
-    {%- set found = run_query('select last_batch from ' ~ mark).columns[0].values() if execute else [] -%}
-    cast({{ found[0] | int if found and found[0] is not none else 'null' }} as bigint)
+    {%- do source('build', 'plan') -%}
+    {%- set found = build_plan()['gold_mark'] -%}
+    cast({{ found | int if found is not none else 'null' }} as bigint)
+{% endmacro %}
+
+{#- The source build.plan's one row: gold_mark, sync_constraints. -#}
+{% macro build_plan() %}
+    {%- if not execute -%}
+        {{ return({'gold_mark': none, 'sync_constraints': false}) }}
+    {%- endif -%}
+    {%- set row = run_query('select gold_mark, sync_constraints from ' ~ build_relation('plan')).rows[0] -%}
+    {{ return({'gold_mark': row[0], 'sync_constraints': row[1]}) }}
 {% endmacro %}

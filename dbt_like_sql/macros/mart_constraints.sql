@@ -36,8 +36,8 @@
 {% endmacro %}
 
 {#
-  Bring an existing mart's rules to its YAML's: the build passes the var sync_constraints when
-  the project changed since the last build (an upgrade). A changed or dropped rule is dropped,
+  Bring an existing mart's rules to its YAML's: the build asks for it (build.plan's
+  sync_constraints) when the project changed since the last build (an upgrade). A changed or dropped rule is dropped,
   a new one added: Delta checks the table's rows against it then, and refuses it, naming it,
   when a row breaks it.
 #}

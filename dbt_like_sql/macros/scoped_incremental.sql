@@ -56,7 +56,7 @@
 
 {% macro replace_scope(target, column, compiled_code) %}
     {%- set keys = scope_keys(column) -%}
-    {%- if var('sync_constraints', false) -%}
+    {%- if build_plan()['sync_constraints'] -%}
         {% do sync_constraints(target) %}
     {%- endif -%}
     {%- if not keys -%}

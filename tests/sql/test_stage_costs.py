@@ -1,7 +1,7 @@
 """The stage cost instrument's pure parts: what it counts as a data file written, and a job's kind."""
 from __future__ import annotations
 
-from pipelines.stage_costs import StageCost, _files_added, _kind
+from pipelines.stage_costs import StageCost, files_added, job_kind
 
 
 def test_a_file_only_marked_by_a_deletion_vector_is_not_a_file_written():
@@ -9,13 +9,13 @@ def test_a_file_only_marked_by_a_deletion_vector_is_not_a_file_written():
               {"remove": {"path": "part-0.parquet"}},
               {"add": {"path": "part-0.parquet", "deletionVector": {"cardinality": 1}}},  # rows marked deleted
               {"add": {"path": "part-1.parquet"}}]
-    assert _files_added(commit) == 1
+    assert files_added(commit) == 1
 
 
 def test_a_jobs_kind_leaves_out_its_numbers_and_quoted_names():
-    assert _kind("Delta: Compute snapshot for version: 17") == "Delta: Compute snapshot for version: #"
-    assert _kind("collect at /x/session.py:212\nmore") == "collect at /x/session.py:#"
-    assert _kind("select * from `orders` where g = 'a'") == "select * from … where g = …"
+    assert job_kind("Delta: Compute snapshot for version: 17") == "Delta: Compute snapshot for version: #"
+    assert job_kind("collect at /x/session.py:212\nmore") == "collect at /x/session.py:#"
+    assert job_kind("select * from `orders` where g = 'a'") == "select * from … where g = …"
 
 
 def test_the_cost_line_names_every_count():
