@@ -143,7 +143,7 @@ def register_scope(spark: SparkSession, lake_path: str, after: int | None) -> di
                     .select(F.col(source_column).alias("value")).distinct()
                     .select("value", F.xxhash64("value").alias("key")).collect())
         kind = table.schema()[source_column].dataType.simpleString()
-        spark.createDataFrame(rows, f"value {kind}, key bigint").createOrReplaceGlobalTempView(f"{column}_scope")
+        _local_view(spark, f"{column}_scope", [("value", kind), ("key", "bigint")], [tuple(r) for r in rows])
         found[column] = len(rows)
     return found
 
@@ -152,9 +152,24 @@ def register_plan(spark: SparkSession, gold_mark: int, whole: Sequence[str], syn
     """The sources ``build.plan`` (gold's mark, the batch the marts' rows reflect; whether to bring
     existing marts' rules to their YAML's) and ``build.whole`` (the marts written whole): what
     changes from build to build is data the models read, not dbt vars, so dbt reuses its parse."""
-    plan_row = [(gold_mark if gold_mark >= 0 else None, sync_constraints)]
-    spark.createDataFrame(plan_row, "gold_mark bigint, sync_constraints boolean").createOrReplaceGlobalTempView("plan")
-    spark.createDataFrame([(name,) for name in whole], "name string").createOrReplaceGlobalTempView("whole")
+    _local_view(spark, "plan", [("gold_mark", "bigint"), ("sync_constraints", "boolean")],
+                [(gold_mark if gold_mark >= 0 else None, sync_constraints)])
+    _local_view(spark, "whole", [("name", "string")], [(name,) for name in whole])
+
+
+def _local_view(spark: SparkSession, name: str, columns: Sequence[tuple[str, str]], rows: Sequence[tuple]) -> None:
+    """``global_temp.<name>``: ``rows`` as a table held in the query plan (inline VALUES, each value a
+    parameter of the query, never SQL text), which Spark reads without a job: a DataFrame made from
+    Python rows is an RDD, and each query of one was a Spark job (155 in one build)."""
+    names = ", ".join(f"`{column}`" for column, _ in columns)
+    typed = ", ".join(f"cast(`{column}` as {kind}) as `{column}`" for column, kind in columns)
+    if rows:
+        values = ", ".join("(" + ", ".join(f":p{i}_{j}" for j in range(len(columns))) + ")" for i in range(len(rows)))
+        args: dict[str, Any] = {f"p{i}_{j}": value for i, row in enumerate(rows) for j, value in enumerate(row)}
+    else:  # VALUES needs a row: one of nulls, filtered out
+        values, args = "(" + ", ".join("null" for _ in columns) + ")", {}
+    where = "" if rows else " where false"
+    spark.sql(f"select {typed} from values {values} as t({names}){where}", args=args).createOrReplaceGlobalTempView(name)
 
 
 @dataclass(frozen=True)
