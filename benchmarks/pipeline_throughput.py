@@ -18,7 +18,9 @@ member restarted every 5 rounds). For each ``--events`` size:
 3. 1% more events and an incremental run, twice: new groups, then 1% of the groups
    going on (each stage reads their new events and what it kept, not their history).
 
-Prints events/s/core per stage, pipeline/floor and incremental/full time ratios.
+Prints events/s/core per stage, pipeline/floor and incremental/full time ratios, and under each
+stage its cost model (``pipelines.stage_costs``): Spark jobs, Delta commits per table, data files
+written, set-up time before its first job.
 
 ``--shape large``: few large long-lived groups (``--groups`` x ``--members`` x ``--partitions``,
 lens_scenarios.synthetic.long_lived_telemetry: steady cooperative-sticky ownership, a progress and
@@ -41,7 +43,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -217,47 +219,34 @@ def bronze_reread_seconds(spark, config) -> float:
     return time.monotonic() - started
 
 
-def timed_stage(spark, config, stage: str) -> tuple[float, dict[str, int]]:
-    """The stage's seconds and counts (validate's say whether the generator's events all passed)."""
+def timed_stage(spark, config, stage: str, costs=None) -> tuple[float, dict[str, int]]:
+    """The stage's seconds and counts (validate's say whether the generator's events all passed);
+    ``costs`` (``pipelines.stage_costs.StageCosts``): its cost model too."""
     from pipelines.stages import run_stage
 
     started = time.monotonic()
-    counts = run_stage(spark, config, stage, progress=lambda m: None)
+    with costs.measure(stage) if costs is not None else nullcontext():
+        counts = run_stage(spark, config, stage, progress=lambda m: None)
     return time.monotonic() - started, counts
 
 
 def run_stages(spark, config, n: int, cores: int,
                label: str = "") -> tuple[dict[str, float], dict[str, PeakMemory]]:
-    """Every stage in turn, each timed and its memory sampled; prints a line per stage
-    (events/s/core over ``n`` events); returns the seconds and the memory by stage."""
+    """Every stage in turn, each timed, its memory sampled and its cost model measured; prints
+    two lines per stage (events/s/core over ``n`` events; its Spark jobs, Delta commits, files
+    and set-up); returns the seconds and the memory by stage."""
     from pipelines.config import describe
+    from pipelines.stage_costs import StageCosts
     from pipelines.stages import STAGES
 
-    took, mems = {}, {}
+    took, mems, costs = {}, {}, StageCosts(spark, config.lake_path)
     for stage in STAGES:
         with PeakMemory(spark) as mems[stage]:
-            took[stage], counts = timed_stage(spark, config, stage)
+            took[stage], counts = timed_stage(spark, config, stage, costs)
         print(f"{label}{stage:>9}: {took[stage]:7.1f} s  {n / took[stage] / cores:10,.0f} events/s/core  "
-              f"{mems[stage]}" + (f"\n    {describe(counts)}" if stage == "validate" else ""), flush=True)
+              f"{mems[stage]}" + (f"\n    {describe(counts)}" if stage == "validate" else "")
+              + f"\n    cost: {costs[stage].line()}", flush=True)
     return took, mems
-
-
-@contextmanager
-def delta_commits(spark, config) -> Iterator[dict[str, int]]:
-    """The Delta commits the block made, per lake table (filled when it ends)."""
-    from pipelines import catalog, lake
-
-    def versions() -> dict[str, int]:
-        return {t.path: lake.version(spark, config.lake_path, t) for t in catalog.TABLES}
-
-    before, made = versions(), {}
-    yield made
-    made.update({path: v - before[path] for path, v in versions().items() if v != before[path]})
-
-
-def commits_line(made: dict[str, int]) -> str:
-    return (f"Delta commits: {sum(made.values())} in {len(made)} tables ("
-            + ", ".join(f"{path} {n}" for path, n in sorted(made.items())) + ")")
 
 
 def pipeline_seconds(took: dict[str, float]) -> float:
@@ -292,6 +281,7 @@ def bench_lake(cores: int, keep: bool) -> Iterator[tuple[str, str, Any, Any, Pat
 
 def run_size(events: int, cores: int, keep: bool) -> None:
     """The small shape: many small groups, ``events`` events."""
+    from pipelines.stage_costs import StageCosts
     from pipelines.stages import STAGES
 
     groups = max(1, events // (EVENTS_PER_GROUP * ROUNDS))
@@ -321,14 +311,15 @@ def run_size(events: int, cores: int, keep: bool) -> None:
                                                                  seed=1, from_round=ROUNDS))]
         for label, make in batches:
             extra = make()
-            with PeakMemory(spark) as mem, delta_commits(spark, config) as made:
-                took = {stage: timed_stage(spark, config, stage)[0] for stage in STAGES}
+            costs = StageCosts(spark, config.lake_path)
+            with PeakMemory(spark) as mem:
+                took = {stage: timed_stage(spark, config, stage, costs)[0] for stage in STAGES}
             incremental = pipeline_seconds(took)
             by_stage = ", ".join(f"{stage} {took[stage]:.1f} s ({took[stage] / full_took[stage]:.0%})"
                                  for stage in STAGES)
             print(f"incremental over {extra:,} new events ({extra / n:.1%}, {label}): {incremental:.1f} s = "
                   f"{incremental / total:.1%} of the full run (without the SQL build)  {mem}\n    by stage: "
-                  + by_stage + f"\n    {commits_line(made)}", flush=True)
+                  + by_stage + "".join(f"\n    {stage} cost: {costs[stage].line()}" for stage in STAGES), flush=True)
 
 
 @dataclass(frozen=True)
@@ -378,9 +369,7 @@ def run_history(shape: LargeShape, hours: int, new_hours: int, cores: int, keep:
         extra = send(bootstrap, topic, shape.telemetry(hours + new_hours, from_hour=hours))
         print(f"{new_hours} more hour(s): {extra:,} events ({extra / n:.1%} of the history), produced in "
               f"{time.monotonic() - t0:.1f} s", flush=True)
-        with delta_commits(spark, config) as made:
-            incremental, incremental_mem = run_stages(spark, config, extra, cores, "incr ")
-        print(f"incremental run: {commits_line(made)}", flush=True)
+        incremental, incremental_mem = run_stages(spark, config, extra, cores, "incr ")
     run = HistoryRun(hours, n, extra, full, incremental, full_mem, incremental_mem)
     print_history(run)
     return run

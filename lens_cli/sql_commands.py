@@ -1,4 +1,4 @@
-"""``rebalance-lens sql build [--select ...] | sql docs | sql freshness``: the SQL models over the lake.
+"""``rebalance-lens sql build [--select ...] | sql test | sql docs | sql freshness``: the SQL models over the lake.
 
 All run dbt in-process on a SparkSession made like the pipeline's (same ``--master``,
 jars and settings), so the models see exactly the lake the pipeline wrote.
@@ -23,14 +23,18 @@ def _cmd_sql(args: argparse.Namespace) -> int:
         raise LensError(f"no pipeline output in {config.lake_path}: run `rebalance-lens pipeline run` first, "
                         "or pass --lake")
     console = Console(highlight=False)
-    # A build writes the marts and the sql mark: it holds the lake's lock, taken before Spark starts.
-    with locked(config.lake_path, config.lock_wait_s) if args.sql_action == "build" else nullcontext():
+    # A build writes the marts and the sql mark: it holds the lake's lock, taken before Spark starts (the
+    # whole suite too: it reads the marts as one build left them).
+    with locked(config.lake_path, config.lock_wait_s) if args.sql_action in ("build", "test") else nullcontext():
         spark = start_spark(config.spark_settings("rebalance-lens-sql"), console)
         try:
             if args.sql_action == "build":
                 with live(spark, console, "dbt build: models and their tests") as say:
                     sql_build.build(spark, config.lake_path, select=args.select or (),
                                     full_refresh=args.full_refresh, progress=say)
+            elif args.sql_action == "test":
+                with live(spark, console, "dbt build: the whole suite of tests") as say:
+                    sql_build.check(spark, config.lake_path, progress=say)
             elif args.sql_action == "freshness":
                 found = sql_build.freshness(spark, config.lake_path)
                 for source, status, age_s in found:
@@ -45,19 +49,21 @@ def _cmd_sql(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add ``sql build``, ``sql docs`` and ``sql freshness`` to the CLI."""
-    sql = subparsers.add_parser("sql", help="the SQL models (dbt_like_sql/) over the lake: build | docs | freshness")
+    """Add ``sql build``, ``sql test``, ``sql docs`` and ``sql freshness`` to the CLI."""
+    sql = subparsers.add_parser("sql", help="the SQL models (dbt_like_sql/) over the lake: build | test | docs | "
+                                            "freshness")
     actions = sql.add_subparsers(dest="sql_action", metavar="ACTION", required=True)
-    build = actions.add_parser("build", help="build the models in dependency order and run their tests, "
-                                             "incrementally (dbt build)")
+    build = actions.add_parser("build", help="build the marts with new data and check their rules on what they "
+                                             "wrote (dbt build, incremental)")
     build.add_argument("--select", nargs="+", default=None, metavar="SELECTOR",
-                       help="dbt selectors, e.g. group_hourly_costs+ or marts (default: everything)")
+                       help="dbt selectors, e.g. group_hourly_costs+ or marts (default: the marts with new data)")
     build.add_argument("--full-refresh", action="store_true",
                        help="rebuild the incremental marts from all of gold, not only the groups with new events")
+    test = actions.add_parser("test", help="run every data and unit test over every row (the daily whole suite)")
     docs = actions.add_parser("docs", help="generate the models' documentation site (dbt docs generate)")
     fresh = actions.add_parser("freshness", help="how old the newest telemetry is (dbt source freshness: warn "
                                                  "after 2 h, error after a day; exit 1 on error)")
-    for action in (build, docs, fresh):
+    for action in (build, test, docs, fresh):
         action.add_argument("--lake", default=None, help="Delta lake path (default: $LENS_LAKE or <home>/lake)")
         action.add_argument("--master", default=None, help="Spark master (default: $LENS_SPARK_MASTER or local[2])")
         action.set_defaults(func=_cmd_sql)

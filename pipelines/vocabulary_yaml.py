@@ -1,5 +1,5 @@
-"""The dbt YAML's ``accepted_values`` lists, written from ``pipelines.vocabulary`` so that a
-new cause, kind or assignor reaches the SQL tests without editing YAML by hand.
+"""The dbt YAML's accepted values, written from ``pipelines.vocabulary`` so that a new cause,
+kind or assignor reaches the SQL tests and the marts' rules without editing YAML by hand.
 
 A list follows a declaration when its ``values:`` line names it; the items below it are
 rewritten in the declaration's order:
@@ -9,6 +9,15 @@ rewritten in the declaration's order:
           values:  # vocabulary: causes
           - enforced
 
+and so does the list of a mart's check constraint (a Delta constraint: ``<column> in (...)``)
+when its ``expression:`` line names it; the expression below it, SQL text, gets the values as
+literals, wrapped to the line length:
+
+    - type: check
+      name: accepted_values_cause
+      expression:  # vocabulary: causes
+        cause is null or cause in ('enforced', 'subscription_change', ...)
+
     python -m pipelines.vocabulary_yaml            # list the files whose lists are stale
     python -m pipelines.vocabulary_yaml --write    # rewrite them (a test fails until then)
 """
@@ -17,15 +26,20 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import textwrap
 from collections.abc import Mapping
 from pathlib import Path
 
 import yaml
 
+from pipelines.lake import sql_literal
 from pipelines.vocabulary import ENUMERATIONS
 
 PROJECT = Path(__file__).resolve().parents[1] / "dbt_like_sql"
 MARKER = re.compile(r"^(?P<indent>[ ]*)values:[ ]*# vocabulary: (?P<name>\w+)[ ]*$")
+EXPRESSION_MARKER = re.compile(r"^(?P<indent>[ ]*)expression:[ ]*# vocabulary: (?P<name>\w+)[ ]*$")
+IN_LIST = re.compile(r"^(?P<head>.*\bin \()[^)]*(?P<tail>\).*)$")
+WIDTH = 120
 
 
 def yaml_files() -> list[Path]:
@@ -46,17 +60,43 @@ def render(text: str, enumerations: Mapping[str, tuple[str, ...]] = ENUMERATIONS
         line = lines[i]
         out.append(line)
         i += 1
-        marker = MARKER.match(line.rstrip("\n"))
+        marker = MARKER.match(line.rstrip("\n")) or EXPRESSION_MARKER.match(line.rstrip("\n"))
         if marker is None:
             continue
-        if marker["name"] not in enumerations:
-            raise ValueError(f"'# vocabulary: {marker['name']}' names no enumeration of pipelines/vocabulary.py "
-                             f"(known: {', '.join(enumerations)})")
-        item = marker["indent"] + "- "
+        values = _declared(marker["name"], enumerations)
+        indent = marker["indent"]
+        item = indent + "- " if marker.re is MARKER else indent + "  "
+        start = i
         while i < len(lines) and lines[i].startswith(item):
-            i += 1  # the list as it was
-        out += [f"{item}{_scalar(value)}\n" for value in enumerations[marker["name"]]]
+            i += 1  # the list (or the expression) as it was
+        if marker.re is MARKER:
+            out += [f"{item}{_scalar(value)}\n" for value in values]
+        else:
+            out += _expression(" ".join(line.strip() for line in lines[start:i]), values, item)
     return "".join(out)
+
+
+def _declared(name: str, enumerations: Mapping[str, tuple[str, ...]]) -> tuple[str, ...]:
+    if name not in enumerations:
+        raise ValueError(f"'# vocabulary: {name}' names no enumeration of pipelines/vocabulary.py "
+                         f"(known: {', '.join(enumerations)})")
+    return enumerations[name]
+
+
+def _expression(expression: str, values: tuple[str, ...], indent: str) -> list[str]:
+    """A check expression's ``in (...)`` list with ``values`` as SQL literals, as YAML lines under ``indent``."""
+    found = IN_LIST.match(expression)
+    if found is None:
+        raise ValueError(f"a '# vocabulary:' expression needs one 'in (...)' list: {expression!r}")
+    text = found["head"] + ", ".join(sql_literal(v) for v in values) + found["tail"]
+    return [f"{indent}{part}\n" for part in textwrap.wrap(text, WIDTH - len(indent), break_long_words=False,
+                                                          break_on_hyphens=False)]
+
+
+def expression_values(expression: str) -> list[str]:
+    """The values of a check expression's ``in (...)`` list, read back (the vocabulary's simple literals)."""
+    found = re.search(r"\bin \(([^)]*)\)", expression)
+    return [] if found is None else [v.strip().strip("'") for v in found[1].split(",") if v.strip()]
 
 
 def stale(enumerations: Mapping[str, tuple[str, ...]] = ENUMERATIONS) -> list[Path]:

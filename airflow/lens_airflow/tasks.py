@@ -1,8 +1,8 @@
 """The DAGs' task bodies: each resolves its settings (``settings``), takes this process's Spark
 session (``lens_runtime.spark_session.build_spark``) and calls the public function a user's
 command calls: ``pipelines.stages.run_stage`` (``rebalance-lens pipeline run STAGE``),
-``pipelines.maintenance.maintain`` (``pipeline maintain``), ``tuning_report.write_report``
-(``report``). No pipeline logic here.
+``pipelines.maintenance.maintain`` (``pipeline maintain``), ``pipelines.sql_build.check``
+(``sql test``), ``tuning_report.write_report`` (``report``). No pipeline logic here.
 
 Keyed by the run: an hourly stage passes its data interval's end to ingest, which lands the
 records stamped before it (``ingest_until_ms``; see ``pipelines.ingest``), and the stages after
@@ -75,6 +75,17 @@ def maintain_tables() -> dict[str, int]:
     config = pipeline_config()
     with spark_session(config, "rebalance-lens-maintain") as spark:
         return maintain(spark, config, progress=log.info)
+
+
+def check_marts() -> dict[str, int]:
+    """The SQL models' whole test suite over every row (``sql test``), under the lake's lock (it
+    reads the marts as one build left them); its counts. Raises, naming what failed."""
+    from pipelines.lake_lock import locked
+    from pipelines.sql_build import check
+
+    config = pipeline_config()
+    with locked(config.lake_path, config.lock_wait_s), spark_session(config, "rebalance-lens-sql-test") as spark:
+        return check(spark, config.lake_path, progress=log.info)
 
 
 def report_day(partition_key: str | None, logical_date: datetime | None, run_after: datetime) -> date:

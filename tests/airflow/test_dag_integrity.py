@@ -65,4 +65,4 @@ def test_daily_dag_waits_for_a_days_hourly_marts(dagbag):
     hours = sorted(mapper.to_upstream("2026-03-10"))
     assert len(hours) == 24 and hours[0] == "2026-03-10T00:00:00" and hours[-1] == "2026-03-10T23:00:00"
     assert mapper.to_downstream("2026-03-10T17:00:00") == "2026-03-10"
-    assert {t.task_id for t in dag.tasks} == {"report", "maintain"}
+    assert {t.task_id for t in dag.tasks} == {"report", "maintain", "test_marts"}

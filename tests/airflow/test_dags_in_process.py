@@ -14,7 +14,8 @@ Time (the default suite's budget): the SQL build (~60 s of fixed cost) runs once
 hour's run, which builds the marts of both hours; the other runs mark the ``sql`` task done
 without running it, and the tables they compare are the lake's (the marts are a function of
 them: tests/e2e/test_sql_models.py). The daily run marks ``maintain`` done (17 tables, ~90 s;
-``pipeline maintain`` is tested in tests/pipelines): the slow suite's real Airflow runs both.
+``pipeline maintain`` is tested in tests/pipelines): the slow suite's real Airflow runs both; its
+``test_marts`` runs the SQL models' whole suite over the marts the hourly runs built.
 Settings reach the tasks as real Airflow Variables (``AIRFLOW_VAR_*``, Airflow's environment
 backend). Tasks keep their retries' policy except the count: a failure shows at once instead
 of after minutes of backoff (the integrity test checks the policy).

@@ -26,9 +26,10 @@ COLUMN_ENUMERATION = {"cause": "causes", "release_kind": "release_kinds", "group
 
 
 def _accepted_values(path: Path) -> list[tuple[str, list[str], str | None]]:
-    """(column, its accepted values, the enumeration its marker names) for every list in one file."""
+    """(column, its accepted values, the enumeration its marker names) for every list in one file: a
+    test's ``accepted_values`` list, or a mart's ``accepted_values_<column>`` check constraint."""
     markers = [m["name"] for line in path.read_text().splitlines()
-               if (m := vocabulary_yaml.MARKER.match(line))]
+               if (m := vocabulary_yaml.MARKER.match(line) or vocabulary_yaml.EXPRESSION_MARKER.match(line))]
     lists: list[tuple[str, list[str]]] = []
 
     def walk(node: object, named: str) -> None:  # in document order, under the nearest ``name``
@@ -36,6 +37,9 @@ def _accepted_values(path: Path) -> list[tuple[str, list[str], str | None]]:
             named = node.get("name", named) if isinstance(node.get("name"), str) else named
             if "accepted_values" in node:
                 lists.append((named, node["accepted_values"]["arguments"]["values"]))
+            if node.get("type") == "check" and named.startswith("accepted_values_"):
+                lists.append((named.removeprefix("accepted_values_"),
+                              vocabulary_yaml.expression_values(node["expression"])))
             for value in node.values():
                 walk(value, named)
         elif isinstance(node, list):

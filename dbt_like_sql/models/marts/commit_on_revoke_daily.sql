@@ -1,7 +1,6 @@
 -- Grain: one row per group and day: the share of graceful handoffs committed inside the
 -- revoke (gold), beside the share of the group's member processes that enable it.
 {{ config(unique_key=['cluster_id', 'group_id', 'day']) }}
--- depends_on: {{ ref('stg_lens__events') }}
 
 with metrics as (
     select * from {{ ref('stg_lens__metrics') }}

@@ -2,7 +2,6 @@
 -- commit-on-revoke x timeouts): the current one with what gold measured beside its replay,
 -- every candidate with its predicted figures; rank 1 is the cheapest by duplicates, then pause.
 {{ config(unique_key=['cluster_id', 'group_id', 'config']) }}
--- depends_on: {{ ref('stg_lens__events') }}
 
 with what_if as (
     select * from {{ ref('stg_lens__what_if') }}

@@ -1,7 +1,6 @@
 -- Grain: one row per partition handoff of an episode, with both owners named: the ownership
 -- chart of the report (who held the partition, the pause between them).
 {{ config(unique_key='handoff_id') }}
--- depends_on: {{ ref('stg_lens__events') }}
 
 with handoffs as (
     select * from {{ ref('int_handoffs_with_owners') }}

@@ -1,7 +1,6 @@
 -- Grain: one row per group and cause (what made the previous owners let go): what each
 -- cause cost over the group's whole window.
 {{ config(unique_key=['cluster_id', 'group_id', 'cause']) }}
--- depends_on: {{ ref('stg_lens__events') }}
 
 with metrics as (
     select * from {{ ref('stg_lens__metrics') }}

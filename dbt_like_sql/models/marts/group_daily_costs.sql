@@ -1,7 +1,6 @@
 -- Grain: one row per group and day, with the change from the group's previous day (the
 -- trend a dashboard shows beside the figure).
 {{ config(unique_key=['cluster_id', 'group_id', 'day']) }}
--- depends_on: {{ ref('stg_lens__events') }}
 
 with metrics as (
     select * from {{ ref('stg_lens__metrics') }}

@@ -1,7 +1,6 @@
 -- Grain: one row per group and hour (the hour an episode started). Incremental: a build
--- recomputes only the groups with events validated since the last one and merges them in.
+-- recomputes only the groups with events validated since the last one and replaces their rows.
 {{ config(unique_key=['cluster_id', 'group_id', 'period_start']) }}
--- depends_on: {{ ref('stg_lens__events') }}
 
 with metrics as (
     select * from {{ ref('stg_lens__metrics') }}

@@ -3,7 +3,6 @@
 -- protocol; the mixed phase's cost beside the steady states before and after it. A handoff counts in
 -- the phase in which its partition was released.
 {{ config(unique_key=['cluster_id', 'group_id', 'started_at']) }}
--- depends_on: {{ ref('stg_lens__events') }}
 
 with phases as (
     select * from {{ ref('stg_lens__protocol_phases') }}

@@ -1,7 +1,6 @@
 -- Grain: one row per group and host: the handoffs its member processes caused and what they
 -- cost (a host whose members restart or crash stands out).
 {{ config(unique_key=['cluster_id', 'group_id', 'host']) }}
--- depends_on: {{ ref('stg_lens__events') }}
 
 with members as (
     select * from {{ ref('member_costs') }}

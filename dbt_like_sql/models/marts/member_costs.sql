@@ -1,7 +1,6 @@
 -- Grain: one row per member process (agent) of a group: the handoffs it caused by letting
 -- partitions go, and what they cost; rank 1 is the group's costliest member.
 {{ config(unique_key=['cluster_id', 'group_id', 'agent_id']) }}
--- depends_on: {{ ref('stg_lens__events') }}
 
 with handoffs as (
     select * from {{ ref('int_handoffs_with_owners') }}

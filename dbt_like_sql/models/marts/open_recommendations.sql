@@ -1,7 +1,6 @@
 -- Grain: one row per group and recommendation that asks for something (a change or a
 -- warning; the healthy verdict left out), in the recommend stage's rank order.
 {{ config(unique_key=['cluster_id', 'group_id', 'rank']) }}
--- depends_on: {{ ref('stg_lens__events') }}
 
 with recommendations as (
     select * from {{ ref('stg_lens__recommendations') }}

@@ -1,13 +1,10 @@
 -- Grain: one row per arrival day and rule: how many telemetry records validation rejected.
 -- Incremental: only the arrival days with newly quarantined records are recounted.
-{{ config(
-    unique_key=['arrival_date', 'reason'],
-    replace_scope={'column': 'arrival_date', 'within': 'stg_lens__quarantine'}
-) }}
+{{ config(unique_key=['arrival_date', 'reason'], replace_scope={'column': 'arrival_date'}) }}
 
 with quarantine as (
     select * from {{ ref('stg_lens__quarantine') }}
-    {{ only_changed('arrival_date', 'stg_lens__quarantine') }}
+    {{ only_changed('arrival_date') }}
 )
 
 select

@@ -1,6 +1,5 @@
 -- Grain: one row per rebalance episode, with what its handoffs cost (the report's timeline).
 {{ config(unique_key='episode_id') }}
--- depends_on: {{ ref('stg_lens__events') }}
 
 with episodes as (
     select * from {{ ref('stg_lens__episodes') }}
