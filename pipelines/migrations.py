@@ -11,8 +11,11 @@ apply it.
   (``stale_marts`` names them; ``pipelines.sql_build`` passes them to dbt as ``rebuild``).
 - A gold table written before the broker source (handoffs, episodes) gets its ``source`` column
   ("agent" in the rows before: they were all the agent's) and a handoff's ``cause_confidence``
-  ("exact": read from telemetry), in one rewrite per table (``with_sources``); the log's estimates
-  and stop windows read null there. Other tables take the broker's columns at their next write.
+  ("exact": read from telemetry), and gold/episodes written before the client's rebalance timings
+  gets their columns (the join steps null, ``phase_source`` the agents' states wherever the episode
+  had phases: the only source there was), in one rewrite per table (``with_added``, ``_fill``); the
+  log's estimates and stop windows read null there. Other tables take the broker's columns at their
+  next write, marts new columns at their next incremental build.
 - A table written before its group key gained the cluster (``catalog.GROUP_KEY``) gets the
   ``cluster_id`` column, every stored row ``contract.CLUSTER_UNKNOWN`` (``with_cluster``), in one
   rewrite per table: those rows came from agents that did not send the cluster id, exactly what
@@ -41,6 +44,7 @@ from pyspark.sql import functions as F
 from consumer_agent.contract import CLUSTER_UNKNOWN
 from pipelines import catalog, lake
 from pipelines.config import Progress
+from pipelines.vocabulary import AGENT_STATES
 
 POINT_FIGURE_PAUSE = "now the point figure: a bounded pause counts its lower bound, where it counted 0"
 
@@ -208,8 +212,8 @@ def migrated_rows(spark: SparkSession, lake_path: str, migration: Migration) -> 
             declared.append(F.col(f"`{name}`"))
         elif name in by_new and by_new[name].old in stored:
             declared.append(F.col(f"`{by_new[name].old}`").cast(kind).alias(name))
-        else:  # a column added since: null, or what the rows before it say there (``SOURCE_FILLS``)
-            declared.append(F.lit(SOURCE_FILLS.get(migration.path, {}).get(name)).cast(kind).alias(name))
+        else:  # a column added since: null, or what the rows before it say there (``_fill``)
+            declared.append(_fill(migration.path, name, stored).cast(kind).alias(name))
     names = set(table.column_names())
     kept = [F.col(f"`{c}`") for c in stored if c not in consumed and c not in names]
     return rows.select(*declared, *kept)
@@ -254,27 +258,50 @@ SOURCE_FILLS: dict[str, dict[str, str]] = {catalog.HANDOFFS.path: {SOURCE: "agen
                                            catalog.EPISODES.path: {SOURCE: "agent"}}
 
 
+# What the client's rebalance timings added to gold/episodes: before them, an episode's phases (where it had any:
+# a slowest member) came from the agents' states.
+PHASE_SOURCE = "phase_source"
+PHASE_NOTE = (f"added the join steps and {PHASE_SOURCE} ('{AGENT_STATES}' where an episode had phases: the agents' "
+              "states were their only source)")
+
+
 def sources_note(path: str) -> str:
     """What the source columns' migration says of a table (its own line, or after a rename's)."""
     fills = ", ".join(f"{c} '{v}'" for c, v in SOURCE_FILLS[path].items())
     return f"added the broker source's columns ({fills} in the rows written before: the agent's)"
 
 
-def with_sources(spark: SparkSession, lake_path: str) -> list[tuple[catalog.Table, DataFrame]]:
-    """Each table of ``SOURCE_FILLS`` stored without its ``source`` column, and its rows with the
-    declared columns (the filled ones as ``SOURCE_FILLS`` says, any other new one null)."""
+def _fill(path: str, name: str, stored: list[str]) -> Column:
+    """What a column added since holds in the rows of ``path`` written before it (``stored`` their columns)."""
+    if name in SOURCE_FILLS.get(path, {}):
+        return F.lit(SOURCE_FILLS[path][name])
+    if path == catalog.EPISODES.path and name == PHASE_SOURCE and "slowest_agent_id" in stored:
+        return F.when(F.col("slowest_agent_id").isNotNull(), F.lit(AGENT_STATES))
+    return F.lit(None)
+
+
+def added_note(path: str, stored: list[str]) -> str:
+    """What filling the table's columns added since says (``_fill``): each group of them it lacks, or ""."""
+    notes = [sources_note(path)] if path in SOURCE_FILLS and SOURCE not in stored else []
+    if path == catalog.EPISODES.path and PHASE_SOURCE not in stored:
+        notes.append(PHASE_NOTE)
+    return "; ".join(notes)
+
+
+def with_added(spark: SparkSession, lake_path: str) -> list[tuple[catalog.Table, DataFrame, str]]:
+    """Each of handoffs and episodes stored without a group of columns added since (``added_note``): its rows
+    with the declared columns (the added ones as ``_fill`` says), and what that says."""
     out = []
-    for path, fills in SOURCE_FILLS.items():
-        table = TABLES[path]
+    for table in (catalog.HANDOFFS, catalog.EPISODES):
         columns = stored_columns(spark, table.location(lake_path))
-        if columns is None or SOURCE in columns:
+        note = "" if columns is None else added_note(table.path, columns)
+        if not note:
             continue
         rows = lake.read(spark, lake_path, table)
         declared = [F.col(f"`{name}`") if name in columns
-                    else (F.lit(fills[name]) if name in fills else F.lit(None)).cast(kind).alias(name)
-                    for name, kind in table.all_columns()]
+                    else _fill(table.path, name, columns).cast(kind).alias(name) for name, kind in table.all_columns()]
         kept = [F.col(f"`{c}`") for c in columns if c not in table.column_names()]
-        out.append((table, rows.select(*declared, *kept)))
+        out.append((table, rows.select(*declared, *kept), note))
     return out
 
 
@@ -294,10 +321,11 @@ def added_to_closed_loop(spark: SparkSession, lake_path: str) -> list[tuple[cata
 
 
 def migrate(spark: SparkSession, lake_path: str, progress: Progress = print) -> list[str]:
-    """Rewrite each gold table still under older names with the new ones, and each table without
-    its cluster column with it; then add a closed-loop table's new columns (null in the rows
-    before, metadata only; a table renamed above has them already). The caller holds the lake's
-    lock; the lines printed, one per table migrated."""
+    """Rewrite each gold table still under older names with the new ones, each table without
+    its cluster column with it, handoffs and episodes without columns added since with them; then
+    add a closed-loop table's new columns (null in the rows before, metadata only; a table renamed
+    above has them already). The caller holds the lake's lock; the lines printed, one per table
+    migrated."""
     said = []
     for table, rows in with_cluster(spark, lake_path):
         lake.rewrite(spark, lake_path, table, rows)
@@ -309,12 +337,12 @@ def migrate(spark: SparkSession, lake_path: str, progress: Progress = print) -> 
         if columns is None or not migration.applies_to(columns):
             continue
         lake.rewrite(spark, lake_path, table, migrated_rows(spark, lake_path, migration))
-        sources = migration.path in SOURCE_FILLS and SOURCE not in columns  # filled in the same rewrite
-        said.append(migration.said() + (f"; {sources_note(migration.path)}" if sources else ""))
+        note = added_note(migration.path, columns)  # filled in the same rewrite
+        said.append(migration.said() + (f"; {note}" if note else ""))
         progress(said[-1])
-    for table, rows in with_sources(spark, lake_path):
+    for table, rows, note in with_added(spark, lake_path):
         lake.rewrite(spark, lake_path, table, rows)
-        said.append(f"{table.path}: {sources_note(table.path)}")
+        said.append(f"{table.path}: {note}")
         progress(said[-1])
     for table, missing in added_to_closed_loop(spark, lake_path):
         location = table.location(lake_path).replace("`", "``")  # a backtick in the path, quoted

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -116,14 +117,30 @@ def _clear_placeholder(spark: SparkSession, name: str) -> None:
     folder.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).delete(folder, True)
 
 
+def _committed(log: Path) -> bool:
+    """Whether a Delta log holds a commit (a first write that failed leaves only ``_staged_commits``)."""
+    return log.is_dir() and any(f.suffix == ".json" and f.stem.isdigit() for f in log.iterdir())
+
+
 def existing_marts(lake_path: str) -> list[str]:
     root = Path(marts_path(lake_path))
-    return sorted(p.name for p in root.iterdir() if (p / "_delta_log").is_dir()) if root.is_dir() else []
+    return sorted(p.name for p in root.iterdir() if _committed(p / "_delta_log")) if root.is_dir() else []
+
+
+def _clear_uncommitted(lake_path: str) -> None:
+    """Delete the folder of a mart whose first write failed (a broken rule): it holds files no
+    commit names, and a later CREATE over it fails (DELTA_CREATE_EXTERNAL_TABLE_WITHOUT_TXN_LOG).
+    One build at a time writes a lake (pipelines/lake_lock.py)."""
+    root = Path(marts_path(lake_path))
+    for folder in root.iterdir() if root.is_dir() else []:
+        if (folder / "_delta_log").is_dir() and not _committed(folder / "_delta_log"):
+            shutil.rmtree(folder)
 
 
 def register_marts(spark: SparkSession, lake_path: str) -> None:
     """The marts earlier builds wrote to this lake, as ``lens_marts.<model>``."""
     _reset_schema(spark, MART_SCHEMA)
+    _clear_uncommitted(lake_path)
     for name in existing_marts(lake_path):
         spark.catalog.createTable(f"{MART_SCHEMA}.{name}", path=f"{marts_path(lake_path)}/{name}", source="delta")
 
@@ -170,7 +187,8 @@ def _local_view(spark: SparkSession, name: str, columns: Sequence[tuple[str, str
     else:  # VALUES needs a row: one of nulls, filtered out
         values, args = "(" + ", ".join("null" for _ in columns) + ")", {}
     where = "" if rows else " where false"
-    spark.sql(f"select {typed} from values {values} as t({names}){where}", args=args).createOrReplaceGlobalTempView(name)
+    view = spark.sql(f"select {typed} from values {values} as t({names}){where}", args=args)
+    view.createOrReplaceGlobalTempView(name)
 
 
 @dataclass(frozen=True)
@@ -285,7 +303,9 @@ def _counts(result: Any) -> tuple[dict[str, int], list[str]]:
 def _first_rule_line(message: str | None) -> str:
     """A Delta constraint's violation (``CHECK constraint accepted_values_cause ... violated``), else the first line."""
     lines = [line.strip() for line in (message or "").splitlines() if line.strip()]
-    named = [line for line in lines if "constraint" in line.lower()]
+    # a scoped write's violation comes wrapped in the replace-where mismatch: the rule is the line after it
+    named = [line for line in lines if "CHECK constraint" in line] or [line for line in lines
+                                                                        if "constraint" in line.lower()]
     return (named or lines or ["failed"])[0][:300]
 
 

@@ -32,7 +32,6 @@ from pathlib import Path
 
 import yaml
 
-from pipelines.lake import sql_literal
 from pipelines.vocabulary import ENUMERATIONS
 
 PROJECT = Path(__file__).resolve().parents[1] / "dbt_like_sql"
@@ -83,12 +82,19 @@ def _declared(name: str, enumerations: Mapping[str, tuple[str, ...]]) -> tuple[s
     return enumerations[name]
 
 
+def _literal(value: str) -> str:
+    """A declared name as a SQL string literal: names are identifiers (no quote to escape), checked."""
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+", value):
+        raise ValueError(f"an enumeration's value must be a plain name to be written into a check: {value!r}")
+    return f"'{value}'"
+
+
 def _expression(expression: str, values: tuple[str, ...], indent: str) -> list[str]:
     """A check expression's ``in (...)`` list with ``values`` as SQL literals, as YAML lines under ``indent``."""
     found = IN_LIST.match(expression)
     if found is None:
         raise ValueError(f"a '# vocabulary:' expression needs one 'in (...)' list: {expression!r}")
-    text = found["head"] + ", ".join(sql_literal(v) for v in values) + found["tail"]
+    text = found["head"] + ", ".join(_literal(v) for v in values) + found["tail"]
     return [f"{indent}{part}\n" for part in textwrap.wrap(text, WIDTH - len(indent), break_long_words=False,
                                                           break_on_hyphens=False)]
 

@@ -20,3 +20,27 @@ def test_a_placeholder_folder_left_by_another_process_is_cleared(spark, tmp_path
 
     registered = spark.table(f"{sql_build.SOURCE_SCHEMA}.verifications")
     assert registered.columns == catalog.VERIFICATIONS.schema().fieldNames() and registered.count() == 0
+
+
+HOSTILE = ["it's", "back\\slash", "a${x}b", "'); drop table x; --", "line\nbreak", "ünï"]
+
+
+def test_the_scope_holds_any_group_id_as_data_and_reads_without_a_spark_job(spark, tmp_path):
+    """The build's scope is registered from the data (inline VALUES whose values are query
+    parameters, never SQL text) and read by the models when they compile: no Spark job."""
+    from pipelines.stage_costs import StageCosts
+
+    lake_path = str(tmp_path / "lake")
+    schema = catalog.EVENTS.schema()
+    rows = [tuple({"event_id": f"e{i}", "group_id": g, "validate_batch": 1}.get(f.name) for f in schema.fields)
+            for i, g in enumerate(HOSTILE)]
+    spark.createDataFrame(rows, schema).write.format("delta").save(catalog.EVENTS.location(lake_path))
+    assert sql_build.register_scope(spark, lake_path, after=0) == {"group_id": len(HOSTILE), "arrival_date": 0}
+    costs = StageCosts(spark, lake_path)
+    with costs.measure("read"):
+        found = spark.sql("select value, key from global_temp.group_id_scope").collect()
+    assert costs["read"].jobs == 0
+    keys = {r.g: r.k for r in spark.createDataFrame([(g,) for g in HOSTILE], "g string")
+            .selectExpr("g", "xxhash64(g) as k").collect()}
+    assert {(r.value, r.key) for r in found} == set(keys.items())
+    assert sql_build.register_scope(spark, lake_path, after=1)["group_id"] == 0  # nothing after the last batch
