@@ -35,7 +35,8 @@ SQL_STAGE = "sql"  # its stage mark: the gold mark of the last whole build (what
 # dbt source name -> the lake table (models/staging/__sources.yml declares the same names)
 SOURCES = {"events": catalog.EVENTS, "quarantine": catalog.QUARANTINE, "stage_progress": catalog.STAGE_PROGRESS,
            "handoffs": catalog.HANDOFFS, "episodes": catalog.EPISODES, "members": catalog.MEMBERS,
-           "protocol_phases": catalog.PROTOCOL_PHASES,
+           "protocol_phases": catalog.PROTOCOL_PHASES, "coverage": catalog.COVERAGE,
+           "source_agreement": catalog.SOURCE_AGREEMENT,
            "metrics": catalog.METRICS, "what_if": catalog.WHAT_IF, "recommendations": catalog.RECOMMENDATIONS,
            "verifications": catalog.VERIFICATIONS}
 

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # Columns whose name says which enumeration their accepted_values follow (``kind`` and
 # ``assignor`` mean different things in different models: their lists are checked by content).
 COLUMN_ENUMERATION = {"cause": "causes", "release_kind": "release_kinds", "group_protocol": "group_protocols",
-                      "grain": "grains", "confidence": "confidence_levels"}
+                      "grain": "grains", "confidence": "confidence_levels", "source": "figure_sources"}
 
 
 def _accepted_values(path: Path) -> list[tuple[str, list[str], str | None]]:
@@ -105,9 +105,9 @@ def test_a_scenario_migrates_members_to_declared_kip848_assignors():
 def _rule_kinds() -> set[str]:
     """The kinds ``pipelines/recommend/`` writes: every config-change kind (``kinds.KINDS``: their rules
     name them from there) and the kind of each Recommendation(kind, ...) its modules build."""
-    from pipelines.recommend.kinds import KINDS
+    from pipelines.recommend.kinds import INSTRUMENT, KINDS
 
-    kinds = {k.name for k in KINDS}
+    kinds = {k.name for k in (*KINDS, INSTRUMENT)}
     for path in sorted((ROOT / "pipelines" / "recommend").glob("*.py")):
         calls = (n for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Call)
                  and isinstance(n.func, ast.Name) and n.func.id == "Recommendation" and n.args)

@@ -20,5 +20,6 @@ select
     join_s,
     callbacks_s,
     reconcile_s,
-    slowest_agent_id
+    slowest_agent_id,
+    source
 from source
