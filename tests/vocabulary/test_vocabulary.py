@@ -210,3 +210,9 @@ def test_the_closed_loop_reruns_the_declared_plan_kinds_from_the_step_before():
     from pipelines.vocabulary import PLAN_KINDS, VERIFIABLE_KINDS
 
     assert RERUN_PLAN_KINDS == PLAN_KINDS and set(PLAN_KINDS) <= set(VERIFIABLE_KINDS)
+
+
+def test_every_declared_figure_source_has_its_words_in_the_report():
+    from tuning_report.wording import SOURCE_WORDS
+
+    assert list(SOURCE_WORDS) == list(vocabulary.FIGURE_SOURCES)
