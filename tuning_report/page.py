@@ -133,8 +133,8 @@ def write_report(lake_path: str, out_dir: str | Path, group: str | None = None, 
     """Read the marts, draw, write ``<out_dir>/rebalance-report.html``; its path."""
     started = time.monotonic()
     fleet = read_fleet(lake_path, group=group, since=since)
-    progress(f"[report] read the marts: {len(fleet.groups())} group(s), the {min(CHARTED_GROUPS, len(fleet.groups()))} "
-             "costliest charted")
+    groups = len(fleet.groups())
+    progress(f"[report] read the marts: {groups} group(s), the {min(CHARTED_GROUPS, groups)} costliest charted")
     window = f"since {since:%Y-%m-%d %H:%M} UTC" if since else "all the data in the lake"
     html = render(fleet, title="Rebalance tuning report", window=window)
     out = Path(out_dir)

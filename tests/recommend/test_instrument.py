@@ -13,7 +13,7 @@ from pipelines.recommend.bounds import spread
 from pipelines.recommend.group_pass import recommend_group
 from pipelines.recommend.instrument import instrument_advice
 from pipelines.recommend.judgement import Evidence, bounds_reasons
-from pipelines.recommend.kinds import INSTRUMENT, KINDS
+from pipelines.recommend.kinds import INSTRUMENT
 from tests.support.fleets import busy_fleet
 from tests.support.reference_ownership import group_of
 
@@ -114,12 +114,3 @@ def test_a_price_anchored_to_wide_bounds_says_so_in_its_confidence():
     assert reasons(crash) == ["the measured paused partition-seconds it is anchored to are known only within bounds "
                               "(9.3 to 45.0): their midpoint can be 66% off"]
     assert reasons([handoff(0, "agent", (5, 5), (9.3, 9.4))]) == []
-
-
-def test_running_the_agent_is_registered_beside_the_config_changes_and_prices_nothing():
-    """Declared in the kinds' registry (title, the lines that make it, effort, rollback wording), and with no
-    simulator effect: the what-if's grid has no setting for it."""
-    assert INSTRUMENT not in KINDS and INSTRUMENT.name not in {k.name for k in KINDS}
-    assert INSTRUMENT.effort >= 1 and INSTRUMENT.rolling_back.startswith("Roll back")
-    what_if, _ = recommend_group(_partial([], 100.0), "/lake")
-    assert what_if and not any("agent" in w["config"] for w in what_if)

@@ -8,12 +8,7 @@ with agreement as (
 )
 
 select
-    cluster_id,
-    group_id,
-    figure,
-    handoffs,
-    outside,
+    *,
     case when handoffs > 0 then outside / handoffs end as outside_share,
-    most_outside,
     {{ built_through_batch() }} as built_through_batch
 from agreement
