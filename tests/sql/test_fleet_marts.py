@@ -10,6 +10,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+import yaml
 
 from pipelines import lake, sql_build
 from tests.support.fleet_gold import small_fleet
@@ -82,3 +83,10 @@ def test_the_handoff_and_episode_marts_say_where_each_figure_came_from(marts):
     assert {g: e["source"] for g, e in episodes.items()} == {
         ("eu", "orders"): "agent", ("us", "orders"): "agent", ("eu", "billing"): "both", ("eu", "audit"): "broker"}
     assert episodes[("eu", "audit")]["duplicates_estimate"] == 902
+
+
+def test_each_new_mart_states_its_grain_and_documents_every_column(marts):
+    for name in ("fleet_group_costs", "source_agreement"):
+        spec = yaml.safe_load((sql_build.PROJECT / "models" / "marts" / f"{name}.yml").read_text())["models"][0]
+        assert spec["description"].startswith("Grain: "), name
+        assert sorted(c["name"] for c in spec["columns"]) == sorted(marts[name].columns), name
