@@ -310,7 +310,9 @@ RECOMMENDATIONS = Table(
                "tradeoff string, confidence string, confidence_reason string, "
                "predicted_duplicates_mixed_phase double, predicted_pause_mixed_phase_s double, "
                "replayed_duplicates double, replayed_pause_s double, replayed_duplicates_error_pct double, "
-               "replayed_pause_error_pct double"))
+               "replayed_pause_error_pct double, "
+               # where the figures it rests on came from (pipelines.vocabulary.FIGURE_SOURCES)
+               "source string"))
 
 RECOMMEND_FAILURES = Table(
     "audit/recommend_failures",

@@ -110,6 +110,9 @@ QUALIFIERS: tuple[Qualifier, ...] = (
     Qualifier("_low / _high", "suffix", "an estimate's interval: a crash's estimate taken to the first and the last "
               "moment its owner can have died, within the bounds (elsewhere the bounds themselves)",
               "duplicates_estimate_low, pause_estimate_high_s"),
+    Qualifier("_from_broker", "suffix", "the part of a group's figure from the handoffs only the broker saw (`source` "
+              "broker: its log's bounds), where the rest is the agent's (`fleet_group_costs`)",
+              "duplicates_upper_from_broker, pause_from_broker_s"),
     Qualifier("predicted_", "prefix", "a what-if's prediction: what a configuration leaves of the measured figure "
               "(its replay's ratio to the current configuration's replay, times the measured figure; `gold/what_if`, "
               "`gold/recommendations`)", "predicted_pause_s"),

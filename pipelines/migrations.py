@@ -23,9 +23,12 @@ apply it.
   such agents still send, and a key column is never null (a null joins and matches nothing).
   Marts missing it are rebuilt (``stale_marts``).
 
-- Marts that carry the handoffs' estimates (``catalog.ESTIMATES``), stored before them, are
-  rebuilt whole (``stale_marts``); gold/handoffs gets them in place from gold's own arithmetic
-  (``pipelines.gold.upgrade``, which the runner and the SQL build call after these).
+- Marts that carry the handoffs' estimates (``catalog.ESTIMATES``) and their ``source``, stored
+  before them, are rebuilt whole (``stale_marts``); gold/handoffs gets the estimates in place from
+  gold's own arithmetic (``pipelines.gold.upgrade``, which the runner and the SQL build call after these).
+- A table the SQL build reads before a stage may write it again (``ADDED_IN_PLACE``: the closed
+  loop's, gold's metrics, coverage and recommendations) gets its declaration's new columns in
+  place, metadata only, null in the rows before.
 
 Both run under the lake's lock: the first stage or SQL build that opens an older lake applies
 them, each printing one line per table saying what changed; a lake already current costs a
@@ -305,12 +308,18 @@ def with_added(spark: SparkSession, lake_path: str) -> list[tuple[catalog.Table,
     return out
 
 
-def added_to_closed_loop(spark: SparkSession, lake_path: str) -> list[tuple[catalog.Table, list[tuple[str, str]]]]:
-    """Each closed-loop table stored without columns its declaration added since (``--reruns``'
-    count and standard errors), and those columns. No stage rewrites these tables, so the SQL
-    build's sources would lack them until the next check."""
+# Tables whose declared columns are added in place where the stored table lacks them (metadata only, null in
+# the rows before), because the SQL build reads them before any stage may write them again: the closed loop's
+# (no stage rewrites them: ``--reruns``' count and standard errors), and the gold tables the broker source and
+# the fleet view added columns to (a quiet run writes no group of them).
+ADDED_IN_PLACE: tuple[catalog.Table, ...] = (*catalog.CLOSED_LOOP_TABLES, catalog.METRICS, catalog.COVERAGE,
+                                             catalog.RECOMMENDATIONS)
+
+
+def added_in_place(spark: SparkSession, lake_path: str) -> list[tuple[catalog.Table, list[tuple[str, str]]]]:
+    """Each table of ``ADDED_IN_PLACE`` stored without columns its declaration added since, and those columns."""
     out = []
-    for table in catalog.CLOSED_LOOP_TABLES:
+    for table in ADDED_IN_PLACE:
         columns = stored_columns(spark, table.location(lake_path))
         if columns is None:
             continue
@@ -323,9 +332,9 @@ def added_to_closed_loop(spark: SparkSession, lake_path: str) -> list[tuple[cata
 def migrate(spark: SparkSession, lake_path: str, progress: Progress = print) -> list[str]:
     """Rewrite each gold table still under older names with the new ones, each table without
     its cluster column with it, handoffs and episodes without columns added since with them; then
-    add a closed-loop table's new columns (null in the rows before, metadata only; a table renamed
-    above has them already). The caller holds the lake's lock; the lines printed, one per table
-    migrated."""
+    add the new columns of the tables ``ADDED_IN_PLACE`` lists (null in the rows before, metadata
+    only; a table renamed above has them already). The caller holds the lake's lock; the lines
+    printed, one per table migrated."""
     said = []
     for table, rows in with_cluster(spark, lake_path):
         lake.rewrite(spark, lake_path, table, rows)
@@ -344,7 +353,7 @@ def migrate(spark: SparkSession, lake_path: str, progress: Progress = print) -> 
         lake.rewrite(spark, lake_path, table, rows)
         said.append(f"{table.path}: {note}")
         progress(said[-1])
-    for table, missing in added_to_closed_loop(spark, lake_path):
+    for table, missing in added_in_place(spark, lake_path):
         location = table.location(lake_path).replace("`", "``")  # a backtick in the path, quoted
         spark.sql(f"ALTER TABLE delta.`{location}` ADD COLUMNS "
                   f"({', '.join(f'`{n}` {k}' for n, k in missing)})")
@@ -359,9 +368,14 @@ MARTS_WITH_CLUSTER = ("agent_telemetry_quality", "commit_on_revoke_daily", "conf
                       "open_recommendations", "rebalance_episodes", "recommendation_checks")
 
 
-# The marts that carry the handoffs' estimates: one stored before them is rebuilt whole (appended
-# columns would read null in its older rows).
+# The marts that carry the handoffs' estimates and their source (agent, broker, both): one stored before
+# them is rebuilt whole (appended columns would read null in its older rows). The column whose absence says
+# so, and what the mart's line says of it.
 ESTIMATE_MARTS = ("episode_handoffs", "rebalance_episodes")
+ADDED_TO_MARTS: tuple[tuple[str, str], ...] = (
+    (catalog.ESTIMATES[0], f"added the estimates ({catalog.ESTIMATES[0]} and the rest)"),
+    (SOURCE, "added where its figures came from (source)"),
+)
 
 
 def stale_marts(spark: SparkSession, lake_path: str, progress: Progress = print) -> list[str]:
@@ -381,8 +395,9 @@ def stale_marts(spark: SparkSession, lake_path: str, progress: Progress = print)
             progress(migration.said("rebuilt, "))
     for name in ESTIMATE_MARTS:
         columns = stored_columns(spark, f"{lake_path.rstrip('/')}/marts/{name}")
-        if columns is not None and catalog.ESTIMATES[0] not in columns:
+        added = [said for column, said in ADDED_TO_MARTS if columns is not None and column not in columns]
+        if added:
             if name not in stale:
                 stale.append(name)
-            progress(f"marts/{name}: rebuilt, added the estimates ({catalog.ESTIMATES[0]} and the rest)")
+            progress(f"marts/{name}: rebuilt, {'; '.join(added)}")
     return stale

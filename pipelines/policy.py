@@ -30,3 +30,18 @@ MIN_COVERAGE = 0.9
 # loop's judgement of a rerun, the rules' confidence in a model that reproduces the measured costs,
 # and a plan step's rollback criteria (roll back beyond it).
 TOLERANCE = 0.25
+
+# "Instrument this group" (``pipelines.recommend.instrument``): a group's figures are bounds too wide to choose
+# between changes when the part of them only the broker saw (its log's bounds) leaves the figure's midpoint (what
+# a prediction is anchored to: ``measured_``) further from the truth than a prediction may be and hold. With a
+# figure known to lie in [lower, upper], its midpoint is off by at most (upper - lower) / (upper + lower) of
+# itself; past TOLERANCE, a predicted saving could fail the closed loop on the bounds alone, and two changes
+# whose savings differ by less than the bounds' width cannot be ranked.
+INSTRUMENT_SPREAD = TOLERANCE
+# ... and the possible saving is large: the least change that pays (MIN_SAVING of the cost, at the bounds'
+# upper end) would save ten times the rollout floor (MIN_DUPLICATES, MIN_PAUSE_S), since running the agent is
+# itself a rollout on every member before the change it prices: 10% of 1,000 records is 10 x 10 records, 10% of
+# 100 partition-s is 10 x 1 s.
+INSTRUMENT_FLOOR_MULTIPLE = 10
+INSTRUMENT_MIN_DUPLICATES = round(INSTRUMENT_FLOOR_MULTIPLE * MIN_DUPLICATES / MIN_SAVING)  # 1,000 records
+INSTRUMENT_MIN_PAUSE_S = INSTRUMENT_FLOOR_MULTIPLE * MIN_PAUSE_S / MIN_SAVING  # 100 partition-seconds

@@ -55,7 +55,8 @@ SQL_STAGE = "sql"  # its stage mark: the gold mark of the last whole build (what
 # dbt source name -> the lake table (models/staging/__sources.yml declares the same names)
 SOURCES = {"events": catalog.EVENTS, "quarantine": catalog.QUARANTINE, "stage_progress": catalog.STAGE_PROGRESS,
            "handoffs": catalog.HANDOFFS, "episodes": catalog.EPISODES, "members": catalog.MEMBERS,
-           "protocol_phases": catalog.PROTOCOL_PHASES,
+           "protocol_phases": catalog.PROTOCOL_PHASES, "coverage": catalog.COVERAGE,
+           "source_agreement": catalog.SOURCE_AGREEMENT,
            "metrics": catalog.METRICS, "what_if": catalog.WHAT_IF, "recommendations": catalog.RECOMMENDATIONS,
            "verifications": catalog.VERIFICATIONS}
 # Each scope column of the marts (their ``replace_scope``): the lake table and column whose values

@@ -98,6 +98,9 @@ RECOMMENDATION_KINDS: tuple[RecommendationKind, ...] = (
     RecommendationKind("mixed_protocols", "a warning: eager and cooperative members in one group", False),
     RecommendationKind("coverage", "a warning: too few of the group's members run the agent to price a change",
                        False),
+    # run the agent on a group whose figures are the broker's bounds, too wide to choose between changes, where
+    # the possible saving is large (recommend/instrument.py): it makes the figures exact, it saves nothing itself
+    RecommendationKind("instrument", "run the agent on a group priced from the broker's bounds", False),
     RecommendationKind("healthy", "the verdict when no change pays", False),
 )
 RECOMMENDATION_KIND_NAMES: tuple[str, ...] = tuple(k.name for k in RECOMMENDATION_KINDS)
@@ -286,6 +289,7 @@ ENUMERATIONS: dict[str, tuple[str, ...]] = {
     "release_kinds": RELEASE_KINDS,
     "recommendation_kinds": RECOMMENDATION_KIND_NAMES,
     "confidence_levels": CONFIDENCE_LEVELS,
+    "figure_sources": FIGURE_SOURCES,
     "group_protocols": GROUP_PROTOCOLS,
     "group_phases": GROUP_PHASES,
     "phase_sources": PHASE_SOURCES,

@@ -3,8 +3,10 @@ the report shows the figures a dashboard over the same marts shows."""
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+from functools import cached_property
 from pathlib import Path
 
 import polars as pl
@@ -16,8 +18,9 @@ MARTS: dict[str, str | None] = {
     "group_daily_costs": "day", "group_cause_costs": None, "member_costs": None, "host_costs": None,
     "config_comparison": None, "open_recommendations": None, "rebalance_episodes": "started_at",
     "episode_handoffs": "released_at", "commit_on_revoke_daily": "day", "recommendation_checks": "verified_at",
-    "group_protocol_phases": "started_at",
+    "group_protocol_phases": "started_at", "fleet_group_costs": None, "source_agreement": None,
 }
+FLEET = "fleet_group_costs"  # every group the lake knows, ranked costliest first (cost_rank)
 
 
 Group = tuple[str, str]  # (cluster_id, group_id): one group name on two clusters is two groups
@@ -33,20 +36,33 @@ class Fleet:
     def __getitem__(self, mart: str) -> pl.DataFrame:
         return self.frames[mart]
 
-    def groups(self) -> list[Group]:
-        """Every group with costs or recommendations, by duplicates (worst first)."""
+    @cached_property
+    def _ranked(self) -> list[Group]:
+        """The groups of the fleet mart by its cost_rank, then any other group with costs or recommendations
+        in the report's window (a lake built before the fleet mart: by duplicates, worst first)."""
         daily = self["group_daily_costs"].group_by(GROUP_KEY).agg(pl.col("duplicates").sum(),
                                                                    pl.col("pause_s").sum())
+        ranked = self.frames.get(FLEET)
+        first = ([] if ranked is None else
+                 [(c, g) for c, g in ranked.sort("cost_rank").select(GROUP_KEY).iter_rows()])
         named = ({(c, g) for c, g in daily.select(GROUP_KEY).iter_rows()}
-                 | set(self["open_recommendations"].select(GROUP_KEY).iter_rows()))
+                 | set(self["open_recommendations"].select(GROUP_KEY).iter_rows())) - set(first)
         order = {(c, g): (-d, -p) for c, g, d, p in daily.iter_rows()}
-        return sorted(named, key=lambda g: (order.get(g, (0, 0)), g))
+        return first + sorted(named, key=lambda g: (order.get(g, (0, 0)), g))
+
+    @cached_property
+    def _names(self) -> Counter[str]:
+        return Counter(name for _, name in self._ranked)
+
+    def groups(self) -> list[Group]:
+        """Every group, costliest first (the fleet mart's cost_rank)."""
+        return list(self._ranked)
 
     def name_of(self, group: Group) -> str:
         """The group's name as the page shows it: its group id, with its cluster when another
         cluster has a group of that name."""
         cluster, name = group
-        if sum(1 for _, other in self.groups() if other == name) == 1:
+        if self._names[name] == 1:
             return name
         return f"{name} (cluster {cluster or 'not reported'})"
 

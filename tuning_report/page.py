@@ -1,8 +1,15 @@
-"""The page: every group's section laid out in one HTML file that opens with no network.
+"""The page: the fleet table (every group, costliest first) and the costliest groups' sections laid
+out in one HTML file that opens with no network.
 
-Plotly's JavaScript is embedded once; each chart is its figure's JSON (Plotly escapes
-``<``, ``>`` and ``/`` in it). Every other text from telemetry goes through Jinja's
-autoescape, so a group named ``<img src=x onerror=...>`` shows as text.
+Plotly's JavaScript is embedded once, and so is the charts' template (``figures.TEMPLATE``, which Plotly
+would otherwise write into every chart: 60% of a group's charts' bytes); each chart is its figure's JSON
+without it (Plotly's serializer escapes ``<``, ``>`` and ``/`` in it). Every other text from telemetry goes
+through Jinja's autoescape, so a group named ``<img src=x onerror=...>`` shows as text.
+
+Size (docs/running.md#the-tuning-report): Plotly's JavaScript is 4.8 MB of any page; each charted group
+adds 20-60 KB, each other group a row of the fleet table, under 1 KB. So a cluster of hundreds of groups
+stays one page that opens at once: charts for the ``CHARTED_GROUPS`` costliest groups, drawn as they near
+the screen (Plotly's JavaScript read last), every group a row.
 """
 from __future__ import annotations
 
@@ -11,23 +18,36 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import plotly.graph_objects as go
+import plotly.io as pio
 import polars as pl
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
+from plotly.io.json import to_json_plotly
 from plotly.offline import get_plotlyjs
 
 from pipelines.policy import MIN_COVERAGE
 from tuning_report import figures
+from tuning_report.fleet_table import Agreement, fleet_rows
 from tuning_report.marts import Fleet, Group, read_fleet
-from tuning_report.wording import TERMS, Headline, bounded, headline_sentence, share
+from tuning_report.wording import SOURCE_WORDS, TERMS, Headline, bounded, headline_sentence, share
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 EPISODES_CHARTED = 2  # ownership charts per group: its costliest episodes
+# Groups drawn with their section of charts: the costliest (the fleet mart's cost_rank). Twenty sections of
+# 20-60 KB keep the page under 6 MB whatever the fleet (Plotly's 4.8 MB of it), and as each chart is drawn
+# when it nears the screen the page opens at once; the other groups are rows of the fleet table, and
+# `rebalance-lens report --group NAME` draws any one of them.
+CHARTED_GROUPS = 20
+FLEET_SHOWN = 25  # rows of the fleet table open at first; the others behind one click, in the page
 
 
 def _chart(fig: go.Figure, div_id: str) -> Markup:
-    return Markup(fig.to_html(full_html=False, include_plotlyjs=False, div_id=div_id,
-                              config={"displayModeBar": False, "responsive": True}))
+    """The chart as a div and the call that draws it: its figure's JSON without the shared template."""
+    spec = fig.to_plotly_json()
+    spec["layout"].pop("template", None)
+    height = spec["layout"].get("height", figures.LAYOUT["height"])
+    return Markup(f'<div id="{div_id}" class="plotly-graph-div" style="height:{height}px; width:100%;"></div>'
+                  f'<script>lensPlot("{div_id}", {to_json_plotly(spec)});</script>')
 
 
 def group_section(fleet: Fleet, group: Group, index: int) -> dict:
@@ -78,17 +98,37 @@ def group_section(fleet: Fleet, group: Group, index: int) -> dict:
     return section
 
 
-def render(fleet: Fleet, title: str, window: str) -> str:
+def _agreement(fleet: Fleet, group: Group | None = None) -> dict[str, Agreement | None]:
+    """Per figure, the broker's bounds against the agent's figures (``source_agreement``), the fleet's or a
+    group's; None where no handoff was seen by both."""
+    rows = fleet.frames.get("source_agreement")
+    if rows is not None and rows.height and group is not None:
+        rows = fleet.of("source_agreement", group)
+    return {figure: Agreement.of(rows, figure) if rows is not None and rows.height else None
+            for figure in ("duplicates", "pause_s")}
+
+
+def _environment() -> Environment:
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html", "j2"]),
                       trim_blocks=True, lstrip_blocks=True)
     env.filters["bounded"] = bounded
     env.filters["share"] = share
     env.filters["cause"] = figures.cause_label
-    sections = [group_section(fleet, g, i) for i, g in enumerate(fleet.groups())]
-    return env.get_template("report.html.j2").render(
-        title=title, window=window, sections=sections, terms=TERMS, plotly_js=Markup(get_plotlyjs()),
-        min_coverage=MIN_COVERAGE,
-        generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
+    return env
+
+
+def render(fleet: Fleet, title: str, window: str) -> str:
+    """The page: the fleet table of every group, then the sections of the ``CHARTED_GROUPS`` costliest."""
+    charted = fleet.groups()[:CHARTED_GROUPS]
+    rows = fleet_rows(fleet, {g: f"g{i}" for i, g in enumerate(charted)})  # the anchors group_section gives
+    sections = [{**group_section(fleet, g, i), "fleet": rows[i], "agreement": _agreement(fleet, g)}
+                for i, g in enumerate(charted)]
+    return _environment().get_template("report.html.j2").render(
+        title=title, window=window, sections=sections, fleet=rows, fleet_shown=FLEET_SHOWN, terms=TERMS,
+        sources=SOURCE_WORDS,
+        agreement=_agreement(fleet),
+        plotly_js=Markup(get_plotlyjs()), template_json=Markup(to_json_plotly(pio.templates[figures.TEMPLATE])),
+        min_coverage=MIN_COVERAGE, generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
 
 
 def write_report(lake_path: str, out_dir: str | Path, group: str | None = None, since: datetime | None = None,
@@ -96,7 +136,8 @@ def write_report(lake_path: str, out_dir: str | Path, group: str | None = None, 
     """Read the marts, draw, write ``<out_dir>/rebalance-report.html``; its path."""
     started = time.monotonic()
     fleet = read_fleet(lake_path, group=group, since=since)
-    progress(f"[report] read the marts: {len(fleet.groups())} group(s)")
+    groups = len(fleet.groups())
+    progress(f"[report] read the marts: {groups} group(s), the {min(CHARTED_GROUPS, groups)} costliest charted")
     window = f"since {since:%Y-%m-%d %H:%M} UTC" if since else "all the data in the lake"
     html = render(fleet, title="Rebalance tuning report", window=window)
     out = Path(out_dir)

@@ -20,10 +20,21 @@ TERMS = {
                    "being read (cooperative-sticky)",
     "KIP-848": "Kafka's newer consumer protocol (group.protocol=consumer): the broker assigns, member by member, "
                "with no group-wide stop",
-    "most likely": "Beside a crash's range, the most likely figure (120 to 180, most likely 150) is an estimate, "
-                   "not a bound: the crashed member's measured pace taken up to a death as likely at any moment "
-                   "after its last report; the ownership charts mark the most likely pause with a tick.",
+    "sources": "Every group on the cluster appears, whatever its members run: where a member runs the agent its "
+               "figures are exact (its own telemetry); where it does not, the broker's own log (__consumer_offsets) "
+               "prices its handoffs as bounds, tight where the protocol times the moments (KIP-848) and wide where "
+               "it cannot (an eager classic round's start is not logged). Where both saw a handoff the agent's "
+               "figure wins and the broker's bounds must contain it.",
+    "most likely": "Beside a range, the most likely figure (120 to 180, most likely 150) is an estimate, "
+                   "not a bound: after a crash, the crashed member's measured pace taken up to a death as likely at "
+                   "any moment after its last report; for a handoff only the broker saw, the moment its log told "
+                   "the owner to let go; the ownership charts mark the most likely pause with a tick.",
 }
+
+
+# Where a figure came from (pipelines.vocabulary.FIGURE_SOURCES), in the page's words: the fleet table's
+# "seen by" column and a recommendation's "priced from".
+SOURCE_WORDS = {"agent": "agent (exact)", "broker": "broker (bounds)", "both": "agent + broker"}
 
 
 @dataclass(frozen=True)
@@ -38,18 +49,22 @@ class Headline:
     records: int
     last_day_change: int | None
     coverage: float | None  # share of the partition-time members with the agent held (None: unknown)
+    broker_coverage: float | None = None  # share the broker's log showed (None: no broker source, or unknown)
 
     @classmethod
     def of(cls, daily: pl.DataFrame) -> "Headline":
         daily = daily.sort("day")
         change = daily["duplicates_change"][-1] if daily.height > 1 else None
+        owned = daily["owned_s"].sum() or 0
+        broker = daily["broker_covered_s"].sum() if "broker_covered_s" in daily.columns else None
         return cls(rebalances=int(daily["rebalances"].sum() or 0), duplicates=int(daily["duplicates"].sum() or 0),
                    duplicates_upper=int(daily["duplicates_upper"].sum() or 0),
                    pause_s=float(daily["pause_s"].sum() or 0.0),
                    pause_upper_s=float(daily["pause_upper_s"].sum() or 0.0),
                    records=int(daily["records_processed"].sum() or 0),
                    last_day_change=None if change is None else int(change),
-                   coverage=float(daily["covered_s"].sum() / owned) if (owned := daily["owned_s"].sum() or 0) else None)
+                   coverage=float(daily["covered_s"].sum() / owned) if owned else None,
+                   broker_coverage=float(broker / owned) if owned and broker else None)
 
 
 def share(value: float | None) -> str:

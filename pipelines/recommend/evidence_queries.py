@@ -30,3 +30,9 @@ Q_EPISODES = ("SELECT date_trunc('hour', timestamp_millis(start_ms)) AS hour, ca
               "FROM delta.`{lake}/gold/episodes` WHERE cluster_id = :cluster_id AND group_id = :group_id "
               "AND cause <> 'start' "
               "GROUP BY 1, 2 ORDER BY 1")
+Q_BY_SOURCE = ("SELECT source, count(*) AS handoffs, sum(duplicates) AS duplicates, "
+               "sum(duplicates_upper) AS duplicates_upper, sum(duplicates_estimate) AS duplicates_estimate, "
+               "sum(pause_s) AS pause_s, sum(pause_upper_s) AS pause_upper_s, "
+               "sum(pause_estimate_s) AS pause_estimate_s "
+               "FROM delta.`{lake}/gold/handoffs` WHERE cluster_id = :cluster_id AND group_id = :group_id "
+               "AND cause <> 'start' GROUP BY source")

@@ -9,10 +9,13 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from consumer_agent.options import DEFAULT_TELEMETRY_TOPIC
 from pipelines.catalog import RECOMMENDATIONS
 from pipelines.policy import DEFAULT_WINDOW_H
 from pipelines.recommend import what_if as what_if_module
+from pipelines.recommend.bounds import source_of
 from pipelines.recommend.configuration import BrokerGroups
+from pipelines.recommend.instrument import instrument_advice
 from pipelines.recommend.judgement import Evidence, Recommendation
 from pipelines.recommend.rules import recommend
 from pipelines.recommend.window import SINCE, Rows, judged, length_ms
@@ -33,18 +36,19 @@ def fit_columns(w: what_if_module.WhatIf) -> dict[str, float | None]:
             "replayed_pause_error_pct": what_if_module.fit_error_pct(replay.pause_s, seen.pause_s)}
 
 
-def recommendation_row(group: tuple[str, str], rank: int, r: Recommendation, w: what_if_module.WhatIf,
-                       lake_path: str) -> dict[str, Any]:
-    """``group``: (cluster_id, group_id)."""
+def recommendation_row(group: tuple[str, str], rank: int, r: Recommendation, w: what_if_module.WhatIf | None,
+                       lake_path: str, source: str | None) -> dict[str, Any]:
+    """``group``: (cluster_id, group_id); ``w``: its what-if (None: a group no member with the agent showed);
+    ``source``: where the figures it rests on came from."""
     row = dict.fromkeys(RECOMMENDATION_COLUMNS)
-    base = r.before or w.baseline
     row.update(cluster_id=group[0], group_id=group[1], rank=rank, kind=r.kind, title=r.title,
-               current_config=w.current.label,
                recommended_config=r.config.label if r.config else None, config_change=list(r.config_change),
                rollout=list(r.rollout), evidence=list(r.evidence),
-               evidence_query=r.evidence_query.format(lake=lake_path),
-               measured_duplicates=w.measured.duplicates, measured_pause_s=w.measured.pause_s, tradeoff=r.tradeoff,
-               confidence=r.confidence, confidence_reason=r.confidence_reason, **fit_columns(w))
+               evidence_query=r.evidence_query.format(lake=lake_path), tradeoff=r.tradeoff,
+               confidence=r.confidence, confidence_reason=r.confidence_reason, source=source)
+    if w is not None:
+        row.update(current_config=w.current.label, measured_duplicates=w.measured.duplicates,
+                   measured_pause_s=w.measured.pause_s, **fit_columns(w))
     if r.config is not None:
         row.update(target_assignor=r.config.setup.assignor, target_static_membership=r.config.setup.static,
                    target_commit_on_revoke=r.config.commit_on_revoke,
@@ -53,7 +57,8 @@ def recommendation_row(group: tuple[str, str], rank: int, r: Recommendation, w: 
     if r.mixed_phase is not None:
         row.update(predicted_duplicates_mixed_phase=r.mixed_phase.duplicates,
                    predicted_pause_mixed_phase_s=r.mixed_phase.pause_s)
-    if r.priced is not None:
+    if r.priced is not None and w is not None:
+        base = r.before or w.baseline
         d, p = base.duplicates - r.priced.duplicates, base.pause_s - r.priced.pause_s
         row.update(predicted_duplicates_before=base.duplicates, predicted_duplicates_after=r.priced.duplicates,
                    predicted_duplicates_saved=d, predicted_duplicates_saved_pct=_pct(d, base.duplicates),
@@ -63,12 +68,15 @@ def recommendation_row(group: tuple[str, str], rank: int, r: Recommendation, w: 
 
 
 def recommend_group(rows: list[dict[str, Any]], lake_path: str, broker: BrokerGroups = BrokerGroups(),
-                    window_h: float = DEFAULT_WINDOW_H) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+                    window_h: float = DEFAULT_WINDOW_H,
+                    topic: str = DEFAULT_TELEMETRY_TOPIC) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(what-if rows, recommendation rows) of one group; ``rows`` carry the group's key, ``source`` (members,
     handoffs, episodes, intervals, coverage) and the source table's columns. The group is judged on
     its last ``window_h`` hours (``pipelines.recommend.window``). The what-if prices the
     handoffs the agent saw both sides of; a group whose coverage is below ``policy.MIN_COVERAGE``
-    gets the coverage warning instead of priced changes."""
+    gets the coverage warning instead of priced changes, and a group whose broker-only handoffs leave its
+    figures too wide to choose between changes the advice to run the agent (``instrument``; sent to
+    ``topic``), the one row of a group no member with the agent showed."""
     of: Rows = {source: [] for source in SINCE}
     for row in rows:
         of[row["source"]].append(row[row["source"]])
@@ -77,12 +85,16 @@ def recommend_group(rows: list[dict[str, Any]], lake_path: str, broker: BrokerGr
     owned = sum(c["owned_s"] for c in of["coverage"])
     coverage = sum(c["covered_s"] for c in of["coverage"]) / owned if owned > 0 else None
     covered = [h for h in of["handoffs"] if not h.get("unseen_owner")]  # priced on what the agent saw only
+    advice = instrument_advice(of["handoffs"], of["coverage"], topic)
     w = what_if_module.what_if(of["members"], covered, of["intervals"], broker)
     if w is None:
-        return [], []
-    found = recommend(Evidence(group[1], of["members"], covered, of["episodes"], of["intervals"], w, coverage))
+        return [], [recommendation_row(group, 1, advice, None, lake_path, advice.source)] if advice else []
+    found = recommend(Evidence(group[1], of["members"], covered, of["episodes"], of["intervals"], w, coverage,
+                               advice))
+    priced_from = source_of(covered)
     return (what_if_module.rows(group, w),
-            [recommendation_row(group, rank, r, w, lake_path) for rank, r in enumerate(found, 1)])
+            [recommendation_row(group, rank, r, w, lake_path, r.source or priced_from)
+             for rank, r in enumerate(found, 1)])
 
 
 def failure_row(group: tuple[str, str], err: BaseException, batch: int) -> dict[str, Any]:
@@ -98,10 +110,11 @@ def failure_row(group: tuple[str, str], err: BaseException, batch: int) -> dict[
 
 
 def recommend_or_fail(rows: list[dict[str, Any]], lake_path: str, broker: BrokerGroups, window_h: float,
-                      batch: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+                      batch: int, topic: str = DEFAULT_TELEMETRY_TOPIC
+                      ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
     """(what-if rows, recommendation rows, failure rows) of one group: a pass that raises gives one
     ``audit/recommend_failures`` row and nothing else, so the stage writes every other group's results."""
     try:
-        return (*recommend_group(rows, lake_path, broker, window_h), [])
+        return (*recommend_group(rows, lake_path, broker, window_h, topic), [])
     except Exception as err:  # any fault of one group's pass: named in the quality table, not the stage's end
         return [], [], [failure_row((rows[0]["cluster_id"], rows[0]["group_id"]), err, batch)]

@@ -15,6 +15,7 @@ from typing import Any
 from pipelines import vocabulary
 from pipelines.policy import MAX_WORSE, MIN_DUPLICATES, MIN_PAUSE_S, MIN_SAVING, TOLERANCE
 from pipelines.recommend import readiness
+from pipelines.recommend.bounds import FIGURES, WORDS, spread
 from pipelines.recommend.configuration import Config
 from pipelines.recommend.what_if import WhatIf
 from pipelines.simulator.cost_model import Priced
@@ -35,13 +36,15 @@ class Recommendation:
     tradeoff: str | None = None
     before: Priced | None = None  # what ``priced`` saves from (None: the current configuration's replay)
     mixed_phase: Priced | None = None  # a migration step's mixed phase (``simulator.migration``)
+    source: str | None = None  # where the figures it rests on came from (None: the handoffs the what-if priced)
 
     def __post_init__(self) -> None:
         # a rule with a new kind or confidence declares it first (the SQL tests and the CLI follow the declaration)
         if (self.kind not in vocabulary.RECOMMENDATION_KIND_NAMES
-                or self.confidence not in vocabulary.CONFIDENCE_LEVELS):
-            raise ValueError(f"undeclared recommendation kind {self.kind!r} or confidence {self.confidence!r}: "
-                             "declare it in pipelines/vocabulary.py")
+                or self.confidence not in vocabulary.CONFIDENCE_LEVELS
+                or self.source not in (None, *vocabulary.FIGURE_SOURCES)):
+            raise ValueError(f"undeclared recommendation kind {self.kind!r}, confidence {self.confidence!r} or "
+                             f"source {self.source!r}: declare it in pipelines/vocabulary.py")
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,7 @@ class Evidence:
     intervals: list[dict[str, Any]]
     what_if: WhatIf
     coverage: float | None = None  # share of the group's partition-time its instrumented members held
+    instrument: Recommendation | None = None  # the advice to run the agent (``instrument``), when it holds
 
     def churn(self, cause: str | None = None) -> list[dict[str, Any]]:
         return [h for h in self.handoffs if h["cause"] != "start" and (cause is None or h["cause"] == cause)]
@@ -86,6 +90,16 @@ def pays(base: Priced, p: Priced, tradeoff_ok: bool = False) -> bool:
     return good and (tradeoff_ok or not worse)
 
 
+def bounds_reasons(e: Evidence) -> list[str]:
+    """What makes a price rest on bounds: a measured figure whose bounds leave its midpoint (what every
+    prediction is anchored to) further from the truth than a prediction may be and hold (a crash's, or a
+    handoff the broker priced)."""
+    wide = [s for s in (spread(e.churn(), figure) for figure, _, _ in FIGURES) if s.off > TOLERANCE]
+    return [f"the measured {WORDS[s.figure][0]} it is anchored to are known only within bounds "
+            f"({s.lower:{WORDS[s.figure][1]}} to {s.upper:{WORDS[s.figure][1]}}): their midpoint can be "
+            f"{s.off:.0%} off" for s in wide]
+
+
 def confidence(e: Evidence, config: Config) -> tuple[str, str]:
     """How sure the what-if is of ``config``'s price, and why: its model of the current configuration
     against what gold measured, how many handoffs it was fitted on, and whether the group ran the protocol."""
@@ -97,6 +111,7 @@ def confidence(e: Evidence, config: Config) -> tuple[str, str]:
         reasons.append(f"the replay of the current configuration is {100 * max(off):.0f}% off what gold measured "
                        f"({fmt(base.duplicates, base.pause_s)} against {fmt(seen.duplicates, seen.pause_s)}; the "
                        "predictions are the replays' ratio applied to the measured figures)")
+    reasons += bounds_reasons(e)
     if f.pause_observations < 5 or f.window_observations < 5:
         reasons.append(f"the cost model rests on few handoffs ({f.pause_observations} pauses, "
                        f"{f.window_observations} graceful re-deliveries)")

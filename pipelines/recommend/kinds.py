@@ -3,7 +3,9 @@ effort, its rollback wording, the consumer settings that make it and its simulat
 
 The what-if's grid (``candidates``), the rules (``recommendations``), the staged plan (``plan``,
 ``plan_rows``) and, through their rows, the report read this table; adding a kind is an entry
-here (with its effect), its name in ``pipelines.vocabulary`` and its test. A kind without a rule
+here (with its effect), its name in ``pipelines.vocabulary`` and its test. ``INSTRUMENT`` is the one
+change that is no setting of the group's: running the agent on it, which changes what is known of its
+rebalances, not what they cost (``AgentKind``). A kind without a rule
 of its own is recommended on the what-if's evidence alone (``recommendations.priced_rule``).
 
 ``KINDS`` lists them in the order the what-if's grid nests their values, outermost first: a kind's
@@ -214,6 +216,36 @@ KINDS: tuple[ChangeKind, ...] = (
                              if a.setup.max_poll_interval_ms != b.setup.max_poll_interval_ms else []),
                Effect(_poll_intervals)),
 )
+
+
+@dataclass(frozen=True)
+class AgentKind:
+    """A change of what the lens sees, not of how the group rebalances: running the agent on its members.
+    No simulator effect: a group's rebalances cost the same with the agent, whose figures are exact where
+    the broker's log gave bounds, so the what-if's grid has no setting for it and no rule of
+    ``recommendations`` prices it (``instrument`` judges it on how wide the group's bounds are).
+    ``settings``: the lines that run the agent, given the telemetry topic; ``effort`` on the config
+    changes' scale; ``rolling_back``: what undoes it."""
+
+    name: str  # its recommendation kind (``pipelines.vocabulary``)
+    title: str
+    settings: Callable[[str], tuple[str, ...]]
+    effort: int
+    rolling_back: str
+
+
+def _agent_lines(topic: str) -> tuple[str, ...]:
+    return ("# Python (confluent-kafka): from consumer_agent import InstrumentedConsumer as Consumer",
+            f"lens.telemetry.topic={topic}",
+            "# Java (kafka-clients 4.2): add -javaagent:rebalance-lens-javaagent.jar "
+            f"-Dlens.telemetry.topic={topic} to the command line")
+
+
+# Effort 2, as static membership's: a new dependency on every member (the package, or the jar on its command
+# line) and a rolling restart.
+INSTRUMENT = AgentKind("instrument", "Instrument this group: run the agent on its members", _agent_lines, 2,
+                       "Roll back by removing the agent (the import, or the -javaagent flag) and restarting the "
+                       "members: they run as before, and the broker's bounds price the group again.")
 
 
 def named(name: str) -> ChangeKind:

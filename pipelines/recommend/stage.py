@@ -22,7 +22,7 @@ SOURCES: dict[str, tuple[catalog.Table, list[str] | None]] = {
                                       "first_fetch_ms", "released_ms", "last_progress_ms", "processed",
                                       "release_kind", "uncommitted_sum", "uncommitted_samples",
                                       "max_progress_interval_ms"]),
-    "coverage": (catalog.COVERAGE, [*catalog.GROUP_KEY, "covered_s", "owned_s",
+    "coverage": (catalog.COVERAGE, [*catalog.GROUP_KEY, "covered_s", "owned_s", "broker_covered_s",
                                     "unix_millis(hour_start) + 3600000 AS hour_end_ms"]),
 }
 OUTPUTS = (("what_if", catalog.WHAT_IF), ("recommendation", catalog.RECOMMENDATIONS),
@@ -32,10 +32,15 @@ ROW_DDL = ", ".join(f"{name} struct<{table.ddl(': ')}>" for name, table in OUTPU
 
 
 def _window_starts(spark: SparkSession, config: PipelineConfig, groups: list[Group]) -> DataFrame:
-    """Per group, its window's start (``window.start_of``): the window's length before its last event."""
-    members = lake.rows_of(spark, config.lake_path, catalog.MEMBERS, catalog.GROUP_KEY, groups)
+    """Per group, its window's start (``window.start_of``): the window's length before its last event, or
+    before its last handoff where no member with the agent showed (a group only the broker sees)."""
+    members = (lake.rows_of(spark, config.lake_path, catalog.MEMBERS, catalog.GROUP_KEY, groups)
+               .groupBy(*catalog.GROUP_KEY).agg(F.max("last_seen_ms").alias("_last_ms")))
+    handoffs = (lake.rows_of(spark, config.lake_path, catalog.HANDOFFS, catalog.GROUP_KEY, groups)
+                .groupBy(*catalog.GROUP_KEY).agg(F.max(F.coalesce(*window.SINCE["handoffs"])).alias("_handoff_ms")))
     window_ms = window.length_ms(config.recommend_window_h)
-    return members.groupBy(*catalog.GROUP_KEY).agg((F.max("last_seen_ms") - window_ms).alias("_window_start_ms"))
+    return (members.join(handoffs, list(catalog.GROUP_KEY), "full")
+            .select(*catalog.GROUP_KEY, (F.coalesce("_last_ms", "_handoff_ms") - window_ms).alias("_window_start_ms")))
 
 
 def _inputs(spark: SparkSession, config: PipelineConfig, groups: list[Group]) -> DataFrame:
@@ -82,7 +87,7 @@ def run(spark: SparkSession, config: PipelineConfig, progress: Progress = print)
 
     def recommend(group: list[dict]) -> list[dict]:
         broker = settings[(group[0]["cluster_id"], group[0]["group_id"])]
-        outputs = recommend_or_fail(group, lake_path, broker, config.recommend_window_h, high)
+        outputs = recommend_or_fail(group, lake_path, broker, config.recommend_window_h, high, config.topic)
         return [{**dict.fromkeys(name for name, _ in OUTPUTS), name: row}
                 for (name, _), rows in zip(OUTPUTS, outputs) for row in rows]
 

@@ -12,6 +12,7 @@ had then: the replay starts from the group as it stood.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 Rows = dict[str, list[dict[str, Any]]]  # gold source name -> the group's rows
@@ -30,9 +31,14 @@ def length_ms(window_h: float) -> int:
     return round(window_h * 3_600_000)
 
 
-def start_of(members: list[dict[str, Any]], window_ms: int) -> int | None:
-    """The window's start: ``window_ms`` before the group's last event (None: no member)."""
-    return max(m["last_seen_ms"] for m in members) - window_ms if members else None
+def start_of(members: list[dict[str, Any]], window_ms: int,
+             handoffs: Sequence[dict[str, Any]] = ()) -> int | None:
+    """The window's start: ``window_ms`` before the group's last event, or its last handoff where no member
+    with the agent showed (a group only the broker sees); None: neither."""
+    if members:
+        return max(m["last_seen_ms"] for m in members) - window_ms
+    times = [t for h in handoffs if (t := next((h[c] for c in SINCE["handoffs"] if h.get(c) is not None), None))]
+    return max(times) - window_ms if times else None
 
 
 def _in(row: dict[str, Any], columns: tuple[str, ...], start_ms: int) -> bool:
@@ -55,7 +61,7 @@ def as_of(member: dict[str, Any], start_ms: int) -> dict[str, Any]:
 
 def judged(of: Rows, window_ms: int) -> Rows:
     """The group's rows in its window, members as of its start."""
-    start = start_of(of["members"], window_ms)
+    start = start_of(of["members"], window_ms, of["handoffs"])
     if start is None:
         return of
     kept = {source: [r for r in rows if _in(r, SINCE[source], start)] for source, rows in of.items()}

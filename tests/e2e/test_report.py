@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 from plotly.offline import get_plotlyjs
 
-from tests.support.browser import headless_chromium
+from tests.support.browser import draw_every_chart, headless_chromium
 from tuning_report import write_report
 from tuning_report.marts import Fleet, read_fleet
 from tuning_report.page import render
@@ -28,12 +28,15 @@ def report(landed, tmp_path_factory) -> dict:
 
 
 def _open(driver, path: Path, screenshot: str) -> list[dict]:
-    """Load the page, wait for Plotly to draw, save a screenshot; the browser's console errors."""
+    """Load the page, scroll every chart into view and wait for Plotly to draw it, save a screenshot; the
+    browser's console errors."""
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
     driver.get(path.resolve().as_uri())
-    WebDriverWait(driver, 30).until(lambda d: d.find_elements(By.CSS_SELECTOR, ".plotly-graph-div .main-svg"))
+    WebDriverWait(driver, 30).until(lambda d: d.find_elements(By.CSS_SELECTOR, "section.group"))
+    draw_every_chart(driver)  # each is drawn as it nears the screen
+    driver.execute_script("window.scrollTo(0, 0)")
     SCREENSHOTS.mkdir(exist_ok=True)
     driver.save_screenshot(str(SCREENSHOTS / screenshot))
     return [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]

@@ -19,7 +19,7 @@ from pipelines import catalog, lake, sql_build
 
 MARTS = ("group_hourly_costs", "group_daily_costs", "group_cause_costs", "member_costs", "host_costs",
          "config_comparison", "commit_on_revoke_daily", "open_recommendations", "rebalance_episodes",
-         "quarantine_daily", "agent_telemetry_quality", "episode_handoffs")
+         "quarantine_daily", "agent_telemetry_quality", "episode_handoffs", "fleet_group_costs", "source_agreement")
 
 
 def _mart(landed, name: str) -> pl.DataFrame:

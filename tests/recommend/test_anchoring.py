@@ -37,7 +37,7 @@ def test_a_replay_off_the_measured_figures_scales_every_prediction_and_says_its_
     assert (w.baseline.duplicates, w.baseline.pause_s) == pytest.approx((w.measured.duplicates, w.measured.pause_s))
     for c, p in w.priced.items():
         assert (p.duplicates, p.pause_s) == pytest.approx((0.8 * w.replayed[c].duplicates, 0.8 * w.replayed[c].pause_s))
-    rows = [recommendation_row(("", "g"), rank, r, w, "/lake") for rank, r in
+    rows = [recommendation_row(("", "g"), rank, r, w, "/lake", "agent") for rank, r in
             enumerate(recommend(Evidence("g", members, handoffs, episodes, intervals, w, 1.0)), 1)]
     priced = [r for r in rows if r["predicted_duplicates_saved"] is not None]
     assert priced

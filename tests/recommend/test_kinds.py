@@ -89,3 +89,17 @@ def test_a_kind_the_vocabulary_does_not_declare_is_refused_by_name(monkeypatch):
     monkeypatch.setattr(kinds, "KINDS", (*kinds.KINDS, PLANTED))
     with pytest.raises(ValueError, match="'close_on_shutdown' is not a recommendation kind: declare it"):
         kinds.in_order()
+
+
+def test_running_the_agent_is_registered_beside_the_config_changes_and_prices_nothing():
+    """``INSTRUMENT``: declared in the registry (its title, the lines that run the agent, its effort, its
+    rollback wording) and in the vocabulary, with no simulator effect: the what-if's grid has no setting for
+    it, and no rerun checks it (it changes what is known of a group, not what its rebalances cost)."""
+    assert kinds.INSTRUMENT not in kinds.KINDS and kinds.INSTRUMENT.name not in {k.name for k in kinds.KINDS}
+    declared = {k.name: k for k in vocabulary.RECOMMENDATION_KINDS}[kinds.INSTRUMENT.name]
+    assert not declared.rerun_checks and kinds.INSTRUMENT.effort >= 1
+    assert "lens.telemetry.topic=t" in kinds.INSTRUMENT.settings("t")
+    assert kinds.INSTRUMENT.rolling_back.startswith("Roll back")
+    what_if, _ = recommend_fleet(scale_out_then_crash())
+    assert what_if and len({w["config"] for w in what_if}) == len(what_if)
+    assert not any("agent" in w["config"] or "instrument" in w["config"] for w in what_if)

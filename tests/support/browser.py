@@ -30,3 +30,17 @@ def headless_chromium(width: int = 1280, height: int = 2400) -> Iterator:
         yield driver
     finally:
         driver.quit()
+
+
+def draw_every_chart(driver, timeout_s: float = 30.0, within=None) -> list:
+    """Scroll each chart of the page (or of the element ``within``) into view (the report draws a chart as it
+    nears the screen) and wait until it drew its traces; the charts, in page order."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    charts = (within or driver).find_elements(By.CSS_SELECTOR, ".plotly-graph-div")
+    for chart in charts:
+        driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", chart)
+        WebDriverWait(driver, timeout_s).until(
+            lambda _d, c=chart: c.find_elements(By.CSS_SELECTOR, ".main-svg g.trace"))
+    return charts

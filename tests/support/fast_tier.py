@@ -26,6 +26,8 @@ JVM_FIXTURES = frozenset({"spark", "kafka"})
 # or one test of it (``file::test_name``) -> why. A missing entry fails loudly (the stub below);
 # an entry whose file or test is gone fails tests/foundation/test_fast_tier.py.
 NOT_FAST: dict[str, str] = {
+    "tests/report/test_fleet_report.py::test_the_500_group_report_opens_in_a_real_browser":
+        "opens Debian's chromium (the fast tier needs no browser)",
     "tests/airflow/test_dags_in_process.py": "dag.test() runs the pipeline's stages in-process (Spark)",
     "tests/foundation/test_embedded_kafka.py": "starts EmbeddedKafka itself",
     "tests/broker_log/test_kafka_serde_oracle.py": "Kafka's own serde runs in a JVM (tests/support/kafka_serde.py)",

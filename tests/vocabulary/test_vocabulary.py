@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # Columns whose name says which enumeration their accepted_values follow (``kind`` and
 # ``assignor`` mean different things in different models: their lists are checked by content).
 COLUMN_ENUMERATION = {"cause": "causes", "release_kind": "release_kinds", "group_protocol": "group_protocols",
-                      "grain": "grains", "confidence": "confidence_levels"}
+                      "grain": "grains", "confidence": "confidence_levels", "source": "figure_sources"}
 
 
 def _accepted_values(path: Path) -> list[tuple[str, list[str], str | None]]:
@@ -125,9 +125,9 @@ def test_a_scenario_migrates_members_to_declared_kip848_assignors():
 def _rule_kinds() -> set[str]:
     """The kinds ``pipelines/recommend/`` writes: every config-change kind (``kinds.KINDS``: their rules
     name them from there) and the kind of each Recommendation(kind, ...) its modules build."""
-    from pipelines.recommend.kinds import KINDS
+    from pipelines.recommend.kinds import INSTRUMENT, KINDS
 
-    kinds = {k.name for k in KINDS}
+    kinds = {k.name for k in (*KINDS, INSTRUMENT)}
     for path in sorted((ROOT / "pipelines" / "recommend").glob("*.py")):
         calls = (n for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Call)
                  and isinstance(n.func, ast.Name) and n.func.id == "Recommendation" and n.args)
@@ -230,3 +230,9 @@ def test_the_closed_loop_reruns_the_declared_plan_kinds_from_the_step_before():
     from pipelines.vocabulary import PLAN_KINDS, VERIFIABLE_KINDS
 
     assert RERUN_PLAN_KINDS == PLAN_KINDS and set(PLAN_KINDS) <= set(VERIFIABLE_KINDS)
+
+
+def test_every_declared_figure_source_has_its_words_in_the_report():
+    from tuning_report.wording import SOURCE_WORDS
+
+    assert list(SOURCE_WORDS) == list(vocabulary.FIGURE_SOURCES)

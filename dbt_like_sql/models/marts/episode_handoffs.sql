@@ -37,6 +37,10 @@ select
     handoffs.pause_estimate_s,
     handoffs.pause_estimate_low_s,
     handoffs.pause_estimate_high_s,
+    handoffs.source,
+    handoffs.cause_confidence,
+    handoffs.stopped_after_at,
+    handoffs.stopped_by_at,
     {{ built_through_batch() }} as built_through_batch
 from handoffs
 left join members as next_members

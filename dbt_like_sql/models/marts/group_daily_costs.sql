@@ -22,6 +22,8 @@ select
     coverage,
     covered_s,
     owned_s,
+    broker_covered_s,
+    broker_coverage,
     commit_on_revoke_coverage,
     rebalances - lag(rebalances) over (partition by cluster_id, group_id order by period_start) as rebalances_change,
     duplicates - lag(duplicates) over (partition by cluster_id, group_id order by period_start) as duplicates_change,

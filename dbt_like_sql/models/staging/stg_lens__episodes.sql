@@ -24,5 +24,6 @@ select
     join_group_s,
     leader_assign_s,
     sync_group_s,
-    phase_source
+    phase_source,
+    source
 from source

@@ -21,15 +21,22 @@ select
     commit_in_revoke,
     coalesce(unseen_owner, false) as unseen_owner,
     {{ point_figure('pause_s', '0.0') }} as pause_s,
-    -- an upper bound is unknown only where its figure is: both count 0
-    coalesce(pause_upper_s, 0.0) as pause_upper_s,
+    -- an unknown upper bound (an unknown figure; a broker pause whose next owner has not committed yet: still
+    -- open) counts the point figure: a sum of upper bounds is never below the sum of what surely happened
+    coalesce(pause_upper_s, {{ point_figure('pause_s', '0.0') }}) as pause_upper_s,
     {{ point_figure('duplicates', '0') }} as duplicates,
-    coalesce(duplicates_upper, 0) as duplicates_upper,
+    coalesce(duplicates_upper, {{ point_figure('duplicates', '0') }}) as duplicates_upper,
     -- the most likely figure (an estimate, not a bound) and its interval; null: nothing to estimate from
     duplicates_estimate,
     duplicates_estimate_low,
     duplicates_estimate_high,
     pause_estimate_s,
     pause_estimate_low_s,
-    pause_estimate_high_s
+    pause_estimate_high_s,
+    -- where the figures came from (agent, broker, both) and how sure the cause is (exact, probable)
+    source,
+    cause_confidence,
+    -- the previous owner's stop window in the broker's log (null: the agent's handoff alone)
+    timestamp_millis(stopped_after_ms) as stopped_after_at,
+    timestamp_millis(stopped_by_ms) as stopped_by_at
 from source

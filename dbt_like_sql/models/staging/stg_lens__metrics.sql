@@ -22,5 +22,7 @@ select
     duplicate_rate,
     covered_s,
     owned_s,
-    coverage
+    coverage,
+    broker_covered_s,
+    broker_coverage
 from source

@@ -33,5 +33,6 @@ select
     replayed_duplicates,
     replayed_pause_s,
     replayed_duplicates_error_pct,
-    replayed_pause_error_pct
+    replayed_pause_error_pct,
+    source
 from source
