@@ -29,8 +29,8 @@ import org.apache.kafka.clients.consumer.internals.ConsumerDelegate;
  * methods go to an {@link InstrumentedConsumer} around the original (the client's internal ones straight to the
  * original). Its class is generated from the application's own {@code ConsumerDelegate} ({@link #routed}): it
  * follows the interface that kafka-clients has, and forwards each call directly (a {@code java.lang.reflect.Proxy}
- * did the same with an argument array and a reflective call per call: 64 B allocated per call where this class
- * allocates 16, benchmarks/jmh's DelegateRouting).
+ * did the same with an argument array and a reflective call per call; benchmarks/jmh's DelegateRouting measures
+ * both, docs/jvm-agent.md has the figures).
  */
 final class DelegateSwap {
     private static final String INSTRUMENTED = "instrumented";
