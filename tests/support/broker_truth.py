@@ -70,7 +70,7 @@ def look_up_log_ends(bootstrap: str, wanted: list[tuple[str, int, int]]) -> list
         for at_ms, tps in sorted(by_time.items()):
             found = consumer.offsets_for_times([TopicPartition(t, p, at_ms + 1) for t, p in tps], timeout=30)
             out += [{"topic": f.topic, "partition": f.partition, "at_ms": at_ms,
-                     "log_end": f.offset if f.offset >= 0 else highs[(f.topic, f.partition)]} for f in found]
+                     "log_end_offset": f.offset if f.offset >= 0 else highs[(f.topic, f.partition)]} for f in found]
         return out
     finally:
         consumer.close()
@@ -147,11 +147,12 @@ def _chain(truth_handoff: dict[str, Any], handoffs: list[dict[str, Any]], ids: d
     return []
 
 
-def compare(run_dir: Path, view: BrokerView) -> list[Match]:
-    """Every ground-truth handoff of the run beside the broker's (an empty chain: the broker shows none)."""
+def compare(run_dir: Path, handoffs: list[dict[str, Any]]) -> list[Match]:
+    """Every ground-truth handoff of the run beside the broker's ``handoffs`` (a ``BrokerView``'s, or gold's
+    rows of the run's group; an empty chain: they show none)."""
     truth = json.loads((Path(run_dir) / "truth.json").read_text())
     ids = _ids_of(truth)
-    return [Match(h, _chain(h, view.handoffs, ids)) for h in truth["handoffs"]]
+    return [Match(h, _chain(h, handoffs, ids)) for h in truth["handoffs"]]
 
 
 @dataclass
