@@ -25,8 +25,8 @@ import pytest
 
 from lens_runtime.kafka_broker import FAST_TEST_SETTINGS
 from lens_scenarios.runner import RunOptions, run_scenario
-from lens_scenarios.spec import builtin_names, load
-from tests.support.broker_truth import Match, Summary, broker_view, compare, summarize, without_agent
+from lens_scenarios.spec import builtin_names, load, without_agent
+from tests.support.broker_truth import Match, Summary, broker_view, compare, summarize
 
 HEARTBEAT_S = int(FAST_TEST_SETTINGS["group.consumer.heartbeat.interval.ms"]) / 1000
 

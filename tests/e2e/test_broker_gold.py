@@ -90,6 +90,11 @@ def _group(both: dict[str, Any]) -> str:
     return both["run"].manifest["group_id"]
 
 
+def _mean_width(matches, low: str, high: str) -> float:
+    spans = [m.total(high) - m.total(low) for m in matches if m.total(high) is not None]
+    return sum(spans) / max(1, len(spans))
+
+
 def test_the_plain_members_handoffs_are_priced_from_the_broker_with_the_truth_inside(both):
     run = both["run"]
     rows = [h for h in both["handoffs"] if h["group_id"] == _group(both)]
@@ -100,6 +105,9 @@ def test_the_plain_members_handoffs_are_priced_from_the_broker_with_the_truth_in
     outside = [(m.truth, m.chain) for m in plain if not (m.duplicates_inside and m.pause_inside)]
     assert not outside, outside[:2]
     sources = Counter(h["source"] for m in plain for h in m.chain)
+    print(f"\n{len(plain)} truth handoffs from or to a plain member, each inside the bounds of gold's chain "
+          f"({dict(sources)}); widths: duplicates {_mean_width(plain, 'duplicates', 'duplicates_upper'):.0f} records, "
+          f"pause {_mean_width(plain, 'pause_s', 'pause_upper_s'):.2f} s")
     assert sources["broker"] > 0, sources  # between plain members: the broker's alone
     assert {h["source"] for h in rows} == {"both", "broker"}, Counter(h["source"] for h in rows)
     assert len(truth.handoffs) > len(plain)
@@ -118,6 +126,8 @@ def test_the_agents_figures_stay_exact_and_inside_the_brokers_bounds(both):
     assert set(sources) == {"both"}, sources  # the broker saw every one of them too
     agreement = {a["figure"]: a for a in both["agreement"] if a["group_id"] == _group(both)}
     assert set(agreement) == {"duplicates", "pause_s"}
+    print(f"\n{len(seen)} truth handoffs between members with the agent: gold exact, source both; agreement "
+          f"{ {f: (a['handoffs'], a['outside']) for f, a in agreement.items()} } (handoffs, outside)")
     assert all(a["handoffs"] >= len(seen) and a["outside"] == 0 for a in agreement.values()), agreement
 
 

@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
 
-from lens_scenarios.spec import Scenario
 from pipelines.broker_log.classic_history import classic_generations, classic_ownership_changes
 from pipelines.broker_log.commit_window import commit_rows, kept_commits
 from pipelines.broker_log.consumer_history import consumer_events, consumer_ownership_changes
@@ -33,13 +32,6 @@ from pipelines.gold.broker_handoffs import broker_handoffs, log_end_requests
 
 # The coordinator's clock and the records' timestamps are whole milliseconds; truth's clock is finer.
 CLOCK_SLACK_S = 0.002
-
-
-def without_agent(scenario: Scenario) -> Scenario:
-    """The scenario with every member it ever starts on the plain client (no telemetry at all)."""
-    timeline = tuple(replace(a, members=tuple(replace(m, agent=False) for m in a.members))
-                     if a.kind == "scale_out" and a.members else a for a in scenario.timeline)
-    return replace(scenario, members=tuple(replace(m, agent=False) for m in scenario.members), timeline=timeline)
 
 
 @dataclass
