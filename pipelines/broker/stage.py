@@ -233,8 +233,11 @@ def _records(spark: SparkSession, work: _Run, starts: Offsets, ends: Offsets, mo
 
     reader = (spark.read.format("kafka").option("assign", json.dumps({work.topic: moving}))
               .option("startingOffsets", by_partition(starts)).option("endingOffsets", by_partition(ends))
-              .option("failOnDataLoss", "false"))  # a compacted topic has gaps: not a loss
-    for key, value in {**work.cluster.options, "isolation.level": "read_committed", "group.id": READER_GROUP}.items():
+              .option("failOnDataLoss", "false")  # a compacted topic has gaps: not a loss
+              .option("groupIdPrefix", READER_GROUP))  # a group id per read (offsets_topic.READER_GROUP says why)
+    settings = {**work.cluster.options, "isolation.level": "read_committed"}
+    settings.pop("group.id", None)
+    for key, value in settings.items():
         reader = reader.option(f"kafka.{key}", value)
     return reader.load().select(
         F.col("partition").alias("offsets_partition"), "offset", F.unix_millis("timestamp").alias("timestamp_ms"),

@@ -10,6 +10,12 @@ cause and episode and builds the episodes and members, from the group's rebalanc
 (a small share of its telemetry, which gold keeps in ``catalog.REBALANCE_EVENTS``) and
 handoffs. Metrics are sums over those and the records processed per hour (``catalog.PROCESSED``).
 
+With the broker source on, the group pass also reads each group's history from the broker's log
+(``pipelines.gold.broker_input``: the ``silver/broker_*`` rows, struct columns of its input beside
+the agent's), which ``broker_gold.with_broker`` prices and merges with the agent's figures; a group
+whose history there went on since gold priced it is recomputed as one with new events is, so a
+group no agent reports gets gold from the log alone.
+
 ``before_ms`` is ``gold_lateness_s`` before the group's newest event: each run folds the
 events from there again, so events up to that late still land
 in order. A group with a new event older than its state (or with ``since_ms`` set, or

@@ -71,3 +71,13 @@ def test_the_group_pass_rows_give_the_history_in_log_order_and_none_for_a_group_
     assert read.commits == sorted(history.commits, key=lambda c: c["offset"]) and len(read.log_ends) == len(
         history.log_ends)
     assert history_of([{"cluster_id": "c", "group_id": "g", "event": {}}]) is None
+
+
+def test_a_group_is_recomputed_when_the_log_went_on_past_what_gold_priced_on_its_own_cluster():
+    from pipelines.gold.broker_input import BrokerMark, with_new_history
+
+    marks = {("c", "a"): BrokerMark(10, 1_000), ("c", "b"): BrokerMark(20, 2_000), ("d", "a"): BrokerMark(5, 3_000)}
+    # ("c", "a") priced through its last record; ("c", "b") one behind; ("d", "a"): the same group id on
+    # another cluster, never priced
+    assert with_new_history(marks, {("c", "a"): 10, ("c", "b"): 19}) == [("c", "b"), ("d", "a")]
+    assert with_new_history(marks, {g: m.through_offset for g, m in marks.items()}) == []
