@@ -12,9 +12,11 @@ range) run, then the pipeline with the broker source on (ingest, broker, validat
   plain member joining a plain group), from the broker alone; recommend then reads the partial
   group's gold, the broker's handoffs among the agent's, and fails on none.
 
-The module's run (the default tests' share): 6 min on this 2-core machine under a load of 8 to 11
-(the scenario about 50 s, the pipeline's first run 187 s: gold 90 s of it, about 2 s of which
-reading and pricing the broker's history); the slow test adds a broker and gold run.
+The module's run (the default tests' share) on this shared 2-core machine: 160 s (the scenario
+about 50 s, the pipeline 99 s: gold 37 s), 370 s under a load of 11; reading and pricing the broker's
+history adds about 2 s to gold (the demo's lake, gold from scratch without and with the broker source:
+50.3 s and 52.6 s). The slow test adds a broker, gold and recommend run (about a minute):
+``./lens test -m slow tests/e2e/test_broker_gold.py``.
 """
 from __future__ import annotations
 
