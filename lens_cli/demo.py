@@ -3,10 +3,12 @@
 1. start the embedded Kafka broker;
 2. play a small matrix of built-in scenarios (real member processes running the agent)
    under several assignors and commit styles, all sending telemetry to one topic, each
-   writing its own ground truth;
+   writing its own ground truth; and a run whose members all run the plain client (no agent);
 3. run the pipeline (ingest, broker, validate, silver, gold, recommend) into a fresh Delta lake: the
-   broker stage reads the broker's own ``__consumer_offsets`` (every group's history);
-4. print, per run, what gold measured beside what ground truth says;
+   broker stage reads the broker's own ``__consumer_offsets`` (every group's history), which gold
+   prices beside the agent's figures (a group without the agent from it alone, as bounds);
+4. print, per run, what gold measured beside what ground truth says, exact or bounded, and how many
+   groups of the cluster gold holds from each source;
 5. print each run's top recommendation beside its measured cost;
 6. write the tuning report (one HTML page, from the SQL marts) and print its path.
 """
@@ -41,6 +43,8 @@ DEMO_MATRIX: tuple[tuple[str, str, str], ...] = (
     ("static-rolling-restart", "range", "batch"),
     ("crash", "cooperative-sticky", "batch"),
 )
+# Runs whose members all run the plain client: no telemetry, the group seen in the broker's log alone.
+DEMO_PLAIN: tuple[tuple[str, str, str], ...] = (("rolling-restart", "consumer", "batch"),)
 
 
 def parse_run(text: str) -> tuple[str, str, str]:
@@ -55,11 +59,11 @@ def parse_run(text: str) -> tuple[str, str, str]:
     return parts[0], parts[1], parts[2]
 
 
-def _costs(scenario: str, assignor: str, commit: str, truth, gold) -> RunCosts:
+def _costs(scenario: str, assignor: str, commit: str, truth, gold, agent: bool = True) -> RunCosts:
     """Gold's costs (``read_costs(after_forming=True)``) beside truth's over the same handoffs:
     those after the group formed."""
     churn = [h for h in truth.handoffs if h.cause != "start"]
-    return RunCosts(scenario=scenario, assignor=assignor, commit=commit,
+    return RunCosts(scenario=scenario, assignor=assignor, commit=commit, agent=agent,
                     episodes=int(gold.episodes or 0) if gold else 0,
                     handoffs_gold=int(gold.handoffs) if gold else 0, handoffs_truth=len(churn),
                     duplicates_gold=int(gold.duplicates or 0) if gold else 0,
@@ -74,12 +78,14 @@ def costs_table(costs: list[RunCosts]):
     """Gold beside ground truth per run, in 80 columns."""
     from rich.table import Table
 
-    table = Table("run", "handoffs\ngold/truth", "duplicates\ngold / truth", "paused partition-s\ngold / truth",
-                  title="Per run, after the group formed: gold (from telemetry) beside ground truth; "
-                        "a crash gives gold a range")
+    table = Table("run\n(gold's figures)", "handoffs\ngold/truth", "duplicates\ngold / truth",
+                  "paused partition-s\ngold / truth",
+                  title="Per run, after the group formed: gold beside ground truth. Exact where the agent saw "
+                        "it; a range where gold can only bound it (a crash; a group without the agent, from "
+                        "the broker's log)")
     table.columns[0].no_wrap = True
     for c in costs:
-        table.add_row(f"{escape(c.scenario)}\n{escape(c.assignor)}, {escape(c.commit)}",
+        table.add_row(f"{escape(c.scenario)}\n{escape(c.assignor)}, {escape(c.commit)}\n({c.seen})",
                       f"{c.handoffs_gold}/{c.handoffs_truth}",
                       f"{bounds(c.duplicates_gold, c.duplicates_gold_upper, ',d')} / {c.duplicates_truth:,}",
                       f"{bounds(c.pause_gold_s, c.pause_gold_upper_s, ',.1f')} / "
@@ -110,19 +116,25 @@ def recommendation_lines(costs: list[RunCosts], recommendations: dict[str, dict]
     return lines
 
 
-def _play_matrix(console, matrix: tuple[tuple[str, str, str], ...], servers: str, out: Path,
-                 telemetry: str) -> list[tuple[tuple[str, str, str], RunResult]]:
-    """Each run of ``matrix`` on the broker at ``servers``, its progress shown; (its matrix row, its result)."""
+Played = tuple[tuple[str, str, str], bool, "RunResult"]  # (matrix row, whether its members ran the agent, result)
+
+
+def _play_matrix(console, runs: list[tuple[tuple[str, str, str], bool]], servers: str, out: Path,
+                 telemetry: str) -> list[Played]:
+    """Each run on the broker at ``servers`` (its members on the agent, or all on the plain client),
+    its progress shown."""
     from lens_cli.scenario_commands import run_with_progress
     from lens_scenarios.runner import RunOptions
-    from lens_scenarios.spec import load
+    from lens_scenarios.spec import load, without_agent
 
     results = []
-    for i, (name, assignor, commit) in enumerate(matrix, 1):
-        console.print(f"\n[bold]Run {i}/{len(matrix)}[/]: {name} under {assignor}, commit {commit}")
+    for i, ((name, assignor, commit), agent) in enumerate(runs, 1):
+        plain = "" if agent else ", every member on the plain client (no agent: seen from the broker's log)"
+        console.print(f"\n[bold]Run {i}/{len(runs)}[/]: {name} under {assignor}, commit {commit}{plain}")
         options = RunOptions(assignor=assignor, commit=commit, out_dir=out / "runs",
                              bootstrap=servers, telemetry_topic=telemetry)
-        results.append(((name, assignor, commit), run_with_progress(load(name), options, console)))
+        scenario = load(name) if agent else without_agent(load(name))
+        results.append(((name, assignor, commit), agent, run_with_progress(scenario, options, console)))
     return results
 
 
@@ -148,14 +160,22 @@ def _run_pipeline(console, config: PipelineConfig) -> tuple[dict[str, Row], dict
     return gold, top
 
 
-def _print_costs(console, results: list[tuple[tuple[str, str, str], RunResult]], gold: dict[str, Row],
-                 top: dict[str, dict]) -> None:
+def fleet_line(gold: dict[str, Row]) -> str:
+    """How many groups of the cluster gold priced handoffs of (``read_costs``' rows), and from which source."""
+    broker_only = sum(1 for r in gold.values() if r.handoffs and r.broker_handoffs == r.handoffs)
+    return (f"Gold priced the handoffs of {len(gold)} group(s) on the cluster: {len(gold) - broker_only} with the "
+            f"agent on their members (exact figures, a crash bounded), {broker_only} seen only in the broker's "
+            "__consumer_offsets (bounds).")
+
+
+def _print_costs(console, results: list[Played], gold: dict[str, Row], top: dict[str, dict]) -> None:
     """Per run, gold beside ground truth, its top recommendation, and what the runs showed."""
-    costs = [_costs(*key, run.truth, gold.get(run.manifest["group_id"])) for key, run in results]
+    costs = [_costs(*key, run.truth, gold.get(run.manifest["group_id"]), agent) for key, agent, run in results]
     console.print()
     console.print(costs_table(costs))
+    console.print(escape(fleet_line(gold)))
     console.print("\n".join(recommendation_lines(costs, {c.label: top[run.manifest["group_id"]]
-                                                     for c, (_key, run) in zip(costs, results)
+                                                     for c, (_key, _agent, run) in zip(costs, results)
                                                      if run.manifest["group_id"] in top})))
     said = findings(costs)
     if said:
@@ -165,9 +185,11 @@ def _print_costs(console, results: list[tuple[tuple[str, str, str], RunResult]],
 
 
 def run_demo(lake: str | None = None, master: str | None = None,
-             matrix: tuple[tuple[str, str, str], ...] = DEMO_MATRIX, bootstrap: str | None = None) -> int:
+             matrix: tuple[tuple[str, str, str], ...] = DEMO_MATRIX, bootstrap: str | None = None,
+             plain: tuple[tuple[str, str, str], ...] = DEMO_PLAIN) -> int:
     """The demo; ``bootstrap`` runs it on that Kafka cluster (else the broker rule of every command,
-    ``lens_runtime.broker_choice``: a broker of its own when none is given or running)."""
+    ``lens_runtime.broker_choice``: a broker of its own when none is given or running); ``plain``: runs
+    whose members run the plain client."""
     from rich.console import Console
 
     from lens_runtime.broker_choice import Fallback, broker_for
@@ -182,7 +204,8 @@ def run_demo(lake: str | None = None, master: str | None = None,
     console.rule("[bold]rebalance-lens demo")
     console.print(f"Output: {out}")
     with broker_for(bootstrap, Fallback.OWN, say=lambda line: console.print(line, markup=False)) as broker:
-        results = _play_matrix(console, matrix, broker.bootstrap_servers, out, telemetry)
+        runs = [(row, True) for row in matrix] + [(row, False) for row in plain]
+        results = _play_matrix(console, runs, broker.bootstrap_servers, out, telemetry)
         console.print("\n[bold]Pipeline[/]: telemetry topic -> bronze -> validated -> silver -> gold -> "
                       "recommendations -> SQL marts (Delta); the broker's __consumer_offsets -> every group's history")
         config = PipelineConfig.resolve(bootstrap_servers=broker.bootstrap_servers, topic=telemetry,

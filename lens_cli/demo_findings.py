@@ -31,16 +31,24 @@ class RunCosts:
     pause_gold_s: float
     pause_gold_upper_s: float
     pause_truth_s: float
+    agent: bool = True  # False: its members ran the plain client, gold saw the group in the broker's log alone
 
     @property
     def label(self) -> str:
-        return f"{self.scenario} / {self.assignor} / {self.commit}"
+        return f"{self.scenario} / {self.assignor} / {self.commit}" + ("" if self.agent else " / no agent")
 
     @property
     def bounded(self) -> bool:
-        """Gold gives a range, not a figure (a crash: what the dead member processed is unknown)."""
+        """Gold gives a range, not a figure (a crash: what the dead member processed is unknown; a group
+        without the agent: the broker's log shows when partitions moved and what was committed, not
+        what each member processed)."""
         return (self.duplicates_gold_upper != self.duplicates_gold
                 or self.pause_gold_upper_s != self.pause_gold_s)
+
+    @property
+    def seen(self) -> str:
+        """Where gold's figures came from and what they are, in a few words."""
+        return f"{'bounds' if self.bounded else 'exact'}, {'agent' if self.agent else 'broker log'}"
 
 
 def bounds(lower: float, upper: float, spec: str) -> str:
@@ -66,9 +74,18 @@ def _against(base: RunCosts, run: RunCosts) -> str:
             f"{change(base.pause_gold_s, run.pause_gold_s, 'paused partition-seconds', ',.1f')}")
 
 
+def _from_the_broker(run: RunCosts) -> str:
+    return (f"A group without the agent ({run.label}: every member on the plain client) is seen from the "
+            f"broker's __consumer_offsets alone: {run.handoffs_gold} handoffs, "
+            f"{bounds(run.duplicates_gold, run.duplicates_gold_upper, ',d')} duplicated records (ground truth: "
+            f"{run.duplicates_truth:,}), {bounds(run.pause_gold_s, run.pause_gold_upper_s, ',.1f')} paused "
+            f"partition-seconds (truth: {run.pause_truth_s:,.1f}); bounds, since the log shows when partitions "
+            "moved and what was committed, not what each member processed. The agent makes them exact.")
+
+
 def findings(runs: list[RunCosts]) -> list[str]:
     """One sentence per run the baseline can be compared with, and one for a bounded run."""
-    by_key = {(r.scenario, r.assignor, r.commit): r for r in runs}
+    by_key = {(r.scenario, r.assignor, r.commit): r for r in runs if r.agent}
     base = by_key.get(BASELINE)
     said: list[str] = []
     if base is not None:
@@ -76,7 +93,7 @@ def findings(runs: list[RunCosts]) -> list[str]:
                     f"duplicated {base.duplicates_gold:,} records and paused partitions for "
                     f"{base.pause_gold_s:,.1f} partition-seconds in {base.episodes} rebalance episode(s).")
         for run in runs:
-            if run is base or run.bounded:
+            if run is base or run.bounded or not run.agent:
                 continue
             if run.scenario == base.scenario and run.commit == base.commit and run.assignor in PROTOCOLS:
                 said.append(f"{PROTOCOLS[run.assignor]} {_against(base, run)}.")
@@ -95,7 +112,9 @@ def findings(runs: list[RunCosts]) -> list[str]:
                                 "offset, so what it processed after that commit is processed again "
                                 "(commit-on-revoke, or a commit at shutdown, closes that gap).")
     for run in runs:
-        if run.bounded:
+        if not run.agent:
+            said.append(_from_the_broker(run))
+        elif run.bounded:
             said.append(f"A crash ({run.label}) is known only as a range: "
                         f"{bounds(run.duplicates_gold, run.duplicates_gold_upper, ',d')} duplicated records "
                         f"(ground truth: {run.duplicates_truth:,}), "

@@ -51,10 +51,12 @@ def _cmd_kafka(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from lens_cli.demo import DEMO_MATRIX, parse_run, run_demo
+    from lens_cli.demo import DEMO_MATRIX, DEMO_PLAIN, parse_run, run_demo
 
-    matrix = tuple(parse_run(r) for r in args.run) if args.run else DEMO_MATRIX
-    return run_demo(lake=args.lake, master=args.master, matrix=matrix, bootstrap=args.bootstrap)
+    matrix, plain = DEMO_MATRIX, DEMO_PLAIN
+    if args.run or args.plain_run:  # the runs named, and those alone
+        matrix, plain = tuple(map(parse_run, args.run or ())), tuple(map(parse_run, args.plain_run or ()))
+    return run_demo(lake=args.lake, master=args.master, matrix=matrix, bootstrap=args.bootstrap, plain=plain)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -80,8 +82,11 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--lake", default=None, help="Delta lake path (default: a new folder under <home>/demo)")
     demo.add_argument("--master", default=None, help="Spark master (default: $LENS_SPARK_MASTER or local[2])")
     demo.add_argument("--run", action="append", default=None, metavar="SCENARIO/ASSIGNOR/COMMIT",
-                      help="play these runs instead of the six default ones (repeatable), "
+                      help="play these runs instead of the default ones (six with the agent, one without; repeatable), "
                            "e.g. --run crash/cooperative-sticky/batch")
+    demo.add_argument("--plain-run", action="append", default=None, metavar="SCENARIO/ASSIGNOR/COMMIT",
+                      help="play these runs with every member on the plain client, no agent: gold sees them "
+                           "in the broker's log alone (repeatable; with --run or alone, instead of the defaults)")
     demo.add_argument("--bootstrap", default=None, metavar="HOST:PORT",
                       help="the Kafka cluster to run on (default: $LENS_KAFKA_BOOTSTRAP, else the broker of "
                            "`kafka up`, else one started for the demo)")

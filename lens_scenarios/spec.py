@@ -7,6 +7,7 @@ ever sees a validated ``Scenario``.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -416,18 +417,27 @@ def with_timeline(scenario: Scenario, timeline: tuple[Action, ...], duration_s: 
     return replace(changed, timeline=_check_members(changed))
 
 
+def _with_members(scenario: Scenario, change: Callable[[MemberSpec], MemberSpec]) -> Scenario:
+    """The scenario with ``change`` made to every member it ever starts (those it starts with and those
+    it scales out); restarts and crashes start them again so, as they keep any member's client."""
+    timeline = tuple(replace(a, members=tuple(change(m) for m in a.members or ())) if a.kind == "scale_out" else a
+                     for a in scenario.timeline)
+    changed = replace(scenario, members=tuple(change(m) for m in scenario.members), timeline=timeline)
+    return replace(changed, timeline=_check_members(changed))
+
+
 def on_runtime(scenario: Scenario, runtime: str, names: frozenset[str] | None = None,
                app: MemberApp | None = None) -> Scenario:
     """The scenario with the members ``names`` (None: every member it ever starts) on ``runtime`` (``app``: that
-    application, for runtime app); restarts and crashes then start them again on it, as they keep any member's
-    client."""
-    def move(m: MemberSpec) -> MemberSpec:
-        return replace(m, runtime=runtime, app=app) if names is None or m.name in names else m
+    application, for runtime app)."""
+    return _with_members(scenario, lambda m: replace(m, runtime=runtime, app=app)
+                         if names is None or m.name in names else m)
 
-    timeline = tuple(replace(a, members=tuple(move(m) for m in a.members or ())) if a.kind == "scale_out" else a
-                     for a in scenario.timeline)
-    changed = replace(scenario, members=tuple(move(m) for m in scenario.members), timeline=timeline)
-    return replace(changed, timeline=_check_members(changed))
+
+def without_agent(scenario: Scenario) -> Scenario:
+    """The scenario with every member it ever starts on the plain client: no telemetry at all, a group
+    seen only from the broker's log."""
+    return _with_members(scenario, lambda m: replace(m, agent=False))
 
 
 def _as_running(named: MemberSpec, running: MemberSpec) -> MemberSpec:

@@ -241,13 +241,15 @@ METRICS = Table(
 # Gold's own state between runs (written by gold, read only by gold): per partition, the
 # ownership fold's state as of ``before_ms`` (the intervals later events can still change, as
 # JSON: a list of interval rows whose length varies); per group (topic and partition null),
-# that time and the agents stalled at it. A run folds the events from ``before_ms`` on.
+# that time and the agents stalled at it (null for a group no agent reported), and the broker's
+# last record of the group gold priced (``broker_through_offset``; null: none). A run folds the
+# events from ``before_ms`` on.
 FOLD_STATE = Table(
     "gold/fold_state", grain="one row per partition of a group (its ownership fold's state), and one per group",
     keys=("cluster_id", "group_id", "topic", "partition"), written_by="gold",
     columns=_columns("cluster_id string, group_id string, topic string, partition bigint, before_ms bigint, "
                      "tail string")
-    + (("stalled", "array<string>"),))
+    + (("stalled", "array<string>"), ("broker_through_offset", "bigint")))
 REBALANCE_EVENTS = Table(
     "gold/rebalance_events",
     grain="one row per rebalance event (assignment, revoke, loss, state move, config, request, poll-interval error)",
@@ -395,6 +397,9 @@ BROKER_COMMITS = Table(
     columns=(*BROKER_PLACE, *_columns(
         "topic string, partition bigint, committed_offset bigint, leader_epoch bigint, commit_timestamp_ms bigint, "
         "at_ms bigint"), ("reasons", "array<string>")))
+# ``silver/broker_log_ends``: the records a data partition had by ``at_ms`` (``offsets_for_times(at_ms + 1)``:
+# the first offset stamped after it, or the log end when none is); ``at_ms`` LOG_START_MS reads its log start.
+LOG_START_MS = 0
 BROKER_LOG_ENDS = Table(
     "silver/broker_log_ends",
     grain="one row per data partition and time an ownership change needs its log end at (offsets_for_times)",
@@ -405,16 +410,18 @@ BROKER_TOPICS = Table(
     "silver/broker_topics", grain="one row per topic id a cluster's records or its Admin API named",
     keys=("cluster_id", "topic_id"), written_by="broker", scope=None,
     columns=_columns("cluster_id string, topic_id string, topic string"))
-# The broker stage's state between runs (written and read by it only): per group, what its next
-# record is read against (``GroupHistory.state`` as JSON); per partition of ``__consumer_offsets``
-# (group_id null), the next offset to read. One commit replaces both for the partitions a run read.
+# The broker stage's state between runs: per group, what its next record is read against
+# (``GroupHistory.state`` as JSON) and its last record read (``through_offset``, stamped ``through_ms``:
+# gold reads these two, to find the groups with new history and where an open tenure ends); per
+# partition of ``__consumer_offsets`` (group_id null), the next offset to read. One commit replaces
+# both for the partitions a run read.
 BROKER_STATE = Table(
     "silver/broker_state",
     grain="one row per group (its history's state, as of through_offset), and one per partition of "
           "__consumer_offsets (group_id null: the next offset to read)",
     keys=("cluster_id", "offsets_partition", "group_id"), written_by="broker", scope=None,
     columns=_columns("cluster_id string, group_id string, offsets_partition int, through_offset bigint, "
-                     "next_offset bigint, state string"))
+                     "through_ms bigint, next_offset bigint, state string"))
 BROKER_DECODED = Table(
     "audit/broker_decode",
     grain="one row per partition of __consumer_offsets, slice read and outcome: records decoded (by record name), "

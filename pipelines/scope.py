@@ -41,15 +41,23 @@ def events_of(spark: SparkSession, config: PipelineConfig, groups: list[Group], 
             .where(F.col("validate_batch") <= upto_batch))
 
 
+def with_new_events(spark: SparkSession, config: PipelineConfig, stage: str) -> tuple[int, list[Group]]:
+    """(the last passed validation batch, -1 for none yet; the groups with events validated since
+    ``stage`` last ran, up to it)."""
+    high = lake.validated_through(spark, config.lake_path)
+    if high < 0:
+        return high, []
+    return high, changed_groups(spark, config, lake.stage_mark(spark, config.lake_path, stage), high)
+
+
 def pending(spark: SparkSession, config: PipelineConfig, stage: str,
             progress: Progress) -> tuple[int, list[Group]] | None:
     """(the last passed validation batch, the groups ``stage`` must recompute up to it), or
     None when there is nothing to do (said through ``progress``)."""
-    high = lake.validated_through(spark, config.lake_path)
+    high, groups = with_new_events(spark, config, stage)
     if high < 0:
         progress(f"{stage}: no events yet (run validate first); nothing to do")
         return None
-    groups = changed_groups(spark, config, lake.stage_mark(spark, config.lake_path, stage), high)
     if not groups:
         progress(f"{stage}: no new events; nothing to do")
         return None

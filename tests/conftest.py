@@ -74,6 +74,15 @@ def kafka() -> Iterator[KafkaCluster]:
 
 
 @pytest.fixture(scope="session")
+def offsets_capture(kafka):
+    """Real plain groups' records on the session broker (tests/support/offsets_capture.py, about 10 s):
+    what the broker source's tests decode, and groups without the agent that gold sees from the broker."""
+    from tests.support.offsets_capture import capture_offsets
+
+    return capture_offsets(kafka, uuid.uuid4().hex[:8])
+
+
+@pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory):
     from lens_runtime.spark_session import SparkSettings, build_spark
 

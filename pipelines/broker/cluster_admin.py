@@ -6,7 +6,7 @@ calls, and no secret is written anywhere else. What the stage asks: the cluster'
 ``cluster_id`` of every group, as the agents' DescribeCluster gives it), the partitions of
 ``__consumer_offsets`` and their offsets (``read_committed``: the last stable offset, so a read
 never waits on an open transaction), the topics' ids, and the log end of data partitions at
-given times (``offsets_for_times``: the first offset stamped at or after the time).
+given times (``offsets_for_times(t + 1)``: the first offset stamped after t, the records produced by t).
 
 A refusal names the ACLs: no READ on ``__consumer_offsets`` (or no DESCRIBE on the reader's group)
 is the broker source's one line (``broker_log.offsets_topic.refused``, with the Admin API
@@ -57,8 +57,9 @@ def _name_of(java_class: str) -> str:
 
 @dataclass
 class LogEnds:
-    """Log end offsets at times: (topic, partition, at_ms) -> (offset, found: a record stamped at or
-    after at_ms exists; else the offset is the partition's end when asked), and what was refused."""
+    """Log end offsets at times: (topic, partition, at_ms) -> (offset: the records produced by at_ms,
+    found: a record stamped after at_ms exists; else the offset is the partition's end when asked),
+    and what was refused."""
 
     offsets: dict[tuple[str, int, int], tuple[int, bool]] = field(default_factory=dict)
     refused: set[str] = field(default_factory=set)  # topics without DESCRIBE
@@ -137,7 +138,8 @@ class ClusterAdmin:
         return {str(d.topicId().toString()): str(name) for name, d in described.items()}
 
     def log_ends_at(self, wanted: set[tuple[str, int, int]]) -> LogEnds:
-        """The log end of each (topic, partition) at each time: one ListOffsets request per time."""
+        """The records each (topic, partition) had by each time (``offsets_for_times(at_ms + 1)``, as
+        ``catalog.BROKER_LOG_ENDS`` keeps them): one ListOffsets request per time."""
         by_time: dict[int, list[tuple[str, int]]] = defaultdict(list)
         for topic, partition, at_ms in wanted:
             by_time[at_ms].append((topic, partition))
@@ -147,7 +149,8 @@ class ClusterAdmin:
             asked = self.jvm.java.util.HashMap()
             for topic, partition in places:
                 if topic not in out.refused | out.missing:
-                    asked.put(tp_class.TopicPartition(topic, partition), specs.forTimestamp(at_ms))
+                    # the records produced by at_ms: the first offset stamped after it
+                    asked.put(tp_class.TopicPartition(topic, partition), specs.forTimestamp(at_ms + 1))
             if asked.isEmpty():
                 continue
             result = self.admin.listOffsets(asked)

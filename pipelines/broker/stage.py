@@ -58,11 +58,11 @@ COUNTED = ("records", "decoded", "skipped", "groups", "generations", "events", "
 # The walk's outputs and the tables they land in (what ``partition_walk.ROW_KINDS`` names).
 HISTORY: dict[str, Table] = {"generations": catalog.BROKER_GENERATIONS, "events": catalog.BROKER_EVENTS,
                              "changes": catalog.BROKER_OWNERSHIP, "commits": catalog.BROKER_COMMITS}
-STATE_ROW = "group_id string, offsets_partition int, through_offset bigint, state string"
+STATE_ROW = "group_id string, offsets_partition int, through_offset bigint, through_ms bigint, state string"
 COUNT_ROW = "offsets_partition int, outcome string, record_type int, name string, version int, records bigint"
 TOPIC_ROW = "topic_id string, topic string"
 INPUT_ROW = ("offsets_partition int, offset bigint, timestamp_ms bigint, key binary, value binary, "
-             "group_id string, state string, through_offset bigint")
+             "group_id string, state string, through_offset bigint, through_ms bigint")
 # Spark's Kafka source finds a topic's partitions through the Admin API and leaves internal topics
 # out (ConsumerStrategy.retrieveAllPartitions: "Partitions specified for Kafka start offsets don't
 # match what are assigned"); its consumer-based offset reader, still in Spark 4.2, assigns them as
@@ -233,25 +233,28 @@ def _records(spark: SparkSession, work: _Run, starts: Offsets, ends: Offsets, mo
 
     reader = (spark.read.format("kafka").option("assign", json.dumps({work.topic: moving}))
               .option("startingOffsets", by_partition(starts)).option("endingOffsets", by_partition(ends))
-              .option("failOnDataLoss", "false"))  # a compacted topic has gaps: not a loss
-    for key, value in {**work.cluster.options, "isolation.level": "read_committed", "group.id": READER_GROUP}.items():
+              .option("failOnDataLoss", "false")  # a compacted topic has gaps: not a loss
+              .option("groupIdPrefix", READER_GROUP))  # a group id per read (offsets_topic.READER_GROUP says why)
+    settings = {**work.cluster.options, "isolation.level": "read_committed"}
+    settings.pop("group.id", None)
+    for key, value in settings.items():
         reader = reader.option(f"kafka.{key}", value)
     return reader.load().select(
         F.col("partition").alias("offsets_partition"), "offset", F.unix_millis("timestamp").alias("timestamp_ms"),
         "key", "value", F.lit(None).cast("string").alias("group_id"), F.lit(None).cast("string").alias("state"),
-        F.lit(None).cast("bigint").alias("through_offset"))
+        F.lit(None).cast("bigint").alias("through_offset"), F.lit(None).cast("bigint").alias("through_ms"))
 
 
 def _states(spark: SparkSession, config: PipelineConfig, cluster_id: str, moving: list[int]) -> DataFrame:
     """The stored state of each group of the ``moving`` partitions, as the walk's input rows."""
     if not lake.exists(spark, config.lake_path, catalog.BROKER_STATE):
         return spark.createDataFrame([], INPUT_ROW)
-    return (lake.read(spark, config.lake_path, catalog.BROKER_STATE)
+    return (lake.declared(lake.read(spark, config.lake_path, catalog.BROKER_STATE), catalog.BROKER_STATE)
             .where(F.expr(_cluster_is(cluster_id)) & F.col("group_id").isNotNull()
                    & F.col("offsets_partition").isin(moving))
             .select("offsets_partition", F.lit(None).cast("bigint").alias("offset"),
                     F.lit(None).cast("bigint").alias("timestamp_ms"), F.lit(None).cast("binary").alias("key"),
-                    F.lit(None).cast("binary").alias("value"), "group_id", "state", "through_offset"))
+                    F.lit(None).cast("binary").alias("value"), "group_id", "state", "through_offset", "through_ms"))
 
 
 def spill_path(config: PipelineConfig) -> str:
@@ -374,9 +377,11 @@ def _write_audit(spark: SparkSession, config: PipelineConfig, cluster_id: str, o
 
 def _write_log_ends(spark: SparkSession, config: PipelineConfig, work: _Run, out: DataFrame) -> int:
     """The log end of each partition an ownership change of the slice names, at its times
-    (``LOG_END_TIMES``); those already stored (a killed run's too) are not asked again. The rows added."""
+    (``LOG_END_TIMES``) and its log start (``catalog.LOG_START_MS``: where a new owner without a commit
+    starts); those already stored (a killed run's too) are not asked again. The rows added."""
     changes = out.where(F.col("changes.topic").isNotNull()).select("changes.*")
-    times = changes.select("topic", "partition", F.explode(F.array(*LOG_END_TIMES)).alias("at_ms"))
+    times = changes.select("topic", "partition", F.explode(F.array(*LOG_END_TIMES, F.lit(catalog.LOG_START_MS)))
+                           .alias("at_ms"))
     wanted = {(r.topic, r.partition, r.at_ms) for r in times.where(F.col("at_ms").isNotNull()).distinct().collect()}
     if lake.exists(spark, config.lake_path, catalog.BROKER_LOG_ENDS) and wanted:
         stored = (lake.read(spark, config.lake_path, catalog.BROKER_LOG_ENDS)
@@ -405,9 +410,9 @@ def write_state(spark: SparkSession, config: PipelineConfig, cluster_id: str, ou
     cluster's in the commit's ``mark``)."""
     states = (out.where(F.col("state").isNotNull()).select("state.*")
               .withColumn("next_offset", F.lit(None).cast("bigint")))
-    marks = spark.createDataFrame([(None, p, None, ends[p], None) for p in moving],
-                                  "group_id string, offsets_partition int, through_offset bigint, next_offset bigint, "
-                                  "state string")
+    marks = spark.createDataFrame([(None, p, None, None, ends[p], None) for p in moving],
+                                  "group_id string, offsets_partition int, through_offset bigint, through_ms bigint, "
+                                  "next_offset bigint, state string")
     rows = _with_cluster(states.unionByName(marks), cluster_id, catalog.BROKER_STATE)
     lake.replace_where(spark, config.lake_path, catalog.BROKER_STATE, rows,
                        f"{_cluster_is(cluster_id)} AND offsets_partition IN ({', '.join(map(str, moving))})", mark)

@@ -3,7 +3,7 @@
 ``assign`` (no group, so no Group ACL and no offsets of our own), ``read_committed`` (a
 transactional offset commit counts only once its transaction commits; librdkafka's default, said
 anyway), and every partition read from a start offset to the log end seen when the read began.
-Reading needs READ on ``Topic:__consumer_offsets`` (and DESCRIBE on the reader's group, see
+Reading needs READ on ``Topic:__consumer_offsets`` (and DESCRIBE on the reader's groups, see
 ``READER_GROUP``); without it the broker answers TOPIC_AUTHORIZATION_FAILED (GROUP_...), which
 ``read_offsets_topic`` turns into one line naming the ACLs (``refused``).
 """
@@ -16,9 +16,12 @@ from typing import Any
 from lens_runtime.errors import LensError
 
 OFFSETS_TOPIC = "__consumer_offsets"
-# The group id the reader's consumers carry (they join no group: assign(), no commits); a client with
-# a group id looks its coordinator up and asks its committed offsets before its first fetch (Spark's
-# offset reader does), which needs DESCRIBE on the group.
+# The group id the reader's consumers carry, or start with (they join no group: assign(), no commits);
+# a client with a group id looks its coordinator up and asks its committed offsets before its first
+# fetch (Spark's offset reader does), which needs DESCRIBE on the group. The broker stage's consumers
+# carry one of their own per read, ``READER_GROUP``-<uuid> (Spark's ``groupIdPrefix``): Spark keeps a
+# consumer per group id and partition in each executor and refuses other settings under the same key,
+# and every cluster's topic has the same partitions. One prefixed ACL covers them all.
 READER_GROUP = "rebalance-lens-broker-source"
 
 
@@ -83,8 +86,9 @@ def refused(error_name: str) -> str:
     """The one line a refused read of the topic gives (``error_name``: Kafka's, e.g.
     TOPIC_AUTHORIZATION_FAILED): the ACLs it needs and the fallback where they cannot be granted."""
     return (f"reading {OFFSETS_TOPIC} was refused ({error_name}): the broker source needs READ on "
-            f"Topic:{OFFSETS_TOPIC} and DESCRIBE on Group:{READER_GROUP} (kafka-acls --add --allow-principal "
-            f"User:<you> --operation Read --topic {OFFSETS_TOPIC} --operation Describe --group {READER_GROUP}); "
+            f"Topic:{OFFSETS_TOPIC} and DESCRIBE on the groups prefixed {READER_GROUP} (kafka-acls --add "
+            f"--allow-principal User:<you> --operation Read --topic {OFFSETS_TOPIC} --operation Describe --group "
+            f"{READER_GROUP} --resource-pattern-type prefixed); "
             "where that cannot be granted, the Admin API (describe groups, list offsets) is the fallback, "
             "at polling resolution")
 

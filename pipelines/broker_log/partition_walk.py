@@ -29,6 +29,8 @@ from pipelines.broker_log.topic_ids import ids_in
 ROW_KINDS: tuple[str, ...] = (*OUTPUTS, "state", "count", "topic")
 # Counts besides the decoded records and the skipped ones (records.SKIP_REASONS).
 TAGS_SKIPPED, MEMBER_BYTES_UNREADABLE = "unknown_tag", "unreadable_member_bytes"
+# A group's state row: its history's state as of its last record read (``through_offset``, stamped ``through_ms``).
+STATE_FIELDS = ("group_id", "offsets_partition", "through_offset", "through_ms", "state")
 
 
 def _out(kind: str, row: dict[str, Any]) -> dict[str, Any]:
@@ -49,7 +51,7 @@ class PartitionWalk:
         self.learned: dict[str, str] = {}
         self.stored: dict[str, dict[str, Any]] = {}  # group -> its state row, as it came
         self.groups: dict[str, GroupHistory] = {}
-        self.through: dict[str, int] = {}  # group -> the last offset fed to it
+        self.through: dict[str, tuple[int, int]] = {}  # group -> the last record fed to it: (offset, its time)
         self.partition: int | None = None
 
     def walk(self, rows: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
@@ -73,7 +75,7 @@ class PartitionWalk:
             return
         history = self._history(row["group_id"])
         history.feed(row)
-        self.through[row["group_id"]] = row["offset"]
+        self.through[row["group_id"]] = (row["offset"], row["timestamp_ms"])
         for kind, made in history.taken().items():
             for out in made:
                 yield _out(kind, out)
@@ -89,10 +91,11 @@ class PartitionWalk:
     def _finish(self) -> Iterator[dict[str, Any]]:
         for group_id, history in self.groups.items():
             yield _out("state", {"group_id": group_id, "offsets_partition": self.partition,
-                                 "through_offset": self.through[group_id],
+                                 "through_offset": self.through[group_id][0],
+                                 "through_ms": self.through[group_id][1],
                                  "state": orjson.dumps(history.state()).decode()})
         for stored in self.stored.values():
-            yield _out("state", {k: stored[k] for k in ("group_id", "offsets_partition", "through_offset", "state")})
+            yield _out("state", {k: stored.get(k) for k in STATE_FIELDS})
         yield from (_out("count", row) for row in self.counts())
         for topic_id, topic in sorted(self.learned.items()):
             yield _out("topic", {"topic_id": topic_id, "topic": topic})

@@ -30,6 +30,12 @@ from pipelines.gold.rebalance_phases import NO_PHASES
 from pipelines.gold.unseen import _by_hour
 
 HANDOFFS, EPISODES, MEMBERS, PHASES, COVERAGE = range(5)  # group_gold's outputs, in order
+# The gold stage's group pass reads a group's broker history as rows of these columns of its input
+# (``pipelines.gold.broker_input``), one kind of row per column, by ``BrokerHistory`` field; and its
+# last record's time (``silver/broker_state``'s ``through_ms``) in ``END_COLUMN``.
+HISTORY_COLUMNS = {"changes": "broker_change", "commits": "broker_commit", "log_ends": "broker_log_end",
+                   "generations": "broker_generation", "events": "broker_event"}
+END_COLUMN = "broker_end_ms"
 
 
 @dataclass(frozen=True)
@@ -42,6 +48,21 @@ class BrokerHistory:
     generations: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
     end_ms: int | None = None  # the group's last record read (a tenure still open ends here)
+
+
+def _log_order(row: dict[str, Any]) -> tuple[int, int]:
+    return row.get("offsets_partition") or 0, row.get("offset") or 0
+
+
+def history_of(rows: list[dict[str, Any]]) -> BrokerHistory | None:
+    """One group's ``BrokerHistory`` from the group pass's rows (``HISTORY_COLUMNS``, each history row in
+    log order); None when the broker's log never showed the group (no ``END_COLUMN``)."""
+    end = next((r[END_COLUMN] for r in rows if r.get(END_COLUMN) is not None), None)
+    if end is None:
+        return None
+    of = {field: sorted((r[column] for r in rows if r.get(column) is not None), key=_log_order)
+          for field, column in HISTORY_COLUMNS.items()}
+    return BrokerHistory(**of, end_ms=end)
 
 
 def priced(history: BrokerHistory, cluster_id: str) -> list[dict[str, Any]]:

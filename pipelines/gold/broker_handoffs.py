@@ -52,11 +52,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipelines.broker_log.commit_window import last_advance
+from pipelines.catalog import LOG_START_MS
 
 # One row per data partition and time: the records produced by ``at_ms`` (``offsets_for_times(at_ms + 1)``;
-# the log end offset when no record is later). ``at_ms`` 0 reads the partition's log start.
-LOG_END_FIELDS: tuple[str, ...] = ("topic", "partition", "at_ms", "log_end")
-LOG_START_MS = 0
+# the log end offset when no record is later): ``catalog.BROKER_LOG_ENDS``'s columns, as the broker stage
+# lands them. ``at_ms`` LOG_START_MS reads the partition's log start.
+LOG_END_FIELDS: tuple[str, ...] = ("topic", "partition", "at_ms", "log_end_offset")
 # The ownership changes that are handoffs: a new owner (or an eager round's same one) after a previous one.
 HANDOFF_KINDS: tuple[str, ...] = ("assigned", "reassigned", "replaced")
 # A group converting between the classic and consumer protocols rewrites its records in one write.
@@ -70,7 +71,7 @@ class LogEnds:
     def __init__(self, rows: Iterable[dict[str, Any]]) -> None:
         samples: dict[TP, list[tuple[int, int]]] = defaultdict(list)
         for r in rows:
-            samples[(r["topic"], r["partition"])].append((r["at_ms"], r["log_end"]))
+            samples[(r["topic"], r["partition"])].append((r["at_ms"], r["log_end_offset"]))
         self._samples = {tp: sorted(s) for tp, s in samples.items()}
 
     def at_least(self, tp: TP, at_ms: int) -> int | None:

@@ -10,7 +10,8 @@ from pipelines.gold.metrics import FIGURES
 
 
 def costs_by_group(handoffs: DataFrame, episodes: DataFrame, after_forming: bool = False) -> DataFrame:
-    """One row per group: handoffs, duplicates and paused partition-seconds (``pause_s``), each
+    """One row per group: handoffs (``broker_handoffs`` of them priced from the broker's log alone, as
+    bounds: no agent saw them), duplicates and paused partition-seconds (``pause_s``), each
     with its ``_upper`` bound (``pipelines.measures``), and the episodes other than the group's
     start. ``after_forming``: only the handoffs after the group formed, what a
     record log can show (a KIP-848 group's first member is given every partition and gives most
@@ -18,7 +19,7 @@ def costs_by_group(handoffs: DataFrame, episodes: DataFrame, after_forming: bool
     if after_forming:
         handoffs = handoffs.where(F.col("cause") != "start")
     per_group = handoffs.groupBy(*catalog.GROUP_KEY).agg(
-        F.count("*").alias("handoffs"),
+        F.count("*").alias("handoffs"), F.count(F.when(F.col("source") == "broker", 1)).alias("broker_handoffs"),
         *[F.sum(figure).alias(figure) for figure in FIGURES])
     churn = (episodes.where(F.col("cause") != "start").groupBy(*catalog.GROUP_KEY)
              .agg(F.count("*").alias("episodes")))

@@ -10,6 +10,12 @@ cause and episode and builds the episodes and members, from the group's rebalanc
 (a small share of its telemetry, which gold keeps in ``catalog.REBALANCE_EVENTS``) and
 handoffs. Metrics are sums over those and the records processed per hour (``catalog.PROCESSED``).
 
+With the broker source on, the group pass also reads each group's history from the broker's log
+(``pipelines.gold.broker_input``: the ``silver/broker_*`` rows, struct columns of its input beside
+the agent's), which ``broker_gold.with_broker`` prices and merges with the agent's figures; a group
+whose history there went on since gold priced it is recomputed as one with new events is, so a
+group no agent reports gets gold from the log alone.
+
 ``before_ms`` is ``gold_lateness_s`` before the group's newest event: each run folds the
 events from there again, so events up to that late still land
 in order. A group with a new event older than its state (or with ``since_ms`` set, or
@@ -29,12 +35,14 @@ from pipelines import catalog, lake
 from pipelines.config import PipelineConfig, Progress
 from pipelines.gold.facts import NEVER, facts, runs, stalled_at, stalls
 from pipelines.group_apply import apply_per_group
-from pipelines.gold.broker_gold import COVERAGE, with_broker
+from pipelines.gold.broker_gold import COVERAGE, history_of, with_broker
+from pipelines.gold.broker_input import PRICED_THROUGH, BrokerMark, broker_marks, broker_rows, priced_through, \
+    with_new_history
 from pipelines.gold.group_pass import INTERVAL_FIELDS, KINDS, group_gold
 from pipelines.gold.handoffs import handoffs_of
 from pipelines.gold.metrics import group_metrics, records_processed
 from pipelines.gold.ownership import PartitionFold
-from pipelines.scope import Group, events_of, pending
+from pipelines.scope import Group, events_of, with_new_events
 
 HOUR_MS = 3_600_000
 GROUP = list(catalog.GROUP_KEY)
@@ -67,7 +75,8 @@ def _marks(spark: SparkSession, config: PipelineConfig, groups: list[Group]) -> 
     if not lake.exists(spark, config.lake_path, catalog.FOLD_STATE):
         return {}
     rows = (lake.rows_of(spark, config.lake_path, catalog.FOLD_STATE, GROUP, groups)
-            .where(F.col("topic").isNull()).select(*GROUP, "before_ms", "stalled").collect())
+            .where(F.col("topic").isNull() & F.col("before_ms").isNotNull())  # null: a group only the broker shows
+            .select(*GROUP, "before_ms", "stalled").collect())
     return {(r.cluster_id, r.group_id): (r.before_ms, list(r.stalled or [])) for r in rows}
 
 
@@ -83,6 +92,13 @@ def _late(spark: SparkSession, config: PipelineConfig, marks: dict[Group, tuple[
             .where(F.col("event_time_ms") < F.col("before_ms")).select(*GROUP).distinct().collect()}
 
 
+def _events(spark: SparkSession, config: PipelineConfig, groups: list[Group], high: int) -> DataFrame:
+    """``events_of``; none before the first validation (a lake the broker's log alone fills so far)."""
+    if high < 0:
+        return spark.createDataFrame([], catalog.EVENTS.ddl())
+    return events_of(spark, config, groups, high)
+
+
 def _hour_of(time_ms: int) -> int:
     return time_ms // HOUR_MS * HOUR_MS
 
@@ -94,7 +110,7 @@ def _window(spark: SparkSession, config: PipelineConfig, high: int, full: list[G
     processed per hour the whole hour)."""
     parts = []
     if full:
-        parts.append(events_of(spark, config, full, high))
+        parts.append(_events(spark, config, full, high))
     if marks:
         since = spark.createDataFrame([(*g, _hour_of(b)) for g, (b, _) in marks.items()],
                                       f"{GROUP_DDL}, from_ms bigint")
@@ -138,7 +154,7 @@ def fold_partition(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         out.append({"interval": None, "handoff": None,
                     "state": {"cluster_id": head["cluster_id"], "group_id": head["group_id"], "topic": head["topic"],
                               "partition": head["partition"],
-                              "before_ms": before, "tail": kept, "stalled": None}})
+                              "before_ms": before, "tail": kept, "stalled": None, PRICED_THROUGH: None}})
     return out
 
 
@@ -162,6 +178,8 @@ def _rebalance_events(spark: SparkSession, config: PipelineConfig, groups: list[
     ran join the ones gold kept (``catalog.REBALANCE_EVENTS``, a small share of the events), so
     the group pass reads no history of the events table."""
     lake_path, table = config.lake_path, catalog.REBALANCE_EVENTS
+    if high < 0:
+        return spark.createDataFrame([], table.ddl())
     after = lake.stage_mark(spark, lake_path, "gold") if lake.exists(spark, lake_path, table) else -1
     new = (lake.read(spark, lake_path, catalog.EVENTS)
            .where((F.col("validate_batch") > after) & (F.col("validate_batch") <= high)
@@ -272,29 +290,30 @@ def _with_stored(spark: SparkSession, config: PipelineConfig, folded: DataFrame,
 
 def group_rows(gap_s: float, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The group pass over one group's rows (its rebalance events, handoffs, agents last seen and
-    intervals): its rows of each of ``GROUP_OUTPUTS``."""
+    intervals, and its history from the broker's log): its rows of each of ``GROUP_OUTPUTS``."""
     events = [r["event"] for r in rows if r["event"] is not None]
     last_seen = {r["seen"]["agent_id"]: r["seen"]["ms"] for r in rows if r["seen"] is not None}
     key = {c: rows[0][c] for c in GROUP}
     agent = group_gold(events, [r["handoff"] for r in rows if r["handoff"] is not None], last_seen, gap_s,
                        [r["interval"] for r in rows if r["interval"] is not None])
-    # the broker's history joins here once the broker stage lands it (issue 52); until then every figure is the agent's
-    outputs = with_broker(agent, None, gap_s, key["cluster_id"], key["group_id"])
+    outputs = with_broker(agent, history_of(rows), gap_s, key["cluster_id"], key["group_id"])
     outputs[COVERAGE][:] = [{**key, **c} for c in outputs[COVERAGE]]
     empty = dict.fromkeys(name for name, _ in GROUP_OUTPUTS)
     return [{**empty, name: row} for (name, _), made in zip(GROUP_OUTPUTS, outputs) for row in made]
 
 
-def _group_input(rebalance_events: DataFrame, fold: _Folded) -> DataFrame:
-    """One frame of what the group pass reads, each kind of row in a struct column of its own."""
+def _group_input(rebalance_events: DataFrame, fold: _Folded, broker: DataFrame | None) -> DataFrame:
+    """One frame of what the group pass reads, each kind of row in a struct column of its own
+    (``broker``'s: ``pipelines.gold.broker_input.broker_rows``)."""
     handoffs = fold.handoffs
-    return (rebalance_events.select(*GROUP, F.struct(*ENVELOPE_FOR_LOGIC).alias("event"))
+    rows = (rebalance_events.select(*GROUP, F.struct(*ENVELOPE_FOR_LOGIC).alias("event"))
             .unionByName(handoffs.select(*GROUP, F.struct(*handoffs.columns).alias("handoff")),
                          allowMissingColumns=True)
             .unionByName(fold.seen.select(*GROUP, F.struct("agent_id", "ms").alias("seen")),
                          allowMissingColumns=True)
             .unionByName(fold.intervals.select(*GROUP, F.struct(*INTERVAL_FIELDS).alias("interval")),
                          allowMissingColumns=True))
+    return rows if broker is None else rows.unionByName(broker, allowMissingColumns=True)
 
 
 def _processed(spark: SparkSession, config: PipelineConfig, window: DataFrame,
@@ -327,20 +346,52 @@ def _write_gold(spark: SparkSession, config: PipelineConfig, grouped: DataFrame,
 
 
 def _write_states(spark: SparkSession, config: PipelineConfig, states: DataFrame, cut: _Cut,
-                  groups: list[Group]) -> None:
-    """Replace the groups' fold states: each partition's, and the group's ``before_ms`` with the agents stalled then."""
+                  groups: list[Group], broker: dict[Group, BrokerMark]) -> None:
+    """Replace the groups' fold states: each partition's, and the group's ``before_ms`` with the agents
+    stalled then and the broker's last record of it priced."""
+    stalled: dict[Group, list[str]] = {}
+    for r in cut.stalled_then:
+        stalled.setdefault((r.cluster_id, r.group_id), []).append(r.agent_id)
     group_states = spark.createDataFrame(
-        [(*g, None, None, b, None, sorted(r.agent_id for r in cut.stalled_then if (r.cluster_id, r.group_id) == g))
-         for g, b in cut.before_of.items()], catalog.FOLD_STATE.ddl())
+        [(*g, None, None, cut.before_of.get(g), None,
+          sorted(stalled.get(g, [])) if g in cut.before_of else None,
+          broker[g].through_offset if g in broker else None)
+         for g in groups if g in cut.before_of or g in broker], catalog.FOLD_STATE.ddl())
     lake.replace_scope(spark, config.lake_path, catalog.FOLD_STATE, states.unionByName(group_states), groups)
 
 
+@dataclass(frozen=True)
+class _Scope:
+    """What a run recomputes: the groups with events validated since gold last ran (up to ``high``, the
+    last passed batch: -1 before the first) and those whose history in the broker's log went on."""
+
+    high: int
+    groups: list[Group]
+    broker: dict[Group, BrokerMark]  # every group the broker's log shows
+
+
+def _scope(spark: SparkSession, config: PipelineConfig, progress: Progress) -> _Scope | None:
+    """This run's scope (said through ``progress``); None when there is nothing to do."""
+    high, with_events = with_new_events(spark, config, "gold")
+    broker = broker_marks(spark, config)
+    went_on = with_new_history(broker, priced_through(spark, config)) if broker else []
+    groups = sorted({*with_events, *went_on})
+    if not groups:
+        progress("gold: no new events" + (", no new history in the broker's log" if broker else "")
+                 + ("" if high >= 0 else " (no events validated yet)") + "; nothing to do")
+        return None
+    progress(f"gold: recomputing {len(groups)} group(s): {len(with_events)} with new events"
+             + (f", {len(went_on)} with new history in the broker's log (of {len(broker)} it shows)" if broker else ""))
+    return _Scope(high, groups, broker)
+
+
 def run(spark: SparkSession, config: PipelineConfig, progress: Progress = print) -> dict[str, int]:
-    """Gold for the groups with events validated since gold last ran, from their fold states."""
-    todo = pending(spark, config, "gold", progress)
-    if todo is None:
+    """Gold for the groups with events validated since gold last ran, from their fold states, and
+    those whose broker history went on (``pipelines.gold.broker_input``)."""
+    scope = _scope(spark, config, progress)
+    if scope is None:
         return {"groups": 0}
-    high, groups = todo
+    high, groups = scope.high, scope.groups
     marks = _marks_kept(spark, config, groups, high)
     full = [g for g in groups if g not in marks]
     progress(f"gold: {len(marks)} group(s) from their state, {len(full)} from all their events")
@@ -350,12 +401,15 @@ def run(spark: SparkSession, config: PipelineConfig, progress: Progress = print)
     cut = _cut(spark, config, window, groups, marks)
     with lake.spilled(spark, _fold_rows(spark, config, cut, marks), spill_path(config, "gold_fold")) as folded:
         fold = _with_stored(spark, config, folded, window, sorted(marks))
-        group_input = _group_input(_rebalance_events(spark, config, groups, high), fold)
+        group_input = _group_input(_rebalance_events(spark, config, groups, high), fold,
+                                   broker_rows(spark, config, groups, scope.broker))
         with lake.spilled(spark, apply_per_group(group_input, GROUP, partial(group_rows, config.episode_gap_s),
                                                  GROUP_ROW_DDL), spill_path(config, "gold_groups")) as grouped:
             counts = _write_gold(spark, config, grouped, fold.intervals, _processed(spark, config, window, marks),
                                  groups)
-        _write_states(spark, config, fold.states, cut, groups)
+        _write_states(spark, config, fold.states, cut, groups, scope.broker)
     cut.stall_rows.unpersist()
-    lake.set_stage_mark(spark, config.lake_path, "gold", high)
-    return {"groups": len(groups), "from_state": len(marks), "refolded": len(full), **counts}
+    if high >= 0:
+        lake.set_stage_mark(spark, config.lake_path, "gold", high)
+    return {"groups": len(groups), "from_state": len(marks), "refolded": len(full),
+            "broker_groups": sum(g in scope.broker for g in groups), **counts}

@@ -1,8 +1,6 @@
-"""One capture of real groups' records shared by the broker source's tests (about 10 s), and
-Kafka's own serde compiled once (tests/support/offsets_capture.py, tests/support/kafka_serde.py)."""
+"""Kafka's own serde compiled once (tests/support/kafka_serde.py), and the captured groups' decoded
+rows (the capture itself, ``offsets_capture``, is the session's: tests/conftest.py)."""
 from __future__ import annotations
-
-import uuid
 
 import pytest
 
@@ -10,12 +8,7 @@ from lens_runtime.jvm_deps import kafka_jars_of, pinned_versions
 from pipelines.broker_log.records import RecordDecoder, Skipped, record_row
 from pipelines.broker_log.schema_set import schema_set
 from tests.support.kafka_serde import KafkaSerde
-from tests.support.offsets_capture import Capture, capture_offsets
-
-
-@pytest.fixture(scope="session")
-def offsets_capture(kafka) -> Capture:
-    return capture_offsets(kafka, uuid.uuid4().hex[:8])
+from tests.support.offsets_capture import Capture
 
 
 @pytest.fixture(scope="session")

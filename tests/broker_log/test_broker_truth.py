@@ -25,8 +25,8 @@ import pytest
 
 from lens_runtime.kafka_broker import FAST_TEST_SETTINGS
 from lens_scenarios.runner import RunOptions, run_scenario
-from lens_scenarios.spec import builtin_names, load
-from tests.support.broker_truth import Match, Summary, broker_view, compare, summarize, without_agent
+from lens_scenarios.spec import builtin_names, load, without_agent
+from tests.support.broker_truth import Match, Summary, broker_view, compare, summarize
 
 HEARTBEAT_S = int(FAST_TEST_SETTINGS["group.consumer.heartbeat.interval.ms"]) / 1000
 
@@ -44,7 +44,7 @@ def _checked(kafka, tmp_path: Path, name: str, assignor: str, agent: bool) -> Su
     scenario = load(name) if agent else without_agent(load(name))
     run = run_scenario(scenario, RunOptions(assignor=assignor, out_dir=tmp_path, bootstrap=kafka.bootstrap_servers))
     view = broker_view(kafka.bootstrap_servers, run.manifest["group_id"], kafka.admin())
-    matches = compare(run.run_dir, view)
+    matches = compare(run.run_dir, view.handoffs)
     summary = summarize(matches)
     print(f"\n{name} {assignor} {'agent' if agent else 'plain'}: {summary.line()}")
     # a member that revokes and rejoins with nothing changed (an eager non-leader's enforce_rebalance) gets its

@@ -1,7 +1,8 @@
 """The command line reads cleanly: real commands in a child process, their whole output read.
 
 Default suite: `pipeline run ingest` on the scenarios' lake and topic (nothing new to land, so
-it costs a JVM start). Slow suite: the demo itself, one run, on the session's broker.
+it costs a JVM start). Slow suite: the demo itself, one run with the agent (a crash) and one without
+(seen from the broker's log), on the session's broker.
 """
 from __future__ import annotations
 
@@ -52,12 +53,15 @@ def test_pipeline_run_shows_stage_names_and_sends_the_jvm_to_its_log(landed, kaf
 
 @pytest.mark.slow
 def test_the_demo_reads_cleanly(kafka, tmp_path):
-    result = _cli("demo", "--run", "crash/cooperative-sticky/batch", "--bootstrap", kafka.bootstrap_servers,
-                  "--lake", str(tmp_path / "lake"), timeout=900)
+    result = _cli("demo", "--run", "crash/cooperative-sticky/batch", "--plain-run", "rolling-restart/consumer/batch",
+                  "--bootstrap", kafka.bootstrap_servers, "--lake", str(tmp_path / "lake"), timeout=1200)
     output = _clean(result)
     for stage in ("ingest", "broker", "validate", "silver", "gold", "recommend", "sql"):
         assert f"[{stage}] starting" in output and f"[{stage}] done in" in output, stage
     assert "What the runs showed" in output and "known only as a range" in output
+    assert "(bounds, agent)" in output and "(bounds, broker log)" in output  # the crash; the group without the agent
+    said = " ".join(output.split())  # the findings wrap at 80 columns
+    assert "A group without the agent (rolling-restart / consumer / batch / no agent" in said
     report = re.search(r"Report: (\S+)", output)
     assert report and Path(report[1]).stat().st_size > 0
     # what the demo lays out (tables, recommendations, findings) fits 80 columns; log lines and paths run on

@@ -1,6 +1,8 @@
 """Two clusters, one group name: one scenario run on two brokers with the same group and topic
 names, both sending telemetry to one topic on the first; the pipeline keeps two groups, each
 equal to its own run's ground truth, through gold, the recommendations and the marts (issue 37).
+With the broker source reading both clusters' __consumer_offsets (issue 52): each group's history
+from its own cluster joins its agents' (``source`` both), never the other's.
 Slow (two scenario runs and a whole pipeline with its SQL build: about 5.5 min on 2 shared cores):
 
     ./lens test -m slow tests/e2e/test_two_clusters.py
@@ -11,6 +13,7 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
+from pyspark.sql import functions as F
 
 from lens_scenarios.ground_truth import GroundTruth
 from lens_scenarios.runner import RunOptions, run_scenario
@@ -58,22 +61,27 @@ def test_one_group_name_on_two_clusters_is_two_groups_each_equal_to_its_truth(ka
     group_id = group.pop()
 
     config = PipelineConfig(bootstrap_servers=kafka.bootstrap_servers, topic=telemetry,
-                            lake_path=str(tmp_path / "lake"), **embedded_broker_groups())
+                            lake_path=str(tmp_path / "lake"), broker_source="on",
+                            broker_clusters=f"{kafka.bootstrap_servers};{second_kafka.bootstrap_servers}",
+                            **embedded_broker_groups())
     run_pipeline(spark, config, progress=lambda _m: None)
 
+    # the broker source shows every group of both clusters (the session broker's other tests' too): this one's
     expected = {(cluster_id, group_id) for cluster_id in runs}
-    for table in GOLD_BY_GROUP:
-        groups = {tuple(r) for r in lake.read(spark, config.lake_path, table)
+    for table in (*GOLD_BY_GROUP, catalog.BROKER_OWNERSHIP, catalog.COVERAGE):
+        groups = {tuple(r) for r in lake.read(spark, config.lake_path, table).where(F.col("group_id") == group_id)
                   .select(*catalog.GROUP_KEY).distinct().collect()}
         assert groups == expected, table.path
     clients = {r.agent_id: r.client_id for r in lake.read(spark, config.lake_path, catalog.EVENTS)
                .select("agent_id", "client_id").distinct().collect()}
     fleet = read_fleet(config.lake_path)
     for mart in MARTS_BY_GROUP:
-        assert set(fleet[mart].select(*catalog.GROUP_KEY).unique().iter_rows()) == expected, mart
-    assert sorted(fleet.groups()) == sorted(expected)
+        assert {g for g in fleet[mart].select(*catalog.GROUP_KEY).unique().iter_rows() if g[1] == group_id} \
+            == expected, mart
+    assert sorted(g for g in fleet.groups() if g[1] == group_id) == sorted(expected)
     assert {fleet.name_of(g) for g in expected} == {f"{group_id} (cluster {c})" for c in runs}  # the report's headings
-    handoffs = [r.asDict() for r in lake.read(spark, config.lake_path, catalog.HANDOFFS).collect()]
+    handoffs = [r.asDict() for r in lake.read(spark, config.lake_path, catalog.HANDOFFS)
+                .where(F.col("group_id") == group_id).collect()]
     costs = read_costs(spark, config.lake_path)
     for cluster_id, run in runs.items():
         truth = GroundTruth.load(run.run_dir)
@@ -88,5 +96,6 @@ def test_one_group_name_on_two_clusters_is_two_groups_each_equal_to_its_truth(ka
         for handoff, row in matched(truth.handoffs, gold):
             problems.extend([f"gold lacks {handoff}"] if row is None else check(handoff, row))
         assert not problems, f"cluster {cluster_id}:\n" + "\n".join(problems)
+        assert {h["source"] for h in mine} == {"both"}, "its own cluster's log saw each of its handoffs"
         total = costs[(cluster_id, group_id)]
         assert total.duplicates <= truth.summary().duplicates <= total.duplicates_upper

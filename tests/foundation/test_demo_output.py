@@ -1,10 +1,13 @@
-"""The demo's output reads in 80 columns, shows a bounded figure (after a crash) as its bounds,
-never one number, and says in words what the runs showed, from the measured figures."""
+"""The demo's output reads in 80 columns, shows a bounded figure (after a crash, or of a group seen
+in the broker's log alone) as its bounds, never one number, says which figures are exact and which
+bounded and from where, and says in words what the runs showed, from the measured figures."""
 from __future__ import annotations
 
 from rich.console import Console
 
-from lens_cli.demo import costs_table, parse_run, recommendation_lines
+from types import SimpleNamespace
+
+from lens_cli.demo import costs_table, fleet_line, parse_run, recommendation_lines
 from lens_cli.demo_findings import RunCosts, change, findings
 from lens_runtime.errors import LensError
 
@@ -24,7 +27,10 @@ STATIC = RunCosts(scenario="static-rolling-restart", assignor="range", commit="b
 CRASH = RunCosts(scenario="crash", assignor="cooperative-sticky", commit="batch", episodes=2, handoffs_gold=3,
                  handoffs_truth=3, duplicates_gold=167, duplicates_gold_upper=911, duplicates_truth=256,
                  pause_gold_s=4.37, pause_gold_upper_s=18.01, pause_truth_s=16.22)
-RUNS = [RANGE, COOPERATIVE, REVOKE, STATIC, CRASH]
+PLAIN = RunCosts(scenario="rolling-restart", assignor="consumer", commit="batch", episodes=3, handoffs_gold=9,
+                 handoffs_truth=9, duplicates_gold=0, duplicates_gold_upper=310, duplicates_truth=174,
+                 pause_gold_s=2.1, pause_gold_upper_s=7.9, pause_truth_s=3.3, agent=False)
+RUNS = [RANGE, COOPERATIVE, REVOKE, STATIC, CRASH, PLAIN]
 
 
 def _text(renderable, width: int = 80) -> str:
@@ -41,6 +47,25 @@ def test_the_per_run_table_reads_in_80_columns_with_bounds_where_gold_has_them()
     for run in RUNS:  # names whole, not cut to "cooperative-stic…"
         assert run.scenario in text and run.assignor in text, run.label
     assert "…" not in text
+    assert "(exact, agent)" in text and "(bounds, agent)" in text and "(bounds, broker log)" in text
+    assert "0..310 / 174" in text and "2.1..7.9 / 3.3" in text
+
+
+def test_a_group_without_the_agent_is_said_to_be_seen_from_the_broker_as_bounds_not_a_crash():
+    said = findings(RUNS)
+    [plain] = [s for s in said if "without the agent" in s]
+    assert "rolling-restart / consumer / batch / no agent" in plain and "0..310 duplicated records (ground " \
+        "truth: 174)" in plain and "2.1..7.9 paused partition-seconds (truth: 3.3)" in plain
+    assert not any("A crash (rolling-restart" in s for s in said)
+    assert findings([RANGE, PLAIN])[1:] == [plain]  # never compared with the baseline as a configuration
+
+
+def test_the_fleet_line_counts_the_groups_from_each_source():
+    gold = {"a": SimpleNamespace(handoffs=36, broker_handoffs=0), "b": SimpleNamespace(handoffs=9, broker_handoffs=9),
+            "c": SimpleNamespace(handoffs=12, broker_handoffs=2)}
+    assert fleet_line(gold) == ("Gold priced the handoffs of 3 group(s) on the cluster: 2 with the agent on their "
+                                "members (exact figures, a crash bounded), 1 seen only in the broker's "
+                                "__consumer_offsets (bounds).")
 
 
 def test_each_top_recommendation_sits_under_the_measured_cost_and_says_a_negative_saving_as_a_cost():

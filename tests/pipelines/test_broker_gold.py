@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipelines.gold.broker_gold import BrokerHistory, with_broker
+from pipelines.gold.broker_gold import HISTORY_COLUMNS, BrokerHistory, history_of, with_broker
 from tests.support.broker_rows import A_COMMITS, B_COMMITS, change as _change, log_ends as _log_ends
 
 HOUR = 3_600_000
@@ -59,3 +59,25 @@ def test_a_broker_row_stored_by_an_earlier_run_is_priced_afresh_not_taken_for_th
     stored = {**outputs[0][0], "handoff_id": "broker:old", "source": "broker", "partition": 1}
     handoffs, *_ = with_broker(([*outputs[0], stored], *outputs[1:]), _history(), 10.0, "c", "g")
     assert "broker:old" not in {h["handoff_id"] for h in handoffs} and len(handoffs) == 2
+
+
+def test_the_group_pass_rows_give_the_history_in_log_order_and_none_for_a_group_the_log_never_showed():
+    history = _history()
+    rows = [{"cluster_id": "c", "group_id": "g", "broker_end_ms": 50_000}]
+    for field, column in HISTORY_COLUMNS.items():
+        rows += [{column: r} for r in reversed(getattr(history, field))]
+    read = history_of(rows)
+    assert read.end_ms == 50_000 and [c["offset"] for c in read.changes] == [1, 4, 5]
+    assert read.commits == sorted(history.commits, key=lambda c: c["offset"]) and len(read.log_ends) == len(
+        history.log_ends)
+    assert history_of([{"cluster_id": "c", "group_id": "g", "event": {}}]) is None
+
+
+def test_a_group_is_recomputed_when_the_log_went_on_past_what_gold_priced_on_its_own_cluster():
+    from pipelines.gold.broker_input import BrokerMark, with_new_history
+
+    marks = {("c", "a"): BrokerMark(10, 1_000), ("c", "b"): BrokerMark(20, 2_000), ("d", "a"): BrokerMark(5, 3_000)}
+    # ("c", "a") priced through its last record; ("c", "b") one behind; ("d", "a"): the same group id on
+    # another cluster, never priced
+    assert with_new_history(marks, {("c", "a"): 10, ("c", "b"): 19}) == [("c", "b"), ("d", "a")]
+    assert with_new_history(marks, {g: m.through_offset for g, m in marks.items()}) == []

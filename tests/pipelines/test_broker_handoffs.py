@@ -70,7 +70,7 @@ def test_sampled_log_ends_widen_the_bounds_on_their_safe_side():
 def test_a_record_produced_after_the_assignment_waited_for_nobody():
     # A committed everything it read, and the next record came after B was assigned
     ends = [dict(zip(LOG_END_FIELDS, ("t", 0, at, 300))) for at in (0, 10_000, 10_200, 11_000)]
-    ends[0]["log_end"] = 0
+    ends[0]["log_end_offset"] = 0
     (row,) = broker_handoffs([_change()], A_COMMITS + B_COMMITS, ends)
     assert row["duplicates_upper"] == 0 and row["pause_s"] == 0.0
     assert row["pause_upper_s"] == pytest.approx(12.5 - 11.0)  # record 300 was produced after 11 s
@@ -96,7 +96,7 @@ def test_the_stop_window_of_each_way_an_owner_lets_go(fields, window):
 
 
 def test_log_ends_read_a_sample_on_the_safe_side():
-    ends = LogEnds([{"topic": "t", "partition": 0, "at_ms": t, "log_end": t // 10} for t in (1000, 2000)])
+    ends = LogEnds([{"topic": "t", "partition": 0, "at_ms": t, "log_end_offset": t // 10} for t in (1000, 2000)])
     assert ends.at_least(("t", 0), 1500) == 200 and ends.at_most(("t", 0), 1500) == 100
     assert ends.at_least(("t", 0), 2500) is None and ends.at_most(("t", 0), 500) is None
     assert ends.produced_between(("t", 0), 150) == (1000, 2000)

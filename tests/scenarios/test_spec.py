@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from lens_runtime.errors import LensError
-from lens_scenarios.spec import builtin_names, load, on_runtime, parse, restarted_as
+from lens_scenarios.spec import builtin_names, load, on_runtime, parse, restarted_as, without_agent
 
 ACTIONS_COVERED = {"rolling_restart", "protocol_migration", "scale_out", "scale_in", "crash", "slow_processing",
                    "subscription_change", "enforce_rebalance"}
@@ -265,3 +265,11 @@ def test_a_plain_member_gets_no_agent_settings():
     instrumented, plain = member_config(**common), member_config(**common, agent=False)
     assert {k for k in instrumented if k.startswith("lens.")} and not {k for k in plain if k.startswith("lens.")}
     assert plain == {k: v for k, v in instrumented.items() if not k.startswith("lens.")}
+
+
+def test_without_the_agent_every_member_a_scenario_ever_starts_runs_the_plain_client():
+    for name in builtin_names():
+        scenario = without_agent(load(name))
+        started = [*scenario.members, *(m for a in scenario.timeline for m in a.members or ())]
+        assert started and not any(m.agent for m in started), name
+        assert [m.name for m in scenario.members] == [m.name for m in load(name).members]

@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
 
-from lens_scenarios.spec import Scenario
 from pipelines.broker_log.classic_history import classic_generations, classic_ownership_changes
 from pipelines.broker_log.commit_window import commit_rows, kept_commits
 from pipelines.broker_log.consumer_history import consumer_events, consumer_ownership_changes
@@ -33,13 +32,6 @@ from pipelines.gold.broker_handoffs import broker_handoffs, log_end_requests
 
 # The coordinator's clock and the records' timestamps are whole milliseconds; truth's clock is finer.
 CLOCK_SLACK_S = 0.002
-
-
-def without_agent(scenario: Scenario) -> Scenario:
-    """The scenario with every member it ever starts on the plain client (no telemetry at all)."""
-    timeline = tuple(replace(a, members=tuple(replace(m, agent=False) for m in a.members))
-                     if a.kind == "scale_out" and a.members else a for a in scenario.timeline)
-    return replace(scenario, members=tuple(replace(m, agent=False) for m in scenario.members), timeline=timeline)
 
 
 @dataclass
@@ -70,7 +62,7 @@ def look_up_log_ends(bootstrap: str, wanted: list[tuple[str, int, int]]) -> list
         for at_ms, tps in sorted(by_time.items()):
             found = consumer.offsets_for_times([TopicPartition(t, p, at_ms + 1) for t, p in tps], timeout=30)
             out += [{"topic": f.topic, "partition": f.partition, "at_ms": at_ms,
-                     "log_end": f.offset if f.offset >= 0 else highs[(f.topic, f.partition)]} for f in found]
+                     "log_end_offset": f.offset if f.offset >= 0 else highs[(f.topic, f.partition)]} for f in found]
         return out
     finally:
         consumer.close()
@@ -147,11 +139,12 @@ def _chain(truth_handoff: dict[str, Any], handoffs: list[dict[str, Any]], ids: d
     return []
 
 
-def compare(run_dir: Path, view: BrokerView) -> list[Match]:
-    """Every ground-truth handoff of the run beside the broker's (an empty chain: the broker shows none)."""
+def compare(run_dir: Path, handoffs: list[dict[str, Any]]) -> list[Match]:
+    """Every ground-truth handoff of the run beside the broker's ``handoffs`` (a ``BrokerView``'s, or gold's
+    rows of the run's group; an empty chain: they show none)."""
     truth = json.loads((Path(run_dir) / "truth.json").read_text())
     ids = _ids_of(truth)
-    return [Match(h, _chain(h, view.handoffs, ids)) for h in truth["handoffs"]]
+    return [Match(h, _chain(h, handoffs, ids)) for h in truth["handoffs"]]
 
 
 @dataclass

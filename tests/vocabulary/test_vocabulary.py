@@ -174,11 +174,11 @@ def test_the_cli_offers_the_declared_kinds_assignors_and_protocols(capsys):
 
 
 def test_the_demo_names_only_the_runs_assignor_words():
-    from lens_cli.demo import DEMO_MATRIX
+    from lens_cli.demo import DEMO_MATRIX, DEMO_PLAIN
     from lens_cli.demo_findings import BASELINE, PROTOCOLS
     from lens_scenarios.consumer_config import ASSIGNORS as RUN_WORDS
 
-    assert {a for _, a, _ in (*DEMO_MATRIX, BASELINE)} | set(PROTOCOLS) <= set(RUN_WORDS)
+    assert {a for _, a, _ in (*DEMO_MATRIX, *DEMO_PLAIN, BASELINE)} | set(PROTOCOLS) <= set(RUN_WORDS)
 
 
 def test_the_protocols_are_the_contracts():
