@@ -60,6 +60,7 @@ def test_a_bad_row_fails_the_build_naming_the_rule_whole_then_by_scope(spark, tm
     assert lake.stage_mark(spark, lake_path, sql_build.SQL_STAGE) == 0  # the next build tries the scope again
 
 
+@pytest.mark.slow  # about a minute: two builds; ``./lens test -m slow tests/sql/test_mart_rules.py``
 def test_a_duplicate_fails_the_uniqueness_test_on_the_scope_just_written(spark, tmp_path):
     lake_path = str(tmp_path / "lake")
     _batch(spark, lake_path, 0, [_episode("ep-0", "crash")])
