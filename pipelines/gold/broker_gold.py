@@ -14,11 +14,13 @@ row is the agent's (``source`` agent) and coverage is the agent's alone.
   (``source`` broker), split by ``gap_s`` as the agent's are, caused by their handoffs' first cause;
 - **coverage**, two figures per group and hour: ``covered_s`` (the agent's members: seen exactly)
   and ``broker_covered_s`` (every member's tenure the log shows, from its assignment to its
-  partition's next change); ``owned_s`` is the larger of the agent's estimate and the broker's;
+  partition's next change); ``owned_s`` is ``covered_s`` plus the tenures of the members without
+  the agent, or the agent's estimate where larger;
 - **agreement** (``gold/source_agreement``): the checks of the handoffs both saw.
 """
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,10 +74,10 @@ def priced(history: BrokerHistory, cluster_id: str) -> list[dict[str, Any]]:
     return rows
 
 
-def broker_covered_by_hour(history: BrokerHistory) -> dict[int, float]:
-    """hour start (ms) -> the partition-seconds of ownership the log shows, each tenure from its
-    assignment to its partition's next change (or the group's last record; a partition's first
-    change carries the tenure before it)."""
+def tenures(history: BrokerHistory) -> list[tuple[str, int, int]]:
+    """(owner, from ms, to ms) of every tenure the log shows, each from its assignment to its
+    partition's next change (or the group's last record; a partition's first change carries the
+    tenure before it)."""
     by_tp: dict[tuple[str, int], list[dict[str, Any]]] = {}
     for c in sorted(history.changes, key=lambda c: (c["at_ms"], c["offsets_partition"], c["offset"])):
         by_tp.setdefault((c["topic"] or c["topic_id"], c["partition"]), []).append(c)
@@ -84,20 +86,39 @@ def broker_covered_by_hour(history: BrokerHistory) -> dict[int, float]:
     for changes in by_tp.values():
         first = changes[0]
         if first["previous_owner"] is not None and first["previous_since_ms"] is not None:  # a tenure before it
-            spans.append((first["previous_since_ms"], first["at_ms"]))
+            spans.append((first["previous_owner"], first["previous_since_ms"], first["at_ms"]))
         for c, nxt in zip(changes, [*changes[1:], None]):
             if c["owner"] is not None:
-                spans.append((c["at_ms"], max(c["at_ms"], nxt["at_ms"] if nxt else end)))
-    return dict(_by_hour(spans))
+                spans.append((c["owner"], c["at_ms"], max(c["at_ms"], nxt["at_ms"] if nxt else end)))
+    return spans
 
 
-def _with_coverage(coverage: list[dict[str, Any]], broker: dict[int, float] | None) -> list[dict[str, Any]]:
+def broker_covered_by_hour(history: BrokerHistory, agent_members: Collection[str] = ()
+                           ) -> tuple[dict[int, float], dict[int, float]]:
+    """hour start (ms) -> the partition-seconds of ownership the log shows: every member's, and those
+    of the members without the agent (owners not in ``agent_members``)."""
+    spans = tenures(history)
+    plain = [(start, end) for owner, start, end in spans if owner not in agent_members]
+    return dict(_by_hour([(start, end) for _, start, end in spans])), dict(_by_hour(plain))
+
+
+def _with_coverage(coverage: list[dict[str, Any]],
+                   broker: tuple[dict[int, float], dict[int, float]] | None) -> list[dict[str, Any]]:
+    """The agent's coverage rows with the broker's: ``owned_s`` is what the agent's members held
+    (exact) and what the others held as the log shows it (their tenures), or the agent's estimate
+    where larger (hours before the tail). Tenures are not read time (they run from one change to the
+    next, through a round and a static member's absence), so the agent's members' own are not mixed in."""
     if broker is None:
         return [{**c, "broker_covered_s": None} for c in coverage]
+    every, plain = broker
     agent = {c["hour_start_ms"]: c for c in coverage}
-    return [{"hour_start_ms": hour, "covered_s": agent.get(hour, {}).get("covered_s", 0.0),
-             "owned_s": round(max(agent.get(hour, {}).get("owned_s", 0.0), broker.get(hour, 0.0)), 3),
-             "broker_covered_s": round(broker.get(hour, 0.0), 3)} for hour in sorted({*agent, *broker})]
+    rows = []
+    for hour in sorted({*agent, *every}):
+        covered = agent.get(hour, {}).get("covered_s", 0.0)
+        owned = max(agent.get(hour, {}).get("owned_s", 0.0), covered + plain.get(hour, 0.0))
+        rows.append({"hour_start_ms": hour, "covered_s": covered, "owned_s": round(owned, 3),
+                     "broker_covered_s": round(every.get(hour, 0.0), 3)})
+    return rows
 
 
 def _broker_episode(moved: list[dict[str, Any]], cluster_id: str, group_id: str) -> dict[str, Any]:
@@ -144,13 +165,16 @@ def _episodes(episodes: list[dict[str, Any]], handoffs: list[dict[str, Any]], ga
 
 
 def with_broker(outputs: tuple[list[dict[str, Any]], ...], history: BrokerHistory | None, gap_s: float,
-                cluster_id: str, group_id: str) -> tuple[list[dict[str, Any]], ...]:
+                cluster_id: str, group_id: str,
+                agent_members: Collection[str] = ()) -> tuple[list[dict[str, Any]], ...]:
     """``group_gold``'s outputs (handoffs, episodes, members, phases, coverage) with the broker's history
-    merged in (the module docstring), and the group's agreement rows after them."""
+    merged in (the module docstring), and the group's agreement rows after them; ``agent_members``: the
+    member ids the agent's ownership intervals name."""
     broker = priced(history, cluster_id) if history is not None else []
     # a broker-only row stored by an earlier run comes back with the stored handoffs: it is priced afresh
     agent = [h for h in outputs[HANDOFFS] if h.get("source") != "broker"]
     handoffs, checks = merge_handoffs(agent, broker)
     episodes = _episodes(outputs[EPISODES], handoffs, gap_s, cluster_id, group_id)
-    coverage = _with_coverage(outputs[COVERAGE], broker_covered_by_hour(history) if history is not None else None)
+    coverage = _with_coverage(outputs[COVERAGE],
+                              broker_covered_by_hour(history, agent_members) if history is not None else None)
     return handoffs, episodes, outputs[MEMBERS], outputs[PHASES], coverage, agreement(cluster_id, group_id, checks)

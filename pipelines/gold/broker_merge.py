@@ -6,7 +6,8 @@ saw is one row, ``source`` "both": the same partition, its previous and next own
 (where the agent names them: an unseen owner's part takes the broker's member), assignments within
 ``MATCH_WINDOW_MS`` (the agent's is the new owner's callback, the broker's its record).
 
-- **The agent's figures win**: an exact one stays as it is; bounds of both narrow to their overlap.
+- **The agent's figures win**: an exact one stays as it is; bounds of both narrow to their overlap;
+  duplicates the agent counts at a later owner (its next owner read nothing: ``deferred``) stay there.
   The broker adds what the agent cannot see: the unseen owner's member id, the stop window, the
   estimates, a cause where the agent had none (``unseen_member``, ``unknown``).
 - **The broker's bounds must contain the agent's figures.** Each figure both have is checked
@@ -117,6 +118,14 @@ def _estimated(agent: dict[str, Any], broker: dict[str, Any], row: dict[str, Any
         row[name] = value
 
 
+def deferred(agent: dict[str, Any], figure: str) -> bool:
+    """The agent counts this handoff's duplicates at the first owner after it that reads: its next
+    owner, which runs the agent, read nothing (a link of a chain, or given the partition as the run
+    ended). The broker's bounds would count them twice, or where none happened."""
+    return (figure == "duplicates" and agent.get("next_agent_id") is not None and agent.get("first_fetch_ms") is None
+            and agent["duplicates"] is None)
+
+
 def merged(agent: dict[str, Any], broker: dict[str, Any]) -> tuple[dict[str, Any], list[Check]]:
     """The row of a handoff both saw, and the checks of its figures (the module docstring)."""
     row = {**agent, "source": "both", **{k: broker[k] for k in BROKER_ONLY}}
@@ -127,6 +136,8 @@ def merged(agent: dict[str, Any], broker: dict[str, Any]) -> tuple[dict[str, Any
         upper = upper_name(figure)
         checks.append(Check(agent["handoff_id"], figure, (agent[figure], agent[upper]),
                             (broker[figure], broker[upper])))
+        if deferred(agent, figure):
+            continue
         row[figure], row[upper] = _narrowed(agent, broker, figure)
         _estimated(agent, broker, row, figure)
     if agent.get("cause") in UNSEEN_CAUSES and broker.get("cause"):

@@ -91,4 +91,6 @@ def group_metrics(handoffs: DataFrame, episodes: DataFrame, processed: DataFrame
         F.when(processed > 0, F.col("duplicates") / processed).alias("duplicate_rate"),
         "covered_s", "owned_s", F.when(F.col("owned_s") > 0, F.col("covered_s") / F.col("owned_s")).alias("coverage"),
         "broker_covered_s",
-        F.when(F.col("owned_s") > 0, F.col("broker_covered_s") / F.col("owned_s")).alias("broker_coverage"))
+        # at most 1: a tenure runs from one change to the next, through time the agent's intervals leave out
+        F.when(F.col("owned_s") > 0, F.least(F.lit(1.0), F.col("broker_covered_s") / F.col("owned_s")))
+        .alias("broker_coverage"))

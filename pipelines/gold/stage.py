@@ -294,9 +294,10 @@ def group_rows(gap_s: float, rows: list[dict[str, Any]]) -> list[dict[str, Any]]
     events = [r["event"] for r in rows if r["event"] is not None]
     last_seen = {r["seen"]["agent_id"]: r["seen"]["ms"] for r in rows if r["seen"] is not None}
     key = {c: rows[0][c] for c in GROUP}
-    agent = group_gold(events, [r["handoff"] for r in rows if r["handoff"] is not None], last_seen, gap_s,
-                       [r["interval"] for r in rows if r["interval"] is not None])
-    outputs = with_broker(agent, history_of(rows), gap_s, key["cluster_id"], key["group_id"])
+    intervals = [r["interval"] for r in rows if r["interval"] is not None]
+    agent = group_gold(events, [r["handoff"] for r in rows if r["handoff"] is not None], last_seen, gap_s, intervals)
+    outputs = with_broker(agent, history_of(rows), gap_s, key["cluster_id"], key["group_id"],
+                          {i["member_id"] for i in intervals})
     outputs[COVERAGE][:] = [{**key, **c} for c in outputs[COVERAGE]]
     empty = dict.fromkeys(name for name, _ in GROUP_OUTPUTS)
     return [{**empty, name: row} for (name, _), made in zip(GROUP_OUTPUTS, outputs) for row in made]

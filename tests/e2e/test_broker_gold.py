@@ -143,12 +143,14 @@ def test_the_coverage_says_what_the_agent_saw_exactly_and_what_the_broker_saw(bo
     run = both["run"]
     truth = GroundTruth.load(run.run_dir)
     hours = [c for c in both["coverage"] if c["group_id"] == _group(both)]
-    covered, broker = (sum(c[figure] for c in hours) for figure in ("covered_s", "broker_covered_s"))
+    covered, owned, broker = (sum(c[f] for c in hours) for f in ("covered_s", "owned_s", "broker_covered_s"))
     held = sum(i.end_wall_ns - i.start_wall_ns for i in truth.held) / 1e9
     mine = sum(i.end_wall_ns - i.start_wall_ns for i in truth.held if i.instrumented) / 1e9
-    print(f"\ncoverage: agent {covered:.1f} s (truth {mine:.1f}), broker {broker:.1f} s (truth: {held:.1f})")
+    print(f"\ncoverage: agent {covered:.1f} s (truth {mine:.1f}), broker {broker:.1f} s (truth: {held:.1f}), "
+          f"owned {owned:.1f} s: coverage {covered / owned:.3f} (truth {mine / held:.3f})")
     assert covered < broker and covered <= mine * 1.05
-    assert broker == pytest.approx(held, rel=0.1)
+    assert broker == pytest.approx(held, rel=0.1)  # tenures run from one change to the next: through each round
+    assert covered / owned == pytest.approx(mine / held, abs=0.03)  # what the plain members held, from the log
 
 
 def test_groups_without_any_agent_are_in_gold_from_the_broker(both, offsets_capture):

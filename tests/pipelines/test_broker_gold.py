@@ -39,7 +39,8 @@ def test_without_the_broker_every_figure_is_the_agents():
 
 
 def test_with_the_broker_a_shared_handoff_is_both_and_a_plain_members_is_the_brokers():
-    handoffs, episodes, _, _, coverage, agreement = with_broker(_agent_outputs(), _history(), 10.0, "c", "g")
+    handoffs, episodes, _, _, coverage, agreement = with_broker(_agent_outputs(), _history(), 10.0, "c", "g",
+                                                                {"A", "B"})
     by_source = {h["source"]: h for h in handoffs}
     assert set(by_source) == {"both", "broker"}
     both, broker = by_source["both"], by_source["broker"]
@@ -51,7 +52,15 @@ def test_with_the_broker_a_shared_handoff_is_both_and_a_plain_members_is_the_bro
                                                                                ("pause_s", 1, 0)]
     # partition 0 from A's assignment at 1 s, partition 1 from 20 s, both to the group's last record (50 s)
     assert coverage[0]["broker_covered_s"] == pytest.approx(49.0 + 30.0)
-    assert coverage[0]["owned_s"] == coverage[0]["broker_covered_s"] and coverage[0]["covered_s"] == 11.0
+    # owned: what the agent's members held, exactly, and P's tenure (40 s to 50 s), the member without the agent
+    assert coverage[0]["covered_s"] == 11.0 and coverage[0]["owned_s"] == pytest.approx(11.0 + 10.0)
+
+
+def test_a_fully_instrumented_group_stays_fully_covered_whatever_the_tenures_the_log_counts():
+    """Tenures run from one change to the next (a round, a static member's absence): the agent's
+    members' are not mixed into what it held."""
+    *_, coverage, _ = with_broker(_agent_outputs(), _history(), 10.0, "c", "g", {"A", "B", "P"})
+    assert coverage[0]["owned_s"] == coverage[0]["covered_s"] == 11.0 and coverage[0]["broker_covered_s"] > 11.0
 
 
 def test_a_broker_row_stored_by_an_earlier_run_is_priced_afresh_not_taken_for_the_agents():

@@ -62,6 +62,17 @@ def test_bounds_of_both_narrow_to_their_overlap():
     assert all(a["outside"] == 0 for a in agreement("c", "g", checks))
 
 
+def test_duplicates_the_agent_counts_at_the_next_owner_that_reads_are_not_bounded_again_by_the_broker():
+    """Its next owner read nothing: the duplicates are the first reader's after it (or none, at a run's end)."""
+    link = _row("agent", next_agent_id="b", first_fetch_ms=None, duplicates=None, duplicates_upper=None,
+                duplicates_estimate=None)
+    (row,), checks = merge_handoffs([link], [_row("broker")])
+    assert row["source"] == "both" and (row["duplicates"], row["duplicates_upper"], row["duplicates_estimate"]) == (
+        None, None, None)
+    assert (row["pause_s"], row["pause_upper_s"]) == (0.5, 0.5)  # its pause is its own
+    assert {a["figure"]: a["handoffs"] for a in agreement("c", "g", checks)} == {"duplicates": 0, "pause_s": 1}
+
+
 def test_an_owner_the_agent_did_not_see_takes_the_brokers_member_and_cause():
     unseen = _row("agent", handoff_id="x~unseen", next_member_id=None, pause_s=None, pause_upper_s=None,
                   duplicates=3, duplicates_upper=None, cause="unseen_member")
