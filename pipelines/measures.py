@@ -49,7 +49,9 @@ MEASURES: tuple[Measure, ...] = (
             "crashed owner's to its last sign of life; `gold/coverage`, `gold/metrics`)"),
     Measure("owned_s", "partition-seconds",
             "partition-seconds held by any member: `covered_s` plus what members without the agent held, estimated "
-            "from the rebalances the agent saw (`pipelines/gold/unseen.py`; time mid-rebalance counts for neither)"),
+            "from the rebalances the agent saw (`pipelines/gold/unseen.py`; time mid-rebalance counts for neither), "
+            "or, where the broker's log shows the group and says more, their tenures in it "
+            "(`pipelines/gold/broker_gold.py`)"),
     Measure("coverage", "share (0 to 1)",
             "`covered_s` / `owned_s` of a group and period (from the first round that gave a member with the agent "
             "a partition: what the agent watched): below 1, members without the agent held the rest. "
@@ -61,9 +63,11 @@ MEASURES: tuple[Measure, ...] = (
             "from its assignment to its partition's next change (`gold/coverage`, `gold/metrics`; null where no "
             "broker source reads the cluster)"),
     Measure("broker_coverage", "share (0 to 1)",
-            "`broker_covered_s` / `owned_s`: the share of the group's partition-time seen by the broker, beside "
-            "`coverage`, the share seen exactly by the agent (where both saw a handoff the agent's figures win; "
-            "`owned_s` is then the larger of the agent's estimate and the broker's)"),
+            "`broker_covered_s` / `owned_s`, at most 1: the share of the group's partition-time seen by the broker, "
+            "beside `coverage`, the share seen exactly by the agent (where both saw a handoff the agent's figures "
+            "win). A tenure runs from one change to the next, through a round and a static member's absence, which "
+            "the agent's intervals leave out, so the agent's members' tenures never enter `owned_s`: a group fully "
+            "on the agent keeps a `coverage` of 1"),
     Measure("join_s", "seconds",
             "a rebalance episode's join and sync: its slowest member's time waiting for the group (classic: from "
             "its first JoinGroup to its SyncGroup answer as its Java client timed them, else from entering `joining`, "
