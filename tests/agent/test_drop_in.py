@@ -66,11 +66,17 @@ def test_every_program_behaves_as_with_the_plain_client(kafka, unique):
     topic = kafka.create_topic(f"drop-in-{unique}", partitions=2)
     kafka.seed_partitions(topic, 2, PER_PARTITION)
     telemetry = f"drop-in-telemetry-{unique}"
+
+    def play(program: str) -> dict:
+        return child_play.play("tests.support.drop_in_programs", kinds(program),
+                               [kafka.bootstrap_servers, topic, telemetry, program], LIMIT_S)
+
     with ThreadPoolExecutor(AT_ONCE) as pool:
-        played = dict(zip(PROGRAMS, pool.map(
-            lambda program: child_play.play("tests.support.drop_in_programs", kinds(program),
-                                            [kafka.bootstrap_servers, topic, telemetry, program], LIMIT_S),
-            PROGRAMS)))
+        played = dict(zip(PROGRAMS, pool.map(play, PROGRAMS)))
+    # The oracle itself, the plain client, once hung to the limit in `every_method` on a loaded machine (its
+    # agent twins ended in 3 s): a program whose plain run never ended is played again, once.
+    for program in [p for p, runs in played.items() if ["end"] not in host_lines(runs["plain"], "plain")]:
+        played[program] = play(program)
     for program, runs in played.items():
         print(f"\n{program}: " + "; ".join(f"{kind}: {tagged(run, 'measure')}, {run.seconds:.1f} s"
                                           for kind, run in runs.items()))
