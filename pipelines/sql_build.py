@@ -10,8 +10,9 @@ build puts it back.
 
 What a build costs is what its new data costs (issue 54):
 
-- Scope: the groups with events validated since the last whole build (and the arrival days of
-  new quarantine), found once and registered as the sources ``build.<column>_scope``
+- Scope: the groups with events validated since the last whole build, those whose history in
+  the broker's log gold priced further since the last build (a group only the broker shows has no
+  events), and the arrival days of new quarantine, found once and registered as the sources ``build.<column>_scope``
   (``register_scope``); each mart recomputes its scope and replaces the scope's rows in one
   Delta write (dbt_like_sql/macros/scoped_incremental.sql), or writes nothing.
 - Only the marts that changed: a mart whose scope is empty, or (without a scope) none of whose
@@ -41,11 +42,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from lens_runtime.errors import LensError
 from pipelines import catalog, lake, migrations
 from pipelines.gold import upgrade as gold_upgrade
+from pipelines.gold.broker_input import priced_through
 from pipelines.config import PipelineConfig, Progress, describe
 
 PROJECT = Path(__file__).resolve().parents[1] / "dbt_like_sql"
@@ -62,6 +64,9 @@ SOURCES = {"events": catalog.EVENTS, "quarantine": catalog.QUARANTINE, "stage_pr
 # Each scope column of the marts (their ``replace_scope``): the lake table and column whose values
 # in newly validated rows are the scope (``build.<column>_scope``, macros/incremental_scope.sql).
 SCOPES = {"group_id": (catalog.EVENTS, "group_id"), "arrival_date": (catalog.QUARANTINE, "date")}
+# The scope column gold's groups are keyed by: a group only the broker shows (no validated rows) joins its
+# scope when gold priced more of its history in the log than the last build saw (``broker_priced_path``).
+GROUP_SCOPE = "group_id"
 # What only the whole suite runs: the staging and intermediate tests re-check the lake's own
 # contract over whole tables, the unit tests the models' SQL on fixed rows.
 SUITE_ONLY = ("path:models/staging,test_type:data", "path:models/intermediate,test_type:data", "test_type:unit")
@@ -83,6 +88,22 @@ def log_path(lake_path: str) -> Path:
 def built_from_path(lake_path: str) -> Path:
     """What the last whole build read (``_built_from``), beside dbt's own files."""
     return Path(lake_path) / "_dbt" / "built_from.json"
+
+
+def broker_priced_path(lake_path: str) -> Path:
+    """Per group, the broker's last record gold had priced when the last build wrote its marts."""
+    return Path(lake_path) / "_dbt" / "broker_priced.json"
+
+
+def _broker_priced(spark: SparkSession, lake_path: str) -> list[list[Any]]:
+    """[cluster_id, group_id, offset] of each group gold priced from the broker's log, sorted (JSON's shape)."""
+    return sorted([*group, offset] for group, offset in priced_through(spark, lake_path).items())
+
+
+def repriced_groups(now: list[list[Any]], recorded: list[list[Any]]) -> list[str]:
+    """The group ids whose broker history gold priced further than the last build saw."""
+    seen = {tuple(row) for row in recorded}
+    return sorted({group for cluster, group, offset in now if (cluster, group, offset) not in seen})
 
 
 def _reset_schema(spark: SparkSession, schema: str) -> None:
@@ -146,9 +167,11 @@ def register_marts(spark: SparkSession, lake_path: str) -> None:
         spark.catalog.createTable(f"{MART_SCHEMA}.{name}", path=f"{marts_path(lake_path)}/{name}", source="delta")
 
 
-def register_scope(spark: SparkSession, lake_path: str, after: int | None) -> dict[str, int]:
+def register_scope(spark: SparkSession, lake_path: str, after: int | None,
+                   repriced: Sequence[str] = ()) -> dict[str, int]:
     """The sources ``build.<column>_scope``: for each scope column the values validated after
-    batch ``after`` (None: no scope) with their xxhash64 keys, collected once (a job per scope,
+    batch ``after`` (None: no scope), and in the group scope the ``repriced`` groups (gold priced more
+    of their broker history), with their xxhash64 keys, collected once (a job per scope,
     which the files' statistics on ``validate_batch`` keep to the new data) and registered as
     global temporary views. The models read the keys when they compile (a local table: no Spark
     job) and no value reaches SQL text as text. Returns how many values each scope has."""
@@ -158,9 +181,11 @@ def register_scope(spark: SparkSession, lake_path: str, after: int | None) -> di
     for column, (table, source_column) in SCOPES.items():
         rows = []
         if after is not None and lake.exists(spark, lake_path, table):
-            rows = (lake.read(spark, lake_path, table).where(F.col("validate_batch") > after)
-                    .select(F.col(source_column).alias("value")).distinct()
-                    .select("value", F.xxhash64("value").alias("key")).collect())
+            values = lake.read(spark, lake_path, table).where(F.col("validate_batch") > after)
+            values = values.select(F.col(source_column).alias("value"))
+            if column == GROUP_SCOPE and repriced:
+                values = values.unionByName(_inline(spark, [("value", "string")], [(g,) for g in repriced]))
+            rows = values.distinct().select("value", F.xxhash64("value").alias("key")).collect()
         kind = table.schema()[source_column].dataType.simpleString()
         _local_view(spark, f"{column}_scope", [("value", kind), ("key", "bigint")], [tuple(r) for r in rows])
         found[column] = len(rows)
@@ -177,9 +202,14 @@ def register_plan(spark: SparkSession, gold_mark: int, whole: Sequence[str], syn
 
 
 def _local_view(spark: SparkSession, name: str, columns: Sequence[tuple[str, str]], rows: Sequence[tuple]) -> None:
-    """``global_temp.<name>``: ``rows`` as a table held in the query plan (inline VALUES, each value a
-    parameter of the query, never SQL text), which Spark reads without a job: a DataFrame made from
-    Python rows is an RDD, and each query of one was a Spark job (155 in one build)."""
+    """``global_temp.<name>``: ``rows`` held in the query plan (``_inline``)."""
+    _inline(spark, columns, rows).createOrReplaceGlobalTempView(name)
+
+
+def _inline(spark: SparkSession, columns: Sequence[tuple[str, str]], rows: Sequence[tuple]) -> DataFrame:
+    """``rows`` as a table held in the query plan (inline VALUES, each value a parameter of the query,
+    never SQL text), which Spark reads without a job: a DataFrame made from Python rows is an RDD,
+    and each query of one was a Spark job (155 in one build)."""
     names = ", ".join(f"`{column}`" for column, _ in columns)
     typed = ", ".join(f"cast(`{column}` as {kind}) as `{column}`" for column, kind in columns)
     if rows:
@@ -188,8 +218,7 @@ def _local_view(spark: SparkSession, name: str, columns: Sequence[tuple[str, str
     else:  # VALUES needs a row: one of nulls, filtered out
         values, args = "(" + ", ".join("null" for _ in columns) + ")", {}
     where = "" if rows else " where false"
-    view = spark.sql(f"select {typed} from values {values} as t({names}){where}", args=args)
-    view.createOrReplaceGlobalTempView(name)
+    return spark.sql(f"select {typed} from values {values} as t({names}){where}", args=args)
 
 
 @dataclass(frozen=True)
@@ -326,10 +355,11 @@ def build(spark: SparkSession, lake_path: str, select: Sequence[str] = (), progr
         gold_upgrade.upgrade(spark, lake_path, progress)
     stale = migrations.stale_marts(spark, lake_path, progress)
     gold_mark, sql_mark = lake.stage_mark(spark, lake_path, "gold"), lake.stage_mark(spark, lake_path, SQL_STAGE)
+    priced = _broker_priced(spark, lake_path)
     with _session(spark, lake_path):
         manifest = _invoke(["parse", *_common(lake_path)]).result  # what the marts are and read
         todo = _plan_build(spark, lake_path, marts_of(manifest), stale, full_refresh, (sql_mark, gold_mark),
-                           bool(select))
+                           bool(select), priced)
         if select:  # the selected models read the staging and intermediate views: (re)create them first
             _invoke(["run", "--select", "config.materialized:view", *_common(lake_path)], manifest)
         elif todo.run:
@@ -347,11 +377,14 @@ def build(spark: SparkSession, lake_path: str, select: Sequence[str] = (), progr
     _raise_failed("dbt build", failed, lake_path)
     if not select and sql_mark != gold_mark:
         lake.set_stage_mark(spark, lake_path, SQL_STAGE, gold_mark)
+    if not select:
+        broker_priced_path(lake_path).parent.mkdir(parents=True, exist_ok=True)
+        broker_priced_path(lake_path).write_text(json.dumps(priced))
     return counts
 
 
 def _plan_build(spark: SparkSession, lake_path: str, marts: dict[str, Mart], stale: Sequence[str],
-                full_refresh: bool, marks: tuple[int, int], selected: bool) -> Plan:
+                full_refresh: bool, marks: tuple[int, int], selected: bool, priced: list[list[Any]]) -> Plan:
     """The build's plan, registered for dbt (``register_scope``, ``register_plan``)."""
     sql_mark, gold_mark = marks
     recorded, now = _recorded(lake_path), _built_from(spark, lake_path)
@@ -361,7 +394,9 @@ def _plan_build(spark: SparkSession, lake_path: str, marts: dict[str, Mart], sta
     register_plan(spark, gold_mark, whole, sync_constraints=project_changed)
     # a build that writes every mart whole reads no scope; otherwise what was validated after the last whole build
     after = None if len(whole) == len(marts) and not selected else (-1 if full_refresh else sql_mark)
-    scope = register_scope(spark, lake_path, after)
+    path = broker_priced_path(lake_path)
+    repriced = repriced_groups(priced, json.loads(path.read_text()) if path.is_file() else [])
+    scope = register_scope(spark, lake_path, after, repriced)
     changed = {name for name, v in now["sources"].items() if recorded.get("sources", {}).get(name) != v}
     return plan(marts, whole, scope, changed, project_changed)
 

@@ -52,10 +52,10 @@ def broker_marks(spark: SparkSession, config: PipelineConfig) -> dict[Group, Bro
     return {(r.cluster_id, r.group_id): BrokerMark(r.through_offset, r.through_ms) for r in rows}
 
 
-def priced_through(spark: SparkSession, config: PipelineConfig) -> dict[Group, int]:
-    """Per group, the broker's last record gold has priced."""
-    lake_path, table = config.lake_path, catalog.FOLD_STATE
-    if not lake.exists(spark, lake_path, table):
+def priced_through(spark: SparkSession, lake_path: str) -> dict[Group, int]:
+    """Per group, the broker's last record gold has priced (none before the broker stage has run)."""
+    table = catalog.FOLD_STATE
+    if not lake.exists(spark, lake_path, table) or not lake.exists(spark, lake_path, catalog.BROKER_STATE):
         return {}
     rows = (lake.declared(lake.read(spark, lake_path, table), table)
             .where(F.col("topic").isNull() & F.col(PRICED_THROUGH).isNotNull())

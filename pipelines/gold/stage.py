@@ -375,7 +375,7 @@ def _scope(spark: SparkSession, config: PipelineConfig, progress: Progress) -> _
     """This run's scope (said through ``progress``); None when there is nothing to do."""
     high, with_events = with_new_events(spark, config, "gold")
     broker = broker_marks(spark, config)
-    went_on = with_new_history(broker, priced_through(spark, config)) if broker else []
+    went_on = with_new_history(broker, priced_through(spark, config.lake_path)) if broker else []
     groups = sorted({*with_events, *went_on})
     if not groups:
         progress("gold: no new events" + (", no new history in the broker's log" if broker else "")

@@ -50,6 +50,14 @@ def _throughs(spark, config: PipelineConfig) -> dict[tuple[str, str], int]:
     return {(r.cluster_id, r.group_id): r.through_offset for r in rows}
 
 
+def _mart_rows(spark, config: PipelineConfig, mart: str, group_id: str) -> set[str]:
+    """The episode ids of ``group_id`` in a mart the SQL stage wrote."""
+    from pipelines.sql_build import marts_path
+
+    rows = spark.read.format("delta").load(f"{marts_path(config.lake_path)}/{mart}").where(F.col("group_id") == group_id)
+    return {r.episode_id for r in rows.select("episode_id").collect()}
+
+
 def _join_plain_member(kafka, group_id: str, topic: str) -> None:
     """A plain member joins ``group_id`` and leaves once it holds partitions: new generations in the log."""
     consumer = kafka.consumer(group_id, **CLASSIC)
@@ -167,10 +175,14 @@ def test_groups_without_any_agent_are_in_gold_from_the_broker(both, offsets_capt
 
 @pytest.mark.slow
 def test_a_later_run_recomputes_the_groups_whose_history_went_on(both, spark, kafka, offsets_capture):
-    """Slow (a second broker and gold run, about a minute); last in the module: it goes on with its lake."""
+    """Slow (a second broker, gold and SQL run, a few minutes); last in the module: it goes on with its lake.
+    The marts built before the member joined recompute the plain group hourly too: it has no events, so its
+    scope is the broker history gold priced further."""
     config, eager = both["config"], offsets_capture.groups["eager"]
+    run_pipeline(spark, config, ("sql",), progress=lambda _m: None)
+    episodes_before = _mart_rows(spark, config, "rebalance_episodes", eager)
     _join_plain_member(kafka, eager, offsets_capture.topic)
-    again = run_pipeline(spark, config, ("broker", "gold"), progress=lambda _m: None)
+    again = run_pipeline(spark, config, ("broker", "gold", "sql"), progress=lambda _m: None)
     after = _throughs(spark, config)
     went_on = {g for g, through in after.items() if both["before"].get(g) != through}
     assert eager in {g for _, g in went_on}
@@ -181,6 +193,9 @@ def test_a_later_run_recomputes_the_groups_whose_history_went_on(both, spark, ka
     before = [h for h in both["handoffs"] if h["group_id"] == eager]
     after_rows = [h for h in _rows(spark, config, catalog.HANDOFFS) if h["group_id"] == eager]
     assert len(after_rows) > len(before)  # the new member's rounds moved partitions
+    episodes = {e["episode_id"] for e in _rows(spark, config, catalog.EPISODES) if e["group_id"] == eager}
+    assert episodes_before < _mart_rows(spark, config, "rebalance_episodes", eager) == episodes  # scoped, not whole
+    assert again["sql"]["nodes"] > 0
     # recommend reads the partial-adoption group's gold, the broker's handoffs among the agent's
     assert run_pipeline(spark, config, ("recommend",), progress=lambda _m: None)["recommend"]["failures"] == 0
     assert any(r["group_id"] == _group(both) for r in _rows(spark, config, catalog.RECOMMENDATIONS))

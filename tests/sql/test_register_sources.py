@@ -44,3 +44,15 @@ def test_the_scope_holds_any_group_id_as_data_and_reads_without_a_spark_job(spar
             .selectExpr("g", "xxhash64(g) as k").collect()}
     assert {(r.value, r.key) for r in found} == set(keys.items())
     assert sql_build.register_scope(spark, lake_path, after=1)["group_id"] == 0  # nothing after the last batch
+    # a group whose broker history gold priced further joins the group scope, as data too
+    widened = sql_build.register_scope(spark, lake_path, after=1, repriced=["only-the-broker's"])
+    assert widened["group_id"] == 1
+    assert [r.value for r in spark.sql("select value from global_temp.group_id_scope").collect()] == \
+        ["only-the-broker's"]
+
+
+def test_a_group_gold_priced_further_in_the_log_is_repriced_once():
+    recorded = [["c1", "a", 10], ["c1", "b", 20]]
+    now = [["c1", "a", 10], ["c1", "b", 25], ["c2", "b", 3], ["c2", "c", 7]]
+    assert sql_build.repriced_groups(now, recorded) == ["b", "c"]
+    assert sql_build.repriced_groups(now, now) == []
