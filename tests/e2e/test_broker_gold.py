@@ -9,8 +9,9 @@ range) run, then the pipeline with the broker source on (ingest, broker, validat
   ``offsets_capture``) are in gold too: handoffs and episodes from the broker, coverage the broker saw;
 - the agent's group and the broker's are one group: the same cluster id from both sides;
 - incremental (slow): a later run recomputes just the groups whose history in the log went on (a
-  plain member joining a plain group), from the broker alone; recommend then reads the partial
-  group's gold, the broker's handoffs among the agent's, and fails on none.
+  plain member joining a plain group), from the broker alone, and the marts built before recompute that
+  group too; recommend then reads the partial group's gold, the broker's handoffs among the agent's, and
+  fails on none.
 
 The module's run (the default tests' share) on this shared 2-core machine: 160 s (the scenario
 about 50 s, the pipeline 99 s: gold 37 s), 370 s under a load of 11; reading and pricing the broker's
