@@ -31,6 +31,7 @@ whatever the commit rate); then the agent path's events, seconds and events/s.
 from __future__ import annotations
 
 import argparse
+import shutil
 import struct
 import tempfile
 import time
@@ -199,6 +200,7 @@ def main() -> None:
             events, agent_took = agent_path(spark, broker.bootstrap_servers, work, args.agent_events)
         finally:
             spark.stop()
+            shutil.rmtree(work, ignore_errors=True)
     commits = counts["records"] / PARTITIONS
     rate = args.groups  # commits a second the busy cluster wrote
     figures = [("records read", f"{counts['records']:,}"), ("seconds (2 cores, one slice)", f"{took:.1f}"),
