@@ -8,7 +8,7 @@ the first after it that advances past that (the new owner's first progress), the
 reached the last one's offset and the one before it (the previous owner surely still read after
 that one: its stop window opens there, and the pair is its rate), and checkpoints: the last commit
 of each of the ``CHECKPOINTS`` periods (``CHECKPOINT_MS``) before it, the previous owner's commit
-rate the bounds interpolate with. At most ``5 + CHECKPOINTS`` rows per change, and one per deleted
+rate the bounds interpolate with. At most ``KEPT_PER_CHANGE`` rows per change, and one per deleted
 (expired) offset: Burrow's idea of a bounded window per partition, placed where rebalances are. A
 commit carries no member id: the coordinator accepts one only from the current generation or epoch,
 so it is the partition's owner's at that time.
@@ -31,6 +31,10 @@ KEEP_REASONS: tuple[str, ...] = ("before_change", "after_change", "first_advance
                                   "before_last_advance", "checkpoint", "deleted")
 CHECKPOINT_MS = 60_000
 CHECKPOINTS = 4
+# The reasons that keep a commit for the change after it, and those for the change before it.
+KEPT_BEFORE = ("before_change", "last_advance", "before_last_advance", "checkpoint")
+KEPT_AFTER = ("after_change", "first_advance")
+KEPT_PER_CHANGE = 5 + CHECKPOINTS  # the most one change keeps: one commit per reason, a checkpoint per period
 
 
 def commit_row(row: dict[str, Any]) -> dict[str, Any]:

@@ -3,7 +3,7 @@ shows (failed rounds, a deleted group, an unknown assignor, a busy partition's c
 from __future__ import annotations
 
 from pipelines.broker_log.classic_history import classic_generations, classic_ownership_changes
-from pipelines.broker_log.commit_window import CHECKPOINTS, KEEP_REASONS, kept_commits
+from pipelines.broker_log.commit_window import KEEP_REASONS, KEPT_PER_CHANGE, kept_commits
 from pipelines.broker_log.consumer_history import consumer_events, consumer_ownership_changes
 from tests.support.broker_rows import assignment as _assignment, consumer_row as _consumer_row
 from tests.support.broker_rows import generation as _generation, member as _member
@@ -51,7 +51,7 @@ def test_commits_kept_are_bounded_per_change_whatever_the_commit_rate():
     for every_ms in (1000, 100, 10):  # 1, 10 and 100 commits a second for an hour
         commits, changes = _log(every_ms, hour, 5, [600_500, 1_800_250, 3_000_010])
         kept = kept_commits(commits, changes)
-        assert len(kept) <= (5 + CHECKPOINTS) * len(changes), every_ms
+        assert len(kept) <= KEPT_PER_CHANGE * len(changes), every_ms
         assert all(set(k["reasons"]) <= set(KEEP_REASONS) for k in kept)
 
 
