@@ -55,7 +55,8 @@ def _mart_rows(spark, config: PipelineConfig, mart: str, group_id: str) -> set[s
     """The episode ids of ``group_id`` in a mart the SQL stage wrote."""
     from pipelines.sql_build import marts_path
 
-    rows = spark.read.format("delta").load(f"{marts_path(config.lake_path)}/{mart}").where(F.col("group_id") == group_id)
+    rows = spark.read.format("delta").load(f"{marts_path(config.lake_path)}/{mart}")
+    rows = rows.where(F.col("group_id") == group_id)
     return {r.episode_id for r in rows.select("episode_id").collect()}
 
 
