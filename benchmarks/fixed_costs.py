@@ -46,6 +46,7 @@ def instrument() -> Any:
     the baseline commit, whose tree may not have it (its imports resolve to the measured code's)."""
     spec = importlib.util.spec_from_file_location("lens_stage_costs", ROOT / "pipelines" / "stage_costs.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up while they are made
     spec.loader.exec_module(module)
     return module
 
