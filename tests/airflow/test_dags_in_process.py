@@ -98,7 +98,8 @@ def _marts_partitions() -> list[str]:
         return sorted(session.scalars(query))
 
 
-@pytest.mark.slow  # ~5.5 min: ./lens test -m slow tests/airflow/test_dags_in_process.py (default suite's budget)
+@pytest.mark.slow  # 6.7-9 min measured on the shared 2 cores: ./lens test -m slow tests/airflow/test_dags_in_process.py
+@pytest.mark.timeout(1800)  # the suite's 600 s (pyproject.toml) left 60 s over the 540 s seen
 def test_hourly_backfill_then_daily_equals_one_run_and_reruns_change_nothing(
         spark, kafka, tmp_path, unique, lens_dags, monkeypatch):
     hourly, daily = lens_dags["rebalance_lens_hourly"], lens_dags["rebalance_lens_daily"]
