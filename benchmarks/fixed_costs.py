@@ -83,7 +83,9 @@ def measure(groups: int) -> dict[str, dict[str, Any]]:
         run_pipeline(spark, config, progress=costs.following(progress))
         if results.exists() and results.stat().st_mtime != was:  # a build ran (a skipped one writes nothing)
             took[DBT] = dbt_breakdown(results)
-        took[COSTS] = {stage: dataclasses.asdict(cost) for stage, cost in costs.costs.items()}
+        # asdict copies a Counter by counting its (kind, n) pairs: the kinds as a plain dict instead
+        took[COSTS] = {stage: {**dataclasses.asdict(cost), "job_kinds": dict(cost.job_kinds)}
+                       for stage, cost in costs.costs.items()}
         return took
 
     with bench_lake(2, keep=False) as (bootstrap, topic, config, spark, _):
