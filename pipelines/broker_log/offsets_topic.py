@@ -89,8 +89,8 @@ def refused(error_name: str) -> str:
             f"Topic:{OFFSETS_TOPIC} and DESCRIBE on the groups prefixed {READER_GROUP} (kafka-acls --add "
             f"--allow-principal User:<you> --operation Read --topic {OFFSETS_TOPIC} --operation Describe --group "
             f"{READER_GROUP} --resource-pattern-type prefixed); "
-            "where that cannot be granted, the Admin API (describe groups, list offsets) is the fallback, "
-            "at polling resolution")
+            "where that cannot be granted, the fallback is the Admin API (describe groups, list offsets) at "
+            "polling resolution, which rebalance-lens does not poll yet: run the agent on the groups instead")
 
 
 def _read_failure(err: Any) -> str:
