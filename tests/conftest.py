@@ -6,6 +6,7 @@ instead of starting the embedded broker (the tests that need its SASL listener t
 """
 from __future__ import annotations
 
+import logging
 import os
 import secrets
 import shutil
@@ -91,6 +92,9 @@ def spark(tmp_path_factory: pytest.TempPathFactory):
                                           app_name="rebalance-lens-tests"))
     yield session
     session.stop()
+    # py4j says at INFO that it closes its connections, also from their finalizers at interpreter exit, after
+    # pytest closed the streams its handlers write to ("--- Logging error ---" under the summary)
+    logging.getLogger("py4j").setLevel(logging.WARNING)
 
 
 @pytest.fixture
