@@ -3,7 +3,7 @@ shows (failed rounds, a deleted group, an unknown assignor, a busy partition's c
 from __future__ import annotations
 
 from pipelines.broker_log.classic_history import classic_generations, classic_ownership_changes
-from pipelines.broker_log.commit_window import KEEP_REASONS, KEPT_PER_CHANGE, kept_commits
+from pipelines.broker_log.commit_window import KEEP_REASONS, KEPT_AFTER, KEPT_BEFORE, KEPT_PER_CHANGE, kept_commits
 from pipelines.broker_log.consumer_history import consumer_events, consumer_ownership_changes
 from tests.support.broker_rows import assignment as _assignment, consumer_row as _consumer_row
 from tests.support.broker_rows import generation as _generation, member as _member
@@ -53,6 +53,8 @@ def test_commits_kept_are_bounded_per_change_whatever_the_commit_rate():
         kept = kept_commits(commits, changes)
         assert len(kept) <= KEPT_PER_CHANGE * len(changes), every_ms
         assert all(set(k["reasons"]) <= set(KEEP_REASONS) for k in kept)
+    # every reason but a deleted offset's keeps a commit for the change before or after it, not both
+    assert sorted(KEPT_BEFORE + KEPT_AFTER) == sorted(set(KEEP_REASONS) - {"deleted"})
 
 
 def test_the_commits_around_a_change_are_the_ones_the_bounds_read():
