@@ -8,6 +8,8 @@ by batch; a member's states are recomputed from its stored states and its new tr
 """
 from __future__ import annotations
 
+from functools import partial
+
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
@@ -65,13 +67,14 @@ def run(spark: SparkSession, config: PipelineConfig, progress: Progress = print)
     batch_range = f"(validate_batch > {int(after)} AND validate_batch <= {int(high)})"
     if config.since_ms is not None:
         batch_range += f" OR (event_time_ms >= {int(config.since_ms)} AND validate_batch <= {int(high)})"
-    lake.replace_where(spark, config.lake_path, catalog.COMMITS, commits(events), batch_range)
     entered = transitions(events)
     if lake.exists(spark, config.lake_path, catalog.MEMBER_STATES):
         stored = lake.declared(lake.rows_of(spark, config.lake_path, catalog.MEMBER_STATES, catalog.GROUP_KEY, groups),
                                catalog.MEMBER_STATES).select(*STATE_COLUMNS)
         entered = entered.unionByName(stored.join(entered.select("event_id"), "event_id", "left_anti"))
     with lake.spilled(spark, member_states(entered), f"{config.checkpoint_path}/silver_states") as states:
-        lake.replace_scope(spark, config.lake_path, catalog.MEMBER_STATES, states, groups)
+        lake.land_together([
+            partial(lake.replace_where, spark, config.lake_path, catalog.COMMITS, commits(events), batch_range),
+            partial(lake.replace_scope, spark, config.lake_path, catalog.MEMBER_STATES, states, groups)])
     lake.set_stage_mark(spark, config.lake_path, "silver", high)
     return {"groups": len(groups)}

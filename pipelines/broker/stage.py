@@ -30,7 +30,6 @@ import json
 import time
 from collections import Counter
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 
@@ -68,9 +67,6 @@ INPUT_ROW = ("offsets_partition int, offset bigint, timestamp_ms bigint, key bin
 # match what are assigned"); its consumer-based offset reader, still in Spark 4.2, assigns them as
 # given. Set for the slice's read only.
 CONSUMER_OFFSET_FETCHING = "spark.sql.streaming.kafka.useDeprecatedOffsetFetching"
-# A slice's tables land side by side (each write is mostly the driver waiting on Delta's log and
-# Spark's scheduler, not cores), then its state, alone and last.
-LANDING_THREADS = 4
 # The times of an ownership change whose log end the bounds read (docs/broker-source.md).
 LOG_END_TIMES = ("at_ms", "released_ms", "revoke_requested_ms", "join_completed_ms")
 
@@ -278,8 +274,7 @@ def _slice(spark: SparkSession, config: PipelineConfig, work: _Run, starts: Offs
                         partial(_write_audit, spark, config, work.cluster_id, out, counts, starts, ends, moving,
                                 work.new_names),
                         partial(_write_log_ends, spark, config, work, out)]
-            with ThreadPoolExecutor(LANDING_THREADS, thread_name_prefix="broker-landing") as pool:
-                landed = [future.result() for future in [pool.submit(land) for land in landings]]
+            landed = lake.land_together(landings)
             counts["log_ends"] = landed[-1]
             work.new_names.clear()  # stored
             marks = {**work.marks, work.cluster_id: {**work.marks.get(work.cluster_id, {}),

@@ -332,17 +332,17 @@ def _processed(spark: SparkSession, config: PipelineConfig, window: DataFrame,
 
 def _write_gold(spark: SparkSession, config: PipelineConfig, grouped: DataFrame, intervals: DataFrame,
                 processed: DataFrame, groups: list[Group]) -> dict[str, int]:
-    """Replace the groups' ownership, group pass tables, records processed and metrics; the rows per output."""
+    """Replace the groups' ownership, group pass tables, records processed and metrics, side by side
+    (``lake.land_together``); the rows per output."""
     of = {name: grouped.where(F.col(name).isNotNull()).select(f"{name}.*") for name, _ in GROUP_OUTPUTS}
     of["coverage"] = of["coverage"].select(*GROUP, F.timestamp_millis("hour_start_ms").alias("hour_start"),
                                            "covered_s", "owned_s", "broker_covered_s")
-    lake.replace_scope(spark, config.lake_path, catalog.OWNERSHIP, intervals, groups)
-    for name, table in GROUP_OUTPUTS:
-        lake.replace_scope(spark, config.lake_path, table, of[name], groups)
     with lake.spilled(spark, processed, spill_path(config, "gold_processed")) as hours:
-        lake.replace_scope(spark, config.lake_path, catalog.PROCESSED, hours, groups)
-        lake.replace_scope(spark, config.lake_path, catalog.METRICS,
-                           group_metrics(of["handoff"], of["episode"], hours, of["coverage"]), groups)
+        tables = [(catalog.OWNERSHIP, intervals), *((table, of[name]) for name, table in GROUP_OUTPUTS),
+                  (catalog.PROCESSED, hours),
+                  (catalog.METRICS, group_metrics(of["handoff"], of["episode"], hours, of["coverage"]))]
+        lake.land_together([partial(lake.replace_scope, spark, config.lake_path, table, rows, groups)
+                            for table, rows in tables])
     return grouped.agg(*[F.count(name).alias(f"{name}s") for name, _ in GROUP_OUTPUTS]).first().asDict()
 
 

@@ -2,6 +2,8 @@
 (incremental by group, like gold, which it reads)."""
 from __future__ import annotations
 
+from functools import partial
+
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -93,9 +95,9 @@ def run(spark: SparkSession, config: PipelineConfig, progress: Progress = print)
 
     with lake.spilled(spark, apply_per_group(_inputs(spark, config, groups), catalog.GROUP_KEY, recommend, ROW_DDL),
                       f"{config.checkpoint_path}/recommend_rows") as rows:
-        for name, table in OUTPUTS:
-            lake.replace_scope(spark, lake_path, table, rows.where(F.col(name).isNotNull()).select(f"{name}.*"),
-                               groups)
+        lake.land_together([partial(lake.replace_scope, spark, lake_path, table,
+                                    rows.where(F.col(name).isNotNull()).select(f"{name}.*"), groups)
+                            for name, table in OUTPUTS])
         counts = rows.agg(*[F.count(name).alias(f"{name}s") for name, _ in OUTPUTS]).first().asDict()
         failed = [r.asDict() for r in rows.where(F.col("failure").isNotNull()).select("failure.*")
                   .orderBy(*catalog.GROUP_KEY).limit(SAID_FAILURES).collect()] if counts["failures"] else []

@@ -2,6 +2,10 @@
 A group is (cluster_id, group_id): one group name on two clusters is two scopes."""
 from __future__ import annotations
 
+import threading
+
+import pytest
+
 from pipelines import lake
 from pipelines.catalog import Table
 
@@ -65,3 +69,33 @@ def test_a_table_gains_a_declared_column_on_its_next_write(spark, tmp_path):
     assert lake.read(spark, path, grown).schema == grown.schema()
     assert sorted(tuple(r) for r in lake.read(spark, path, grown).collect()) == [("c", "a", 1, "x", 2.5),
                                                                                  ("c", "b", 1, "y", None)]
+
+
+def test_tables_land_side_by_side_and_a_failure_waits_for_the_others(spark, tmp_path):
+    """Two tables written at once by ``land_together``: both committed, each with its rows; a failed
+    landing is raised only once the others are done (none left writing under a failed stage)."""
+    path, other = str(tmp_path), Table("test/other", grain="one row per group and key", keys=("key",),
+                                       written_by="this test")
+    both = threading.Barrier(2, timeout=120)  # one after another, the first would wait here alone
+
+    def land(table: Table, value: str) -> str:
+        both.wait()
+        lake.replace_scope(spark, path, table, spark.createDataFrame([("eu", "g", 1, value)], ROWS_DDL), [("eu", "g")])
+        return value
+
+    assert lake.land_together([lambda: land(TABLE, "a"), lambda: land(other, "b")]) == ["a", "b"]
+    assert _table(spark, path) == [("eu", "g", 1, "a")]
+    assert [tuple(r) for r in lake.read(spark, path, other).collect()] == [("eu", "g", 1, "b")]
+
+    finished = []
+
+    def fails() -> None:
+        raise ValueError("planted")
+
+    def slow() -> None:
+        threading.Event().wait(0.5)
+        finished.append("slow")
+
+    with pytest.raises(ValueError, match="planted"):
+        lake.land_together([fails, slow])
+    assert finished == ["slow"]
