@@ -6,6 +6,7 @@ intervals), so it runs in Spark's Python workers and in tests alike.
 from __future__ import annotations
 
 import traceback
+from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +20,15 @@ from pipelines.recommend.instrument import instrument_advice
 from pipelines.recommend.judgement import Evidence, Recommendation
 from pipelines.recommend.rules import recommend
 from pipelines.recommend.window import SINCE, Rows, judged, length_ms
+from pipelines.simulator.cost_model import Priced
 
 RECOMMENDATION_COLUMNS = RECOMMENDATIONS.column_names()
+# A share of a large group's replays, priced by a task of its own (``priced_share``) and read by the
+# group's pass as rows of this source.
+PRICED = "priced"
+PRICED_FIELDS = [f.name for f in fields(Priced)]
+PRICED_DDL = (f"cluster_id string, group_id string, {PRICED} struct<candidate: int, rebalances: bigint, "
+              "handoffs: bigint, partitions_moved: bigint, duplicates: double, pause_s: double>")
 
 
 def _pct(saved: float, of: float) -> float | None:
@@ -67,6 +75,31 @@ def recommendation_row(group: tuple[str, str], rank: int, r: Recommendation, w: 
     return row
 
 
+def _windowed(rows: list[dict[str, Any]], window_h: float) -> tuple[Rows, list[dict[str, Any]]]:
+    """The group's rows by source in its window, and the handoffs the what-if prices (those the agent
+    saw both sides of); rows of ``PRICED`` (a share's replays) are not the window's."""
+    of: Rows = {source: [] for source in SINCE}
+    for row in rows:
+        if row["source"] != PRICED:
+            of[row["source"]].append(row[row["source"]])
+    of = judged(of, length_ms(window_h))
+    return of, [h for h in of["handoffs"] if not h.get("unseen_owner")]
+
+
+def priced_share(rows: list[dict[str, Any]], broker: BrokerGroups, window_h: float,
+                 shard: what_if_module.Shard) -> list[dict[str, Any]]:
+    """One task's share of a large group's replays (``what_if.priced_share``), as rows of ``PRICED_DDL``.
+    A share that raises returns nothing: the group's pass then prices every candidate itself, and
+    its failure is the group's (``recommend_or_fail``)."""
+    try:
+        of, covered = _windowed(rows, window_h)
+        share = what_if_module.priced_share(of["members"], covered, of["intervals"], broker, shard)
+    except Exception:  # said once, by the group's own pass
+        return []
+    key = {"cluster_id": rows[0]["cluster_id"], "group_id": rows[0]["group_id"]}
+    return [{**key, PRICED: {"candidate": i, **asdict(p)}} for i, p in share.items()]
+
+
 def recommend_group(rows: list[dict[str, Any]], lake_path: str, broker: BrokerGroups = BrokerGroups(),
                     window_h: float = DEFAULT_WINDOW_H,
                     topic: str = DEFAULT_TELEMETRY_TOPIC) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -77,16 +110,14 @@ def recommend_group(rows: list[dict[str, Any]], lake_path: str, broker: BrokerGr
     gets the coverage warning instead of priced changes, and a group whose broker-only handoffs leave its
     figures too wide to choose between changes the advice to run the agent (``instrument``; sent to
     ``topic``), the one row of a group no member with the agent showed."""
-    of: Rows = {source: [] for source in SINCE}
-    for row in rows:
-        of[row["source"]].append(row[row["source"]])
-    of = judged(of, length_ms(window_h))
+    of, covered = _windowed(rows, window_h)
     group = (rows[0]["cluster_id"], rows[0]["group_id"])
     owned = sum(c["owned_s"] for c in of["coverage"])
     coverage = sum(c["covered_s"] for c in of["coverage"]) / owned if owned > 0 else None
-    covered = [h for h in of["handoffs"] if not h.get("unseen_owner")]  # priced on what the agent saw only
     advice = instrument_advice(of["handoffs"], of["coverage"], topic)
-    w = what_if_module.what_if(of["members"], covered, of["intervals"], broker)
+    given = {r[PRICED]["candidate"]: Priced(*(r[PRICED][f] for f in PRICED_FIELDS)) for r in rows
+             if r["source"] == PRICED} or None
+    w = what_if_module.what_if(of["members"], covered, of["intervals"], broker, given)
     if w is None:
         return [], [recommendation_row(group, 1, advice, None, lake_path, advice.source)] if advice else []
     found = recommend(Evidence(group[1], of["members"], covered, of["episodes"], of["intervals"], w, coverage,

@@ -12,7 +12,7 @@ from pipelines.config import PipelineConfig, Progress
 from pipelines.group_apply import apply_per_group
 from pipelines.recommend import window
 from pipelines.recommend.configuration import BrokerGroups
-from pipelines.recommend.group_pass import recommend_or_fail
+from pipelines.recommend.group_pass import PRICED, PRICED_DDL, priced_share, recommend_or_fail
 from pipelines.scope import Group, pending
 
 # What the pass reads of each gold table, as SQL expressions (the ownership intervals are the big one).
@@ -29,6 +29,11 @@ SOURCES: dict[str, tuple[catalog.Table, list[str] | None]] = {
 }
 OUTPUTS = (("what_if", catalog.WHAT_IF), ("recommendation", catalog.RECOMMENDATIONS),
            ("failure", catalog.RECOMMEND_FAILURES))
+# A group with this many ownership intervals in its window prices its candidates over several tasks,
+# up to MAX_SHARES (and the cores Spark has): one task's replays were most of recommend's time on a group
+# of 200 members (2026-11-29: 178.8 s, 28% of gold's, on one core of two).
+SHARED_FROM = 5_000
+MAX_SHARES = 8
 SAID_FAILURES = 5  # groups named one line each in the stage's output; the rest counted (all in the table)
 ROW_DDL = ", ".join(f"{name} struct<{table.ddl(': ')}>" for name, table in OUTPUTS)
 
@@ -64,6 +69,30 @@ def _inputs(spark: SparkSession, config: PipelineConfig, groups: list[Group]) ->
     return combined
 
 
+def _with_shares(spark: SparkSession, config: PipelineConfig, inputs: DataFrame, settings: dict[Group, BrokerGroups],
+                 progress: Progress) -> DataFrame:
+    """``inputs`` and, for each group with at least ``SHARED_FROM`` ownership intervals in its window, its
+    candidates' replays priced in shares, one task each (``group_pass.priced_share``): a large group's
+    what-if (most of the stage's time) spreads over the cores instead of one task's."""
+    group = list(catalog.GROUP_KEY)
+    large = [tuple(r) for r in inputs.where(F.col("source") == "intervals").groupBy(*group).count()
+             .where(F.col("count") >= SHARED_FROM).select(*group).collect()]
+    shares = min(spark.sparkContext.defaultParallelism, MAX_SHARES)
+    if not large or shares < 2:
+        return inputs
+    progress(f"recommend: {len(large)} large group(s), each priced in {shares} shares")
+    each = spark.createDataFrame([(*g, k) for g in large for k in range(shares)],
+                                 "cluster_id string, group_id string, shard int")
+
+    def share(rows: list[dict]) -> list[dict]:
+        broker = settings[(rows[0]["cluster_id"], rows[0]["group_id"])]
+        return priced_share(rows, broker, config.recommend_window_h, (rows[0]["shard"], shares))
+
+    priced = apply_per_group(inputs.join(F.broadcast(each), group), [*group, "shard"], share, PRICED_DDL,
+                             tasks_by="shard")
+    return inputs.unionByName(priced.withColumn("source", F.lit(PRICED)), allowMissingColumns=True)
+
+
 def group_settings(config: PipelineConfig, groups: list[Group], progress: Progress) -> dict[Group, BrokerGroups]:
     """The KIP-848 settings each group is priced with: read from the telemetry cluster for the groups
     on it (``pipelines.cluster``), else the pipeline's settings, assumed and said; one line says which."""
@@ -93,7 +122,8 @@ def run(spark: SparkSession, config: PipelineConfig, progress: Progress = print)
         return [{**dict.fromkeys(name for name, _ in OUTPUTS), name: row}
                 for (name, _), rows in zip(OUTPUTS, outputs) for row in rows]
 
-    with lake.spilled(spark, apply_per_group(_inputs(spark, config, groups), catalog.GROUP_KEY, recommend, ROW_DDL),
+    inputs = _with_shares(spark, config, _inputs(spark, config, groups), settings, progress)
+    with lake.spilled(spark, apply_per_group(inputs, catalog.GROUP_KEY, recommend, ROW_DDL),
                       f"{config.checkpoint_path}/recommend_rows") as rows:
         lake.land_together([partial(lake.replace_scope, spark, lake_path, table,
                                     rows.where(F.col(name).isNotNull()).select(f"{name}.*"), groups)

@@ -104,9 +104,15 @@ def replayed(config: Config, members: list[dict[str, Any]]) -> list[dict[str, An
     return members
 
 
+Shard = tuple[int, int]  # (k, n): the k-th of n shares of a group's candidates
+WHOLE: Shard = (0, 1)
+
+
 def price_all(configs: list[Config], members: list[dict[str, Any]], partitions: dict[str, int],
-              fitted: Fitted) -> dict[Config, Priced]:
-    """Every candidate priced, in ``configs`` order. Candidates of one setup share its replay, and
+              fitted: Fitted, shard: Shard = WHOLE) -> dict[Config, Priced]:
+    """Every candidate priced, in ``configs`` order; with ``shard`` (k, n), only those of the k-th of
+    n shares (the families k, k + n, ...: a large group's candidates priced over n tasks, then
+    joined by ``what_if``'s ``given``). Candidates of one setup share its replay, and
     setups of one assignor model (one assignor, static or not: the members the model sees) the
     assignments their replays compute (``replay.Assignments``, up to ``SHARED_PARTITIONS``). A replay
     is priced as it runs, round by round, for all its candidates at once, and a model's assignments
@@ -118,7 +124,8 @@ def price_all(configs: list[Config], members: list[dict[str, Any]], partitions: 
     for c in configs:
         families.setdefault((c.setup.assignor, c.setup.static, c.extra), {}).setdefault(c.setup, []).append(c)
     priced: dict[Config, Priced] = {}
-    for (assignor, static, _), family in families.items():
+    k, n = shard
+    for (assignor, static, _), family in list(families.items())[k::n]:
         seen = replayed(next(iter(family.values()))[0], members)
         assignments = Assignments(SHARED_PARTITIONS if len(family) > 1 else 0)
         renamings = draws([observed_id(m) for m in seen], assignor.startswith("consumer:"), static,
@@ -128,19 +135,42 @@ def price_all(configs: list[Config], members: list[dict[str, Any]], partitions: 
                                kind_of(setup), [c.commit_on_revoke for c in sharing], setup.session_timeout_ms)
                     for renaming in renamings]
             priced.update((c, mean_priced(over_draws)) for c, over_draws in zip(sharing, zip(*each)))
-    return {c: priced[c] for c in configs}
+    return {c: priced[c] for c in configs if c in priced}
+
+
+def _candidates(members: list[dict[str, Any]], handoffs: list[dict[str, Any]], intervals: list[dict[str, Any]],
+                broker: BrokerGroups) -> tuple[list[Config], Fitted]:
+    """The group's candidates (the current configuration first) and its fitted cost model."""
+    configs = candidates(current_config(members, broker), members, broker)
+    fitted = fit(handoffs, intervals, members, kind_of(configs[0].setup), heartbeats(members, broker),
+                 configs[0].setup.session_timeout_ms)
+    return configs, fitted
+
+
+def priced_share(members: list[dict[str, Any]], handoffs: list[dict[str, Any]], intervals: list[dict[str, Any]],
+                 broker: BrokerGroups, shard: Shard) -> dict[int, Priced]:
+    """One share of the group's replays (``price_all``'s ``shard``), by the candidate's place in its list:
+    what one task of a large group's pricing returns to ``what_if``."""
+    if not members:
+        return {}
+    configs, fitted = _candidates(members, handoffs, intervals, broker)
+    found = price_all(configs, members, partition_counts(intervals), fitted, shard)
+    return {i: found[c] for i, c in enumerate(configs) if c in found}
 
 
 def what_if(members: list[dict[str, Any]], handoffs: list[dict[str, Any]], intervals: list[dict[str, Any]],
-            broker: BrokerGroups) -> WhatIf | None:
-    """The group's what-if, or None when it has no member that reported its configuration."""
+            broker: BrokerGroups, given: dict[int, Priced] | None = None) -> WhatIf | None:
+    """The group's what-if, or None when it has no member that reported its configuration. ``given``:
+    the replays ``priced_share`` found over tasks (by candidate place); the pass prices them itself
+    unless they cover every candidate (a share whose task failed is priced here, and fails here)."""
     if not members:
         return None
-    configs = candidates(current_config(members, broker), members, broker)
+    configs, fitted = _candidates(members, handoffs, intervals, broker)
     current = configs[0]
-    fitted = fit(handoffs, intervals, members, kind_of(current.setup), heartbeats(members, broker),
-                 current.setup.session_timeout_ms)
-    replays = price_all(configs, members, partition_counts(intervals), fitted)
+    if given is not None and set(given) == set(range(len(configs))):
+        replays = {c: given[i] for i, c in enumerate(configs)}
+    else:
+        replays = price_all(configs, members, partition_counts(intervals), fitted)
     times = [m["joined_ms"] for m in members] + [m["last_seen_ms"] for m in members]
     unanchored = WhatIf(current, fitted, measured(handoffs), replays, (min(times), max(times)), replays, broker)
     return replace(unanchored, priced={c: unanchored.anchor(p) for c, p in replays.items()})

@@ -67,3 +67,24 @@ def test_a_kip848_group_is_priced_with_the_settings_its_cluster_applies(spark, k
     classic = lake.read(spark, config.lake_path, catalog.WHAT_IF).where(F.col("group_id") == fleets[1].group)
     assert {r.session_timeout_ms for r in classic.collect() if r.group_protocol == "consumer"} == {45_000}
 
+
+
+def test_a_large_groups_replays_priced_in_shares_over_tasks_give_the_same_rows(spark, recommended, monkeypatch):
+    """Every group made "large" (``SHARED_FROM`` 1): its candidates replayed in shares, one task each,
+    and joined by its pass; the what-if and the recommendations equal the one-task pass's, and the
+    planted failing group still fails once, in its own pass."""
+    from pipelines.recommend import stage as recommend_stage
+
+    config = recommended[0]
+    tables = (catalog.WHAT_IF, catalog.RECOMMENDATIONS, catalog.RECOMMEND_FAILURES)
+    before = {t.path: sorted(map(tuple, lake.read(spark, config.lake_path, t).drop("traceback").collect()))
+              for t in tables}
+    monkeypatch.setattr(recommend_stage, "SHARED_FROM", 1)
+    lake.set_stage_mark(spark, config.lake_path, "recommend", -1)
+    said: list[str] = []
+    result = run_stage(spark, config, "recommend", progress=said.append)
+    assert result["groups"] == 3 and result["failures"] == 1
+    assert any(line.startswith("recommend: 3 large group(s), each priced in ") for line in said), said
+    after = {t.path: sorted(map(tuple, lake.read(spark, config.lake_path, t).drop("traceback").collect()))
+             for t in tables}
+    assert after == before
