@@ -30,8 +30,8 @@ SOURCES: dict[str, tuple[catalog.Table, list[str] | None]] = {
 OUTPUTS = (("what_if", catalog.WHAT_IF), ("recommendation", catalog.RECOMMENDATIONS),
            ("failure", catalog.RECOMMEND_FAILURES))
 # A group with this many ownership intervals in its window prices its candidates over several tasks,
-# up to MAX_SHARES (and the cores Spark has): one task's replays were most of recommend's time on a group
-# of 200 members (2026-11-29: 178.8 s, 28% of gold's, on one core of two).
+# up to MAX_SHARES (and the cores Spark has): on a group of 200 members and 5M events, one task took
+# 187.8 s and 2 shares 142.6 s, the same rows (benchmarks/recommend_shares.py, 2026-11-29).
 SHARED_FROM = 5_000
 MAX_SHARES = 8
 SAID_FAILURES = 5  # groups named one line each in the stage's output; the rest counted (all in the table)
