@@ -31,7 +31,7 @@ INTERVAL_FIELDS = ("cluster_id", "group_id", "assign_event_id", "topic", "partit
                    "release_kind", "released_ms", "release_event_id", "callback_ms", "commit_in_revoke",
                    "last_processed_at_release", "committed_at_release", "committed_max", "generation",
                    "first_fetch_ms", "first_fetch_offset", "first_fetch_window_ms", "first_fetch_timestamp_ms",
-                   "next_assigned_ms")
+                   "next_assigned_ms", "position_at_release", "handed_out_at_release")
 # The kinds of event the pass reads (what the stage keeps in ``catalog.REBALANCE_EVENTS``).
 KINDS = frozenset(CLUSTER_KINDS | MEMBER_KINDS)
 

@@ -19,7 +19,8 @@ Such a handoff is split in two (``split``), and neither part is priced across th
   member reported: the unseen owner starts at the group's committed offset, at most the
   previous owner's highest commit (``uncommitted_at_revoke`` records re-read, the lower
   bound) and at least the commit it reported at the revoke (else where it started itself);
-  the pause is unknown (when the unseen owner first read is not seen);
+  exactly 0 when it handed out none of the partition's records, and at least 0 when it made no
+  commit the agent saw; the pause is unknown (when the unseen owner first read is not seen);
 - unseen -> next owner: the pause is at least the next owner's own wait (assignment to first
   record), its upper bound and the duplicates unknown.
 
@@ -51,7 +52,7 @@ from typing import Any
 
 from pipelines.catalog import HANDOFFS
 from pipelines.gold.causes import Bodies
-from pipelines.gold.handoffs import bounded_estimates
+from pipelines.gold.handoffs import bounded_estimates, handed_out_nothing
 
 ROUND_GAP_MS = 1_000  # a round's events follow each other this closely (the ground truth's rebalance gap)
 HOUR_MS = 3_600_000
@@ -138,7 +139,12 @@ def _to_unseen(h: dict[str, Any], prev: dict[str, Any] | None, rounds: list[Roun
     taken = rounds[i] if i < len(rounds) else None
     reported = None if prev is None else (prev["committed_at_release"] if prev["committed_at_release"] is not None
                                           else prev["first_fetch_offset"])
-    lower, upper = h["uncommitted_at_revoke"], _dups(h["last_processed_at_revoke"], reported)
+    if prev is not None and h["release_kind"] != "crash" and handed_out_nothing(prev):
+        lower = upper = 0  # nothing of its own can be read again (``handoffs.handed_out_nothing``)
+    else:
+        upper = _dups(h["last_processed_at_revoke"], reported)
+        # no commit seen (the owner made none before the release): at least none, at most all it processed
+        lower = 0 if h["uncommitted_at_revoke"] is None and upper is not None else h["uncommitted_at_revoke"]
     part = {
         **h, "handoff_id": f"{h['handoff_id']}~unseen", "unseen_owner": True, "same_owner": False,
         "next_agent_id": None, "next_member_id": None,

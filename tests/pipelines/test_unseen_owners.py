@@ -107,3 +107,30 @@ def test_a_cooperative_round_slower_than_the_round_gap_is_no_unseen_owner():
     _, handoffs, _, _, _ = group_of(fleet.events, gap_s=10.0)
     [h] = [h for h in handoffs if h["partition"] == P1[1]]
     assert not h["unseen_owner"] and h["next_agent_id"] is not None and h["duplicates"] == 0
+
+
+def test_a_partition_let_go_to_an_unseen_owner_early_is_bounded_from_what_its_owner_did():
+    """An eager round soon after an assignment (a loaded machine in CI): m1 took P0, P1 and P3 at 0.5 s,
+    and the round of 4 s gave P1 and P3 to a plain member (m2 holds P2). m1 handed out none of P1's
+    records: nothing of its can be read again, exactly 0 duplicates, not unknown. It processed P3's
+    20..29 and committed none: at least none and at most those 10 are read again."""
+    fleet = Fleet(group="quick")
+    m1, m2 = fleet.member("m1"), fleet.member("m2")
+    m1.at(0).joins()
+    m2.at(0).joins()
+    m1.at(500).assigned(P0, P1, P3, generation=1).fetches(P0, 0).fetches(P3, 20)
+    m2.at(500).assigned(P2, generation=1).fetches(P2, 0)
+    m1.at(2_000).processes(P0, upto=9).processes(P3, upto=29)
+    m1.at(4_000).revokes(P0, P1, P3)
+    m2.at(4_000).revokes(P2)
+    m1.at(4_200).assigned(P0, generation=2).fetches(P0, 10)
+    m2.at(4_200).assigned(P2, generation=2).fetches(P2, 0)
+    m1.at(6_000).processes(P0, upto=49).commits(P0, 50)
+    m1.at(9_000).leaves().revokes(P0)
+    m2.at(9_000).leaves().revokes(P2)
+    _, handoffs, _, _, _ = group_of(fleet.events, gap_s=10.0)
+    [nothing], [some] = ([h for h in handoffs if h["partition"] == p[1]] for p in (P1, P3))
+    for left in (nothing, some):
+        assert (left["unseen_owner"], left["next_agent_id"], left["release_kind"]) == (True, None, "revoked")
+    assert (nothing["duplicates"], nothing["duplicates_upper"]) == (0, 0)
+    assert (some["duplicates"], some["duplicates_upper"]) == (0, 10)
