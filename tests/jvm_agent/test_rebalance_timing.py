@@ -43,8 +43,9 @@ PARTITIONS = 6
 PER_PARTITION = 10
 CALLBACKS = ("partitions_assigned", "partitions_revoked", "partitions_lost")
 # Per rebalance: the client stamps its start and end in whole milliseconds, a few instructions from where the advice
-# stamps them in nanoseconds, and on a loaded machine a thread can be preempted between the two (seen: 2.4 ms).
-STEP_SLACK_MS = 5.0
+# stamps them in nanoseconds, and on a loaded machine a thread can be preempted between the two (seen: 2.4 ms, and
+# 5.3 ms in one rebalance of 64 ms in CI on 2026-11-29, the full suite on 2 cores).
+STEP_SLACK_MS = 10.0
 
 
 class Member:
