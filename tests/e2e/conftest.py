@@ -36,6 +36,19 @@ def _plan() -> list[tuple[str, str]]:
     return plan + [(name, "range") for name in builtin_names(migrations=False) if name not in names]
 
 
+LANDINGS = ("landed", "landed_migrations", "landed_java", "landed_frameworks")
+# A landing runs its scenarios in real time and the whole pipeline over them, in the setup of the first test that
+# asks for it: ``landed`` took 440 s in CI on a quiet machine and over the suite's 600 s on a slower one.
+LANDING_TIMEOUT_S = 1800
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests that read a landing get ``LANDING_TIMEOUT_S`` (setup included) unless they set their own."""
+    for item in items:
+        if set(LANDINGS) & set(getattr(item, "fixturenames", ())) and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(LANDING_TIMEOUT_S))
+
+
 @pytest.fixture(scope="session")
 def landed(kafka, spark, tmp_path_factory) -> dict[str, Any]:
     return land(kafka, spark, tmp_path_factory, _plan())
