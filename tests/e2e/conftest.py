@@ -6,6 +6,7 @@ from __future__ import annotations
 import uuid
 from collections import defaultdict
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -43,9 +44,12 @@ LANDING_TIMEOUT_S = 1800
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The tests that read a landing get ``LANDING_TIMEOUT_S`` (setup included) unless they set their own."""
+    """This folder's tests that read a landing get ``LANDING_TIMEOUT_S`` (setup included) unless they set their own
+    (the hook sees every collected test: other folders have fixtures of these names too)."""
+    here = Path(__file__).parent
     for item in items:
-        if set(LANDINGS) & set(getattr(item, "fixturenames", ())) and item.get_closest_marker("timeout") is None:
+        if here in item.path.parents and set(LANDINGS) & set(getattr(item, "fixturenames", ())) \
+                and item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(LANDING_TIMEOUT_S))
 
 
