@@ -50,6 +50,9 @@ from pipelines.catalog import OWNERSHIP
 RELEASING = {"partitions_revoked": "revoked", "partitions_lost": "lost"}
 CHANGES = ("partitions_assigned", *RELEASING)
 INTERVAL_COLUMNS = OWNERSHIP.column_names()
+# How long after its release an owner's interval is taken as final (``PartitionFold._settled``): longer
+# than any progress tick it could still have sent of the partition.
+SETTLED_AFTER_MS = 60_000
 
 
 def _known(offset: int | None) -> int | None:
@@ -155,25 +158,37 @@ class PartitionFold:
         deadline = None if nxt is None else nxt["first_fetch_ms"]
         counted = (f["offset"] if deadline is None or t <= deadline
                    else f["first_offset"] if f["first_ms"] <= deadline else None)
-        if counted is not None:
-            row["committed_max"] = max(row["committed_max"] if row["committed_max"] is not None
-                                       else OFFSET_UNKNOWN, counted)
-            at = t if counted == f["offset"] else f["first_ms"]
-            row["last_commit_ms"] = max(row.get("last_commit_ms") or at, at)  # .get: a state kept before it
+        if counted is None:
+            return  # after the next owner read: not this interval's commit, in a revoke or not
+        row["committed_max"] = max(row["committed_max"] if row["committed_max"] is not None
+                                   else OFFSET_UNKNOWN, counted)
+        at = t if counted == f["offset"] else f["first_ms"]
+        row["last_commit_ms"] = max(row.get("last_commit_ms") or at, at)  # .get: a state kept before it
         if f["in_revoke"]:
             row["commit_in_revoke"] = True
 
-    def state(self) -> dict[str, Any] | None:
-        """What a later fold needs (None: nothing): the intervals from the earliest one a later
-        fact can change (each agent's latest) on, and before it those whose handoff a later
-        first fetch can still decide (an unread next owner's reader is the first later owner
-        that reads), with one more: the previous owner of the first of them."""
-        if not self.latest_of:
+    def _settled(self, i: int, at_ms: int) -> bool:
+        """Interval ``i`` is final for every fact from ``at_ms`` on: its owner released it (a revoke or
+        lost callback, which nothing later overwrites) at least ``SETTLED_AFTER_MS`` before, and the
+        next owner read before ``at_ms``, so its owner's later commits count for nothing (``_commit``);
+        an owner reports progress and fetches only for partitions it holds."""
+        row, nxt = self.intervals[i], self.intervals[i + 1] if i + 1 < len(self.intervals) else None
+        return (nxt is not None and nxt["first_fetch_ms"] is not None and nxt["first_fetch_ms"] < at_ms
+                and row["release_kind"] in RELEASING.values() and row["released_ms"] <= at_ms - SETTLED_AFTER_MS)
+
+    def state(self, at_ms: int) -> dict[str, Any] | None:
+        """What a fold of the facts from ``at_ms`` on needs (None: nothing): the intervals from the
+        earliest one a later fact can change (each agent's latest, unless ``_settled``) on, and
+        before it those whose handoff a later first fetch can still decide (an unread next owner's
+        reader is the first later owner that reads), with one more: the previous owner of the first
+        of them. A settled agent is forgotten, so the state holds the partition's recent intervals,
+        not every owner it ever had (an eager group's 60 owners reached back over its whole history)."""
+        live = {agent: i for agent, i in self.latest_of.items() if not self._settled(i, at_ms)}
+        if not live:
             return None
-        first = min(self.latest_of.values())
+        first = min(live.values())
         while first > 0 and self.intervals[first - 1]["first_fetch_ms"] is None:
             first -= 1
         first = max(0, first - 1)
         return {"intervals": self.intervals[first:],
-                "latest_of": {agent: i - first for agent, i in self.latest_of.items()}}
-
+                "latest_of": {agent: i - first for agent, i in live.items()}}

@@ -140,11 +140,11 @@ def fold_partition(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if f["kind"] == TAIL:
             continue
         if not taken and f["event_time_ms"] >= before:
-            kept, taken = fold.state(), True
+            kept, taken = fold.state(before), True
             kept = None if kept is None else orjson.dumps(kept).decode()
         fold.feed(f)
     if not taken:
-        kept = fold.state()
+        kept = fold.state(before)
         kept = None if kept is None else orjson.dumps(kept).decode()
     out: list[dict[str, Any]] = [{"interval": row, "handoff": None, "state": None} for row in fold.intervals]
     out += [{"interval": None, "handoff": {**h, "episode_id": None, "episode_start_ms": None, "cause": None,

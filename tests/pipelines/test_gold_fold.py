@@ -44,8 +44,32 @@ def _stalled() -> Fleet:
     return fleet
 
 
-FLEETS = {"scale_out_crash": fleets.scale_out_then_crash(), "busy": fleets.busy_fleet(), "quiet": fleets.quiet_group(),
-          "static": fleets.static_cooperative_restarts(), "stalled": _stalled(), **fleets.every_cause()}
+ROUND_MS = 300_000  # past SETTLED_AFTER_MS: a released owner's interval settles by the next round
+
+
+def _rotating() -> Fleet:
+    """P0 handed round by round among m1-m3 for two hours, after m0 held it once at the start and
+    stayed in the group: the state must forget m0's interval, not carry every round since."""
+    fleet = Fleet(group="rotating-app")
+    members = [fleet.member(f"m{i}") for i in range(4)]
+    for m in members:
+        m.at(0).joins()
+    offset = 0
+    for k in range(24):
+        owner, nxt = members[0 if k == 0 else 1 + k % 3], members[1 + (k + 1) % 3]
+        t = 1_000 + k * ROUND_MS
+        owner.at(t).assigned(P0, generation=k + 1).at(t + 10).fetches(P0, offset)
+        offset += 100
+        owner.at(t + 60_000).processes(P0, upto=offset - 1, interval_ms=60_000).commits(P0, offset - 20)
+        owner.at(t + ROUND_MS - 100).revokes(P0, committed_in_callback=True)
+        if k == 23:
+            nxt.at(t + ROUND_MS).assigned(P0, generation=k + 2).at(t + ROUND_MS + 10).fetches(P0, offset)
+    return fleet
+
+
+FLEETS = {"rotating": _rotating(), "scale_out_crash": fleets.scale_out_then_crash(), "busy": fleets.busy_fleet(),
+          "quiet": fleets.quiet_group(), "static": fleets.static_cooperative_restarts(), "stalled": _stalled(),
+          **fleets.every_cause()}
 
 
 def _canon(rows):
@@ -117,7 +141,7 @@ def test_a_fold_resumed_from_its_state_at_any_cut_ends_as_one_fold(cut, name, so
             first = PartitionFold()
             for f in fs[:cut]:
                 first.feed(f)
-            state = first.state()
+            state = first.state(fs[cut]["event_time_ms"] if cut < len(fs) else fs[-1]["event_time_ms"] + 1)
             final_at_cut = {_key(r): dict(r) for r in first.intervals}
             handoffs_at_cut = {h["handoff_id"]: h for h in handoffs_of(first.intervals)}
             second = PartitionFold(None if state is None else orjson.loads(orjson.dumps(state)))
@@ -129,6 +153,23 @@ def test_a_fold_resumed_from_its_state_at_any_cut_ends_as_one_fold(cut, name, so
             assert all(final_at_cut[k] == want[k] for k in want if k not in got)
             assert {k: want_handoffs[k] for k in got_handoffs} == got_handoffs
             assert all(handoffs_at_cut[k] == want_handoffs[k] for k in want_handoffs if k not in got_handoffs)
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_the_state_holds_the_recent_owners_not_every_owner_since_the_start(cut, source):
+    """Each round's released owner settles once the next one has read and a minute has passed:
+    after 24 rounds the state holds the last owners, not m0's interval from the first round."""
+    (fs,) = cut[source]["rotating-app"]
+    fold = PartitionFold()
+    for f in fs:
+        fold.feed(f)
+    end = fs[-1]["event_time_ms"] + ROUND_MS
+    state = fold.state(end)
+    assert len(fold.intervals) == 25
+    assert state["intervals"] == fold.intervals[-2:]
+    assert set(state["latest_of"]) == {fold.intervals[-1]["agent_id"]}
+    # just after the last handoff its previous owner is not settled yet: kept, with its own previous owner
+    assert fold.state(fs[-1]["event_time_ms"])["intervals"] == fold.intervals[-3:]
 
 
 slow = pytest.mark.slow

@@ -113,7 +113,9 @@ def ownership_intervals(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]
                 row = latest_of.get((agent, o["topic"], o["partition"]))
                 if row is not None and o["error"] is None and _known(o["offset"]) is not None:
                     commits.append((row, t, o["offset"]))
-                    if body["in_revoke"]:
+                    nxt = successor.get(id(row))
+                    read = nxt is not None and nxt["first_fetch_ms"] is not None and nxt["first_fetch_ms"] < t
+                    if body["in_revoke"] and not read:  # after the next owner read: not this interval's commit
                         row["commit_in_revoke"] = True
     for row in intervals:
         nxt = successor.get(id(row))
