@@ -134,6 +134,9 @@ class Agent:
         # Inside Consumer.close() the agent asks librdkafka nothing (see _membership); events made then
         # carry the generation and member id of the last event made before.
         self.in_close = False
+        # While a subscribe call's events are made, they carry the member as it was before the call
+        # (``subscribing``): librdkafka may finish the join on its own thread before they are made.
+        self._as_of_call = False
         self._last_seen: tuple[int, str | None] = (constant("generation_unknown"), None)
         # The assignment calls of the application's callback now running, and its thread; None outside one.
         self._calls: list[str] | None = None
@@ -170,11 +173,21 @@ class Agent:
                                         heartbeat=(BEAT_S, _weakly(self.progress.beat)))
 
     # ------------------------------------------------------------------ the consumer's calls
+    def subscribing(self) -> None:
+        """Before ``Consumer.subscribe``: the member's generation and id as the call found them, which
+        its events carry (a loaded CI run's first joining transition carried generation 1, the join
+        already done on librdkafka's thread, where the Java agent's carried -1)."""
+        self.guard(self._membership)
+
     def subscribed(self, topics: list[str], callbacks: tuple[RebalanceCallback | None, ...]) -> None:
         """The client accepted a subscription; ``callbacks`` are the application's (assign, revoke, lost)."""
         self.app_callbacks = callbacks
         self.enforcer.settled()
-        self.guard(self.member.record_subscribe, list(topics))
+        self._as_of_call = True
+        try:
+            self.guard(self.member.record_subscribe, list(topics))
+        finally:
+            self._as_of_call = False
 
     def committed(self, result: list[TopicPartition] | None, started: float) -> None:
         """A synchronous manual commit returned."""
@@ -336,7 +349,7 @@ class Agent:
         application called inside its own rebalance callback deadlocks librdkafka (the host
         blocked for good in 2 of 6 runs: tests/hardening/test_host_callbacks.py, close_in_revoke).
         After close() the client refuses (RuntimeError)."""
-        if not self.in_close:
+        if not (self.in_close or self._as_of_call):
             try:
                 self._last_seen = (generation_from_metadata(self._consumer.consumer_group_metadata()),
                                    self._consumer.memberid())

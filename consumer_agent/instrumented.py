@@ -155,6 +155,7 @@ class InstrumentedConsumer(Consumer):
         agent = self._agent
         if agent is None or agent.closed or not all(callable(cb) for cb in given.values()):
             return super().subscribe(topics, **given)  # the client's own result or error
+        agent.subscribing()
         self._subscribe_wrapped(topics)
         agent.subscribed(topics, tuple(given.get(name) for name in _CALLBACK_NAMES))
         return None
