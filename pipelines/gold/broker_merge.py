@@ -74,7 +74,7 @@ def matches(agent: list[dict[str, Any]], broker: list[dict[str, Any]]) -> list[t
     pairs: list[tuple[dict | None, dict | None]] = []
     for a in sorted(agent, key=lambda a: a["assigned_ms"]):
         mine = by_tp.get((a["topic"], a["partition"]), [])
-        i = bisect.bisect_left([b["assigned_ms"] for b in mine], a["assigned_ms"] - MATCH_WINDOW_MS)
+        i = bisect.bisect_left(mine, a["assigned_ms"] - MATCH_WINDOW_MS, key=lambda b: b["assigned_ms"])
         near = [b for b in mine[i:] if abs(b["assigned_ms"] - a["assigned_ms"]) <= MATCH_WINDOW_MS
                 and id(b) not in taken and _same(a["prev_member_id"], b["prev_member_id"])
                 and _same(a["next_member_id"], b["next_member_id"])]

@@ -79,12 +79,15 @@ def members_of(bodies: Bodies, triggers: list[Trigger], handoffs: list[dict[str,
         elif is_stall(e, b) and not (row["stalls"] and row["stalls"][-1]["back_ms"] is None):
             row["stalls"].append({"at_ms": t, "back_ms": None})
     crashed = {h["prev_agent_id"] for h in handoffs if h["release_kind"] == "crash"}
+    lost_by: dict[str, list[dict[str, Any]]] = {}  # one scan, not one per member (members times handoffs)
+    for h in handoffs:
+        if h["release_kind"] == "lost":
+            lost_by.setdefault(h["prev_agent_id"], []).append(h)
     for agent, row in rows.items():
         row["last_seen_ms"] = last_seen[agent]
         row["crashed"] = agent in crashed and row["left_ms"] is None
-        lost = [h for h in handoffs if h["prev_agent_id"] == agent and h["release_kind"] == "lost"]
         for stall in row["stalls"]:
-            stall["began_ms"] = _stall_began(stall["at_ms"], lost, row["max_poll_interval_ms"])
+            stall["began_ms"] = _stall_began(stall["at_ms"], lost_by.get(agent, []), row["max_poll_interval_ms"])
     return list(rows.values())
 
 

@@ -105,8 +105,10 @@ def rounds_of(bodies: Bodies, trigger_times: list[int]) -> list[Round]:
 
 
 def _round_at(rounds: list[Round], time_ms: int) -> int:
-    """The index of the first round that ends at or after ``time_ms`` (len(rounds) if none)."""
-    return bisect.bisect_left([r.end_ms for r in rounds], time_ms)
+    """The index of the first round that ends at or after ``time_ms`` (len(rounds) if none): a search by
+    key, not over a list of the ends built per call (that grew with handoffs times rounds, a second of a
+    30 h eager group's pass)."""
+    return bisect.bisect_left(rounds, time_ms, key=lambda r: r.end_ms)
 
 
 def _release_ms(h: dict[str, Any]) -> int | None:
