@@ -14,7 +14,7 @@ on the next write (Delta's schema merge), and stored rows are read through the d
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from functools import reduce
@@ -290,11 +290,14 @@ def rewrite(spark: SparkSession, lake_path: str, table: Table, rows: DataFrame) 
 
 
 def replace_scope(spark: SparkSession, lake_path: str, table: Table, rows: DataFrame,
-                  scope_values: Sequence[tuple]) -> None:
+                  scope_values: Sequence[tuple], since: Mapping[tuple, int] | None = None,
+                  time_column: str | None = None) -> None:
     """Make the table's rows whose scope columns (``table.scope``) hold one of ``scope_values``
     (tuples: groups, ``catalog.GROUP_KEY``) equal to ``rows`` (sorted by the scope, then the
     keys), in one commit (``replace_where``). The predicate lists each column's values (which
-    Delta skips files by) and the tuples (the exact scope).
+    Delta skips files by) and the tuples (the exact scope). ``since``: of some of the tuples, only
+    the rows whose ``time_column`` is at or after the value (ms; a timestamp column's rows from that
+    instant) are replaced, and ``rows`` holds only those of them.
 
     Rows of the scope that the recomputation no longer produces go (a late event moved
     an episode's start, say). Why not a MERGE that rewrites only the changed rows: it
@@ -311,11 +314,21 @@ def replace_scope(spark: SparkSession, lake_path: str, table: Table, rows: DataF
     values = sorted(set(map(tuple, scope_values)))
     listed = [f"`{c}` IN ({', '.join(sql_literal(v) for v in sorted({t[i] for t in values}))})"
               for i, c in enumerate(table.scope)]
-    if len(table.scope) > 1:
-        tuples = ", ".join(f"({', '.join(sql_literal(v) for v in t)})" for t in values)
-        listed.append(f"({', '.join(f'`{c}`' for c in table.scope)}) IN ({tuples})")
+    since = {t: v for t, v in (since or {}).items() if t in set(values)}
+    whole = [t for t in values if t not in since]
+    columns = f"({', '.join(f'`{c}`' for c in table.scope)})"
+    exact = [f"{columns} IN ({', '.join(_tuple_literal(t) for t in whole)})"] if whole else []
+    instant = "TIMESTAMP_MILLIS({})" if dict(table.all_columns()).get(time_column) == "timestamp" else "{}"
+    exact += [f"({columns} = {_tuple_literal(t)} AND `{time_column}` >= {instant.format(sql_literal(v))})"
+              for t, v in sorted(since.items())]
+    if len(table.scope) > 1 or since:
+        listed.append(f"({' OR '.join(exact)})")
     predicate = " AND ".join(listed)
     replace_where(spark, lake_path, table, rows, predicate)
+
+
+def _tuple_literal(values: tuple) -> str:
+    return f"({', '.join(sql_literal(v) for v in values)})"
 
 
 def validated_through(spark: SparkSession, lake_path: str) -> int:

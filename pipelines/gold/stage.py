@@ -20,6 +20,13 @@ group no agent reports gets gold from the log alone.
 events from there again, so events up to that late still land
 in order. A group with a new event older than its state (or with ``since_ms`` set, or
 without a state) is refolded from all its events: the same code from an empty state.
+
+What a run writes is bounded by time where the group allows: a group going on from its state
+has its handoffs and episodes replaced from its horizon on (``pipelines.gold.horizon``: a
+cluster boundary well before the events folded again; the stored rows before it stay), its
+ownership from its earliest interval folded again, and its metrics from the day of the earliest
+change on, computed from what is then stored; its members, protocol phases and coverage (a row
+per member or hour) are written whole. The group pass still reads the group's history.
 """
 from __future__ import annotations
 
@@ -29,14 +36,14 @@ from functools import partial, reduce
 from typing import Any
 
 import orjson
-from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines import catalog, lake
 from pipelines.config import PipelineConfig, Progress
 from pipelines.gold.facts import NEVER, facts, runs, stalled_at, stalls
 from pipelines.group_apply import apply_per_group
-from pipelines.gold.broker_gold import COVERAGE, history_of, with_broker
+from pipelines.gold.broker_gold import COVERAGE, EPISODES, history_of, with_broker
 from pipelines.gold.broker_input import PRICED_THROUGH, BrokerMark, broker_marks, broker_rows, priced_through, \
     with_new_history
 from pipelines.gold.group_pass import INTERVAL_FIELDS, KINDS, group_gold
@@ -46,6 +53,7 @@ from pipelines.gold.ownership import PartitionFold
 from pipelines.scope import Group, events_of, with_new_events
 
 HOUR_MS = 3_600_000
+DAY_MS = 24 * HOUR_MS
 GROUP = list(catalog.GROUP_KEY)
 GROUP_DDL = "cluster_id string, group_id string"  # GROUP's columns, for the small frames built here
 TAIL = "_tail"  # the kind of the row that carries a partition's state into its fold
@@ -62,8 +70,10 @@ GROUP_OUTPUTS = (("handoff", catalog.HANDOFFS), ("episode", catalog.EPISODES), (
 # Arrow carries no session time zone out of the workers: the coverage's hour leaves them in ms.
 COVERAGE_ROW_DDL = ("cluster_id: string, group_id: string, hour_start_ms: bigint, covered_s: double, owned_s: double, "
                     "broker_covered_s: double")
-GROUP_ROW_DDL = ", ".join(f"{name} struct<{COVERAGE_ROW_DDL if table is catalog.COVERAGE else table.ddl(': ')}>"
-                          for name, table in GROUP_OUTPUTS)
+# A group written from its horizon on (``pipelines.gold.horizon``): the horizon and the earliest episode start from it.
+HORIZON_DDL = "cluster_id: string, group_id: string, horizon_ms: bigint, changed_from_ms: bigint"
+GROUP_ROW_DDL = ", ".join([*(f"{name} struct<{COVERAGE_ROW_DDL if table is catalog.COVERAGE else table.ddl(': ')}>"
+                             for name, table in GROUP_OUTPUTS), f"horizon struct<{HORIZON_DDL}>"])
 
 
 def spill_path(config: PipelineConfig, name: str = "gold_rows") -> str:
@@ -272,12 +282,29 @@ def _fold_rows(spark: SparkSession, config: PipelineConfig, cut: _Cut,
 @dataclass(frozen=True)
 class _Folded:
     """The fold's output, the groups' stored rows that this run did not fold again joined in,
-    and when each agent was last seen."""
+    when each agent was last seen, and the ownership rows to write: of a group going on from its
+    state, those from its earliest interval folded again (``ownership_since``; none: the group's
+    ownership is as stored), of the others all."""
 
     intervals: DataFrame
     handoffs: DataFrame
     states: DataFrame
     seen: DataFrame
+    ownership: DataFrame
+    ownership_since: dict[Group, int]
+
+
+def _since_frame(spark: SparkSession, since: dict[Group, int]) -> DataFrame:
+    return spark.createDataFrame([(*g, t) for g, t in sorted(since.items())], f"{GROUP_DDL}, from_ms bigint")
+
+
+def _from_on(spark: SparkSession, rows: DataFrame, since: dict[Group, int], column: Column) -> DataFrame:
+    """``rows`` of the groups in ``since`` whose ``column`` is at or after their group's time, and every
+    row of the other groups."""
+    if not since:
+        return rows
+    return (rows.join(F.broadcast(_since_frame(spark, since)), GROUP, "left")
+            .where(F.col("from_ms").isNull() | (column >= F.col("from_ms"))).drop("from_ms"))
 
 
 def _with_stored(spark: SparkSession, config: PipelineConfig, folded: DataFrame, window: DataFrame,
@@ -286,32 +313,48 @@ def _with_stored(spark: SparkSession, config: PipelineConfig, folded: DataFrame,
     intervals = folded.where(F.col("interval").isNotNull()).select("interval.*")
     handoffs = folded.where(F.col("handoff").isNotNull()).select("handoff.*")
     states = folded.where(F.col("state").isNotNull()).select("state.*")
+    refolded, since = intervals, {}
     if kept:
         handoffs = newest_rows(not_superseded(_stored(spark, config, catalog.HANDOFFS, kept), intervals), handoffs,
                                ["handoff_id"])
-        intervals = newest_rows(_stored(spark, config, catalog.OWNERSHIP, kept), intervals,
-                                [*GROUP, *catalog.OWNERSHIP.keys])
+        keys = [*GROUP, *catalog.OWNERSHIP.keys]
+        going_on = set(kept)
+        since = {(c, g): t for c, g, t in intervals.groupBy(*GROUP).agg(F.min("assigned_ms")).collect()
+                 if (c, g) in going_on}
+        if since:
+            refolded = newest_rows(_from_on(spark, _stored(spark, config, catalog.OWNERSHIP, sorted(since)), since,
+                                            F.col("assigned_ms")), intervals, keys)
+        intervals = newest_rows(_stored(spark, config, catalog.OWNERSHIP, kept), intervals, keys)
     seen = window.groupBy(*GROUP, "agent_id").agg(F.max("event_time_ms").alias("ms"))
     if kept:
         seen = (seen.unionByName(_stored(spark, config, catalog.MEMBERS, kept)
                                  .select(*GROUP, "agent_id", F.col("last_seen_ms").alias("ms")))
                 .groupBy(*GROUP, "agent_id").agg(F.max("ms").alias("ms")))
-    return _Folded(intervals, handoffs, states, seen)
+    return _Folded(intervals, handoffs, states, seen, refolded, since)
 
 
-def group_rows(gap_s: float, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def group_rows(gap_s: float, since_of: dict[Group, int], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The group pass over one group's rows (its rebalance events, handoffs, agents last seen and
-    intervals, and its history from the broker's log): its rows of each of ``GROUP_OUTPUTS``."""
+    intervals, and its history from the broker's log): its rows of each of ``GROUP_OUTPUTS``, and its
+    horizon when it goes on from its fold state (``since_of``: the earliest event it folds again) and
+    is written from there on (never with a history in the broker's log, which is priced whole)."""
     events = [r["event"] for r in rows if r["event"] is not None]
     last_seen = {r["seen"]["agent_id"]: r["seen"]["ms"] for r in rows if r["seen"] is not None}
     key = {c: rows[0][c] for c in GROUP}
     intervals = [r["interval"] for r in rows if r["interval"] is not None]
-    agent = group_gold(events, [r["handoff"] for r in rows if r["handoff"] is not None], last_seen, gap_s, intervals)
-    outputs = with_broker(agent, history_of(rows), gap_s, key["cluster_id"], key["group_id"],
+    history = history_of(rows)
+    since = since_of.get((key["cluster_id"], key["group_id"])) if history is None else None
+    *agent, at = group_gold(events, [r["handoff"] for r in rows if r["handoff"] is not None], last_seen, gap_s,
+                            intervals, since)
+    outputs = with_broker(tuple(agent), history, gap_s, key["cluster_id"], key["group_id"],
                           {i["member_id"] for i in intervals})
     outputs[COVERAGE][:] = [{**key, **c} for c in outputs[COVERAGE]]
-    empty = dict.fromkeys(name for name, _ in GROUP_OUTPUTS)
-    return [{**empty, name: row} for (name, _), made in zip(GROUP_OUTPUTS, outputs) for row in made]
+    empty = dict.fromkeys([*(name for name, _ in GROUP_OUTPUTS), "horizon"])
+    out = [{**empty, name: row} for (name, _), made in zip(GROUP_OUTPUTS, outputs) for row in made]
+    if at is not None:
+        starts = [e["start_ms"] for e in outputs[EPISODES]]
+        out.append({**empty, "horizon": {**key, "horizon_ms": at, "changed_from_ms": min([at, *starts])}})
+    return out
 
 
 def _group_input(rebalance_events: DataFrame, fold: _Folded, broker: DataFrame | None) -> DataFrame:
@@ -341,20 +384,66 @@ def _processed(spark: SparkSession, config: PipelineConfig, window: DataFrame,
     return processed
 
 
-def _write_gold(spark: SparkSession, config: PipelineConfig, grouped: DataFrame, intervals: DataFrame,
-                processed: DataFrame, groups: list[Group]) -> dict[str, int]:
-    """Replace the groups' ownership, group pass tables, records processed and metrics, side by side
-    (``lake.land_together``); the rows per output."""
+def _coverage_changed(spark: SparkSession, config: PipelineConfig, coverage: DataFrame,
+                      groups: list[Group]) -> dict[Group, int]:
+    """Per group of ``groups``, the first hour whose coverage ``coverage`` (the group pass's, whole) changes
+    from the stored one: a new owner's heartbeat, partition or last sight can reach back before a horizon."""
+    if not groups or not lake.exists(spark, config.lake_path, catalog.COVERAGE):
+        return {}
+    values = ["covered_s", "owned_s", "broker_covered_s"]
+    stored = _stored(spark, config, catalog.COVERAGE, groups).select(
+        *GROUP, "hour_start", *[F.col(c).alias(f"_{c}") for c in values])
+    new = coverage.join(F.broadcast(spark.createDataFrame(groups, GROUP_DDL)), GROUP)
+    same = reduce(lambda a, b: a & b, [F.col(c).eqNullSafe(F.col(f"_{c}")) for c in values])
+    return {(c, g): t for c, g, t in new.join(stored, [*GROUP, "hour_start"], "full_outer").where(~same)
+            .groupBy(*GROUP).agg(F.unix_millis(F.min("hour_start"))).collect()}
+
+
+def _metrics_from(horizons: dict[Group, tuple[int, int]], since_of: dict[Group, int],
+                  coverage_changed: dict[Group, int]) -> dict[Group, int]:
+    """Per group written from its horizon, the day from which its metrics can change: its earliest episode
+    from the horizon on, the first hour of records processed read again, the first hour of changed coverage."""
+    return {g: min(changed, _hour_of(since_of[g]), coverage_changed.get(g, changed)) // DAY_MS * DAY_MS
+            for g, (_, changed) in horizons.items()}
+
+
+def _write_metrics(spark: SparkSession, config: PipelineConfig, groups: list[Group], since: dict[Group, int]) -> None:
+    """Replace the groups' metrics from what gold now stores: of a group in ``since``, the periods from its
+    day on, from the rows an hour before it on (a revoke counts in its first handoff's episode)."""
+    def stored(table: catalog.Table, column: str) -> DataFrame:
+        rows = _stored(spark, config, table, groups)
+        at = F.col(column) if dict(table.all_columns())[column] == "bigint" else F.unix_millis(column)
+        return _from_on(spark, rows, {g: t - HOUR_MS for g, t in since.items()}, at)
+    metrics = group_metrics(stored(catalog.HANDOFFS, "episode_start_ms"), stored(catalog.EPISODES, "start_ms"),
+                            stored(catalog.PROCESSED, "hour_start"), stored(catalog.COVERAGE, "hour_start"))
+    lake.replace_scope(spark, config.lake_path, catalog.METRICS,
+                       _from_on(spark, metrics, since, F.unix_millis("period_start")), groups, since, "period_start")
+
+
+def _write_gold(spark: SparkSession, config: PipelineConfig, grouped: DataFrame, fold: _Folded,
+                processed: DataFrame, groups: list[Group], since_of: dict[Group, int]) -> dict[str, int]:
+    """Replace the groups' ownership, group pass tables and records processed, side by side
+    (``lake.land_together``), then their metrics from those; the rows per output. A group written from its
+    horizon (``since_of``: going on from its state) has its handoffs and episodes replaced from there on."""
     of = {name: grouped.where(F.col(name).isNotNull()).select(f"{name}.*") for name, _ in GROUP_OUTPUTS}
     of["coverage"] = of["coverage"].select(*GROUP, F.timestamp_millis("hour_start_ms").alias("hour_start"),
                                            "covered_s", "owned_s", "broker_covered_s")
+    horizons = {(r.cluster_id, r.group_id): (r.horizon_ms, r.changed_from_ms)
+                for r in grouped.where(F.col("horizon").isNotNull()).select("horizon.*").collect()}
+    at = {g: h for g, (h, _) in horizons.items()}
+    since = {catalog.OWNERSHIP: (fold.ownership_since, "assigned_ms"), catalog.HANDOFFS: (at, "assigned_ms"),
+             catalog.EPISODES: (at, "end_ms")}
+    scope = {catalog.OWNERSHIP: [g for g in groups if g not in since_of or g in fold.ownership_since]}
+    changed = _coverage_changed(spark, config, of["coverage"], sorted(horizons))
     with lake.spilled(spark, processed, spill_path(config, "gold_processed")) as hours:
-        tables = [(catalog.OWNERSHIP, intervals), *((table, of[name]) for name, table in GROUP_OUTPUTS),
-                  (catalog.PROCESSED, hours),
-                  (catalog.METRICS, group_metrics(of["handoff"], of["episode"], hours, of["coverage"]))]
-        lake.land_together([partial(lake.replace_scope, spark, config.lake_path, table, rows, groups)
+        tables = [(catalog.OWNERSHIP, fold.ownership), *((table, of[name]) for name, table in GROUP_OUTPUTS),
+                  (catalog.PROCESSED, hours)]
+        lake.land_together([partial(lake.replace_scope, spark, config.lake_path, table, rows,
+                                    scope.get(table, groups), *since.get(table, (None, None)))
                             for table, rows in tables])
-    return grouped.agg(*[F.count(name).alias(f"{name}s") for name, _ in GROUP_OUTPUTS]).first().asDict()
+    _write_metrics(spark, config, groups, _metrics_from(horizons, since_of, changed))
+    return grouped.agg(*[F.count(name).alias(f"{name}s") for name, _ in GROUP_OUTPUTS],
+                       F.count("horizon").alias("from_horizon")).first().asDict()
 
 
 def _write_states(spark: SparkSession, config: PipelineConfig, states: DataFrame, cut: _Cut,
@@ -416,10 +505,15 @@ def run(spark: SparkSession, config: PipelineConfig, progress: Progress = print)
             fold = _with_stored(spark, config, folded, window, sorted(marks))
             group_input = _group_input(_rebalance_events(spark, config, groups, high), fold,
                                        broker_rows(spark, config, groups, scope.broker))
-            with lake.spilled(spark, apply_per_group(group_input, GROUP, partial(group_rows, config.episode_gap_s),
+            since_of = {g: before for g, (before, _) in marks.items()}
+            with lake.spilled(spark, apply_per_group(group_input, GROUP,
+                                                     partial(group_rows, config.episode_gap_s, since_of),
                                                      GROUP_ROW_DDL), spill_path(config, "gold_groups")) as grouped:
-                counts = _write_gold(spark, config, grouped, fold.intervals,
-                                     _processed(spark, config, window, marks), groups)
+                counts = _write_gold(spark, config, grouped, fold, _processed(spark, config, window, marks), groups,
+                                     since_of)
+            if counts["from_horizon"]:
+                progress(f"gold: {counts['from_horizon']} group(s) written from their horizon on "
+                         "(their handoffs and episodes before it stay as stored)")
             _write_states(spark, config, fold.states, cut, groups, scope.broker)
         cut.stall_rows.unpersist()
     if high >= 0:

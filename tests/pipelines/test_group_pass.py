@@ -46,7 +46,7 @@ def test_each_body_is_parsed_once_and_the_triggers_found_once(name, monkeypatch)
     for module in [m for n, m in sys.modules.items() if n.startswith("pipelines.")]:
         if getattr(module, "triggers_of", None) is triggers_of:  # every module that could call it
             monkeypatch.setattr(module, "triggers_of", counting_triggers)
-    _, episodes, members, _, _ = group_pass.group_gold(events, handoffs, last_seen, gap_s=10.0, intervals=intervals)
+    _, episodes, members, _, _, _ = group_pass.group_gold(events, handoffs, last_seen, gap_s=10.0, intervals=intervals)
 
     rebalance = [e for e in events if e["kind"] in group_pass.KINDS]
     assert episodes and members and any(e["kind"] == "client_error" for e in rebalance) == (name != "busy")

@@ -41,6 +41,22 @@ def test_replace_scope_rewrites_only_the_scope_even_with_quotes_in_ids(spark, tm
     assert lake.version(spark, path, TABLE) == versions + 1
 
 
+def test_a_scope_replaced_from_a_time_keeps_its_rows_before_it(spark, tmp_path):
+    """A group written from its horizon (``since``) has its rows from there on replaced and keeps the
+    older ones; a group without one is replaced whole; rows outside the time are refused (Delta's check)."""
+    path = str(tmp_path)
+    quoted = "o'neil\\group"
+    before = [("eu", quoted, k, f"v{k}") for k in (1, 2, 3)] + [("eu", "whole", k, f"w{k}") for k in (1, 2)]
+    lake.replace_scope(spark, path, TABLE, spark.createDataFrame(before, ROWS_DDL), [("eu", quoted), ("eu", "whole")])
+    recomputed = [("eu", quoted, 2, "v2'"), ("eu", quoted, 4, "v4"), ("eu", "whole", 2, "w2'")]
+    lake.replace_scope(spark, path, TABLE, spark.createDataFrame(recomputed, ROWS_DDL),
+                       [("eu", quoted), ("eu", "whole")], {("eu", quoted): 2}, "key")
+    assert _table(spark, path) == sorted([("eu", quoted, 1, "v1"), *recomputed])
+    with pytest.raises(Exception, match="(?i)replaceWhere|does not conform|violat"):
+        lake.replace_scope(spark, path, TABLE, spark.createDataFrame([("eu", quoted, 1, "old")], ROWS_DDL),
+                           [("eu", quoted)], {("eu", quoted): 2}, "key")
+
+
 def test_rows_of_a_long_scope_keeps_exactly_its_rows(spark, tmp_path, monkeypatch):
     """Past LISTED_VALUES_MAX values the scope is read by range and semi-join; the rows are the same."""
     path = str(tmp_path)

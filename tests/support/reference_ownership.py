@@ -142,5 +142,6 @@ def group_of(events: list[dict[str, Any]], gap_s: float) -> tuple[list[dict], li
     last_seen: dict[str, int] = {}
     for e in events:
         last_seen[e["agent_id"]] = max(e["event_time_ms"], last_seen.get(e["agent_id"], e["event_time_ms"]))
-    handoffs, episodes, members, _, coverage = group_gold(events, handoffs_of(intervals), last_seen, gap_s, intervals)
+    handoffs, episodes, members, _, coverage, _ = group_gold(events, handoffs_of(intervals), last_seen, gap_s,
+                                                             intervals)
     return intervals, handoffs, episodes, members, coverage
