@@ -30,7 +30,8 @@ per member or hour) are written whole. The group pass still reads the group's hi
 """
 from __future__ import annotations
 
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from functools import partial, reduce
 from typing import Any
@@ -407,24 +408,49 @@ def _metrics_from(horizons: dict[Group, tuple[int, int]], since_of: dict[Group, 
             for g, (_, changed) in horizons.items()}
 
 
-def _write_metrics(spark: SparkSession, config: PipelineConfig, groups: list[Group], since: dict[Group, int]) -> None:
-    """Replace the groups' metrics from what gold now stores: of a group in ``since``, the periods from its
-    day on, from the rows an hour before it on (a revoke counts in its first handoff's episode)."""
-    def stored(table: catalog.Table, column: str) -> DataFrame:
-        rows = _stored(spark, config, table, groups)
-        at = F.col(column) if dict(table.all_columns())[column] == "bigint" else F.unix_millis(column)
-        return _from_on(spark, rows, {g: t - HOUR_MS for g, t in since.items()}, at)
-    metrics = group_metrics(stored(catalog.HANDOFFS, "episode_start_ms"), stored(catalog.EPISODES, "start_ms"),
-                            stored(catalog.PROCESSED, "hour_start"), stored(catalog.COVERAGE, "hour_start"))
-    lake.replace_scope(spark, config.lake_path, catalog.METRICS,
-                       _from_on(spark, metrics, since, F.unix_millis("period_start")), groups, since, "period_start")
+def _kept(spark: SparkSession, config: PipelineConfig, table: catalog.Table, at: dict[Group, int], column: str,
+          low: dict[Group, int], low_column: str) -> DataFrame:
+    """The stored rows of ``table`` that a write from the groups' horizons ``at`` keeps (``column`` before it),
+    from ``low`` on (``low_column``)."""
+    bounds = spark.createDataFrame([(*g, at[g], low[g]) for g in sorted(at)], f"{GROUP_DDL}, _at bigint, _low bigint")
+    return (_stored(spark, config, table, sorted(at)).join(F.broadcast(bounds), GROUP)
+            .where((F.col(column) < F.col("_at")) & (F.col(low_column) >= F.col("_low"))).drop("_at", "_low"))
+
+
+@contextmanager
+def _kept_rows(spark: SparkSession, config: PipelineConfig, at: dict[Group, int],
+               since: dict[Group, int]) -> Iterator[tuple[DataFrame, DataFrame] | None]:
+    """The stored handoffs and episodes the groups written from their horizons (``at``) keep, from an hour
+    before their metrics' day (``since``) on (a revoke counts in its first handoff's episode), spilled: read
+    before the writes replace them, so the metrics can be computed beside those writes."""
+    if not at:
+        yield None
+        return
+    low = {g: since[g] - HOUR_MS for g in at}
+    with lake.spilled(spark, _kept(spark, config, catalog.HANDOFFS, at, "assigned_ms", low, "episode_start_ms"),
+                      spill_path(config, "gold_kept_handoffs")) as handoffs, \
+            lake.spilled(spark, _kept(spark, config, catalog.EPISODES, at, "end_ms", low, "start_ms"),
+                         spill_path(config, "gold_kept_episodes")) as episodes:
+        yield handoffs, episodes
+
+
+def _metrics(spark: SparkSession, of: dict[str, DataFrame], hours: DataFrame,
+             kept: tuple[DataFrame, DataFrame] | None, since: dict[Group, int]) -> DataFrame:
+    """The groups' metrics, from their new rows and the ``kept`` ones: of a group in ``since`` (written from its
+    horizon), the periods from its day on."""
+    handoffs, episodes = of["handoff"], of["episode"]
+    if kept is not None:
+        handoffs, episodes = handoffs.unionByName(kept[0]), episodes.unionByName(kept[1])
+    return _from_on(spark, group_metrics(handoffs, episodes, hours, of["coverage"]), since,
+                    F.unix_millis("period_start"))
 
 
 def _write_gold(spark: SparkSession, config: PipelineConfig, grouped: DataFrame, fold: _Folded,
                 processed: DataFrame, groups: list[Group], since_of: dict[Group, int]) -> dict[str, int]:
-    """Replace the groups' ownership, group pass tables and records processed, side by side
-    (``lake.land_together``), then their metrics from those; the rows per output. A group written from its
-    horizon (``since_of``: going on from its state) has its handoffs and episodes replaced from there on."""
+    """Replace the groups' ownership, group pass tables, records processed and metrics, side by side
+    (``lake.land_together``); the rows per output. A group written from its horizon (``since_of``: going on
+    from its state) has its handoffs and episodes replaced from there on, its metrics from the day of the
+    earliest change."""
     of = {name: grouped.where(F.col(name).isNotNull()).select(f"{name}.*") for name, _ in GROUP_OUTPUTS}
     of["coverage"] = of["coverage"].select(*GROUP, F.timestamp_millis("hour_start_ms").alias("hour_start"),
                                            "covered_s", "owned_s", "broker_covered_s")
@@ -434,14 +460,15 @@ def _write_gold(spark: SparkSession, config: PipelineConfig, grouped: DataFrame,
     since = {catalog.OWNERSHIP: (fold.ownership_since, "assigned_ms"), catalog.HANDOFFS: (at, "assigned_ms"),
              catalog.EPISODES: (at, "end_ms")}
     scope = {catalog.OWNERSHIP: [g for g in groups if g not in since_of or g in fold.ownership_since]}
-    changed = _coverage_changed(spark, config, of["coverage"], sorted(horizons))
-    with lake.spilled(spark, processed, spill_path(config, "gold_processed")) as hours:
+    days = _metrics_from(horizons, since_of, _coverage_changed(spark, config, of["coverage"], sorted(horizons)))
+    since[catalog.METRICS] = (days, "period_start")
+    with lake.spilled(spark, processed, spill_path(config, "gold_processed")) as hours, \
+            _kept_rows(spark, config, at, days) as kept:
         tables = [(catalog.OWNERSHIP, fold.ownership), *((table, of[name]) for name, table in GROUP_OUTPUTS),
-                  (catalog.PROCESSED, hours)]
+                  (catalog.PROCESSED, hours), (catalog.METRICS, _metrics(spark, of, hours, kept, days))]
         lake.land_together([partial(lake.replace_scope, spark, config.lake_path, table, rows,
                                     scope.get(table, groups), *since.get(table, (None, None)))
                             for table, rows in tables])
-    _write_metrics(spark, config, groups, _metrics_from(horizons, since_of, changed))
     return grouped.agg(*[F.count(name).alias(f"{name}s") for name, _ in GROUP_OUTPUTS],
                        F.count("horizon").alias("from_horizon")).first().asDict()
 
