@@ -314,7 +314,8 @@ def replace_scope(spark: SparkSession, lake_path: str, table: Table, rows: DataF
     values = sorted(set(map(tuple, scope_values)))
     listed = [f"`{c}` IN ({', '.join(sql_literal(v) for v in sorted({t[i] for t in values}))})"
               for i, c in enumerate(table.scope)]
-    since = {t: v for t, v in (since or {}).items() if t in set(values)}
+    in_scope = set(values)
+    since = {t: v for t, v in (since or {}).items() if t in in_scope}
     whole = [t for t in values if t not in since]
     columns = f"({', '.join(f'`{c}`' for c in table.scope)})"
     exact = [f"{columns} IN ({', '.join(_tuple_literal(t) for t in whole)})"] if whole else []

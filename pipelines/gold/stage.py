@@ -295,16 +295,13 @@ class _Folded:
     ownership_since: dict[Group, int]
 
 
-def _since_frame(spark: SparkSession, since: dict[Group, int]) -> DataFrame:
-    return spark.createDataFrame([(*g, t) for g, t in sorted(since.items())], f"{GROUP_DDL}, from_ms bigint")
-
-
 def _from_on(spark: SparkSession, rows: DataFrame, since: dict[Group, int], column: Column) -> DataFrame:
     """``rows`` of the groups in ``since`` whose ``column`` is at or after their group's time, and every
     row of the other groups."""
     if not since:
         return rows
-    return (rows.join(F.broadcast(_since_frame(spark, since)), GROUP, "left")
+    since_frame = spark.createDataFrame([(*g, t) for g, t in sorted(since.items())], f"{GROUP_DDL}, from_ms bigint")
+    return (rows.join(F.broadcast(since_frame), GROUP, "left")
             .where(F.col("from_ms").isNull() | (column >= F.col("from_ms"))).drop("from_ms"))
 
 
