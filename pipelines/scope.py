@@ -17,6 +17,7 @@ from pipelines.config import PipelineConfig, Progress
 
 
 Group = tuple[str, str]  # (cluster_id, group_id): catalog.GROUP_KEY
+GROUP_DDL = "cluster_id string, group_id string"  # its columns, for the small frames of groups stages build
 
 
 def changed_groups(spark: SparkSession, config: PipelineConfig, after_batch: int, upto_batch: int) -> list[Group]:

@@ -21,7 +21,7 @@ import orjson
 
 from pipelines.gold.causes import Bodies, triggers_of
 from pipelines.gold.episodes import CLUSTER_KINDS, episodes_of
-from pipelines.gold.horizon import horizon
+from pipelines.gold.horizon import coverage_from, horizon
 from pipelines.gold.members import KINDS as MEMBER_KINDS, members_of
 from pipelines.gold.protocol_phases import protocol_phases
 from pipelines.gold.unseen import coverage_by_hour, rounds_of, split
@@ -55,14 +55,19 @@ def rebalance_bodies(events: Iterable[dict[str, Any]]) -> Bodies:
 
 
 def group_gold(events: Iterable[dict[str, Any]], handoffs: list[dict[str, Any]], last_seen: dict[str, int],
-               gap_s: float, intervals: list[dict[str, Any]], since_ms: int | None = None
-               ) -> tuple[Any, ...]:
+               gap_s: float, intervals: list[dict[str, Any]], since_ms: int | None = None,
+               window_ms: int | None = None) -> tuple[Any, ...] | None:
     """(handoffs with their cause and episode, episodes, members, protocol phases, coverage per hour, horizon)
     of one group, from its rebalance events (others are ignored), all its handoffs and ownership intervals
     (``INTERVAL_FIELDS`` of them), and when each agent was last seen. Handoffs across an owner
     without the agent come back split in two (``pipelines.gold.unseen``). ``since_ms``: a run going on from
     the group's fold state, the earliest event it folds again; then the handoffs and episodes come back
-    from the group's horizon on (``pipelines.gold.horizon``; None: all of them, and no horizon)."""
+    from the group's horizon on (``pipelines.gold.horizon``; None: all of them, and no horizon).
+
+    ``window_ms``: the handoffs and intervals are those ``pipelines.gold.pass_window`` reads from there on;
+    then the coverage comes back from the window's hour on, or the pass gives None (the group must be
+    read whole) when the window is not the group's horizon or an owner without the agent held a partition
+    before that hour (its spans there follow from the whole group: the partitions' count, the heartbeat)."""
     bodies = rebalance_bodies(events)
     triggers = triggers_of(bodies)
     rounds = rounds_of(bodies, [t.time_ms for t in triggers])
@@ -76,6 +81,11 @@ def group_gold(events: Iterable[dict[str, Any]], handoffs: list[dict[str, Any]],
         h.update(episode_id=episode.get("episode_id"), episode_start_ms=episode.get("start_ms"))
     members = members_of(bodies, triggers, handoffs, last_seen)
     at = horizon(bodies, rounds, handoffs, members, since_ms, gap_s)
+    if window_ms is not None:
+        hour = coverage_from(window_ms)
+        if at != window_ms or any(c["owned_s"] != c["covered_s"] for c in coverage if c["hour_start_ms"] < hour):
+            return None
+        coverage = [c for c in coverage if c["hour_start_ms"] >= hour]
     if at is not None:
         handoffs = [h for h in handoffs if h["assigned_ms"] >= at]
         episodes = [e for e in episodes if e["end_ms"] >= at]

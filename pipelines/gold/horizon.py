@@ -28,6 +28,10 @@ What can still reach back across a horizon, and makes the group written whole:
 
 The metrics of the days from the earliest change on are recomputed from what is stored then
 (``pipelines.gold.stage``).
+
+Where the stage can tell a group's horizon before its pass (``pipelines.gold.pass_window``), the pass
+reads the group's handoffs from it on only (its window), and its intervals from the start of its hour: the
+pass gives the same rows from there on, and its coverage from that hour on (``coverage_from``).
 """
 from __future__ import annotations
 
@@ -36,13 +40,24 @@ from typing import Any
 
 from pipelines.gold.causes import RESTART_WINDOW_S, Bodies
 from pipelines.gold.episodes import clusters
-from pipelines.gold.unseen import Round
+from pipelines.gold.unseen import HOUR_MS, Round
+
+
+def latest_start(since_ms: int, gap_s: float) -> int:
+    """The latest a horizon can be: ``gap_s`` plus ``RESTART_WINDOW_S`` before ``since_ms``."""
+    return since_ms - round((gap_s + RESTART_WINDOW_S) * 1000)
+
+
+def coverage_from(window_ms: int) -> int:
+    """The start of the hour a window starts in: a pass reading from ``window_ms`` on (the intervals from this
+    hour on) gives the coverage from it on exactly, and the new events can change none before it."""
+    return window_ms // HOUR_MS * HOUR_MS
 
 
 def candidate(bodies: Bodies, since_ms: int, gap_s: float) -> int | None:
-    """The latest cluster start at least ``gap_s`` plus ``RESTART_WINDOW_S`` before ``since_ms``, other than
-    the group's first (nothing would stay as it is); None when there is none."""
-    limit = since_ms - round((gap_s + RESTART_WINDOW_S) * 1000)
+    """The latest cluster start at ``latest_start`` or before, other than the group's first (nothing would
+    stay as it is); None when there is none."""
+    limit = latest_start(since_ms, gap_s)
     starts = [c[0][0]["event_time_ms"] for c in clusters(bodies, gap_s)]
     i = bisect.bisect_right(starts, limit) - 1
     return starts[i] if i >= 1 else None

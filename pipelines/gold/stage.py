@@ -25,8 +25,14 @@ What a run writes is bounded by time where the group allows: a group going on fr
 has its handoffs and episodes replaced from its horizon on (``pipelines.gold.horizon``: a
 cluster boundary well before the events folded again; the stored rows before it stay), its
 ownership from its earliest interval folded again, and its metrics from the day of the earliest
-change on, computed from what is then stored; its members, protocol phases and coverage (a row
-per member or hour) are written whole. The group pass still reads the group's history.
+change on, computed from what is then stored; its members and protocol phases (a row per member or
+phase) are written whole.
+
+What a run reads is bounded by time too: the pass of a group going on from its state reads its
+handoffs and intervals from its window on (``pipelines.gold.pass_window``: its horizon, found in
+Spark before the pass), and gives its coverage from the window's hour on; a group whose
+window does not hold what its pass needs is read again whole. Its rebalance events (its members'
+whole lives) it still reads whole.
 """
 from __future__ import annotations
 
@@ -47,16 +53,17 @@ from pipelines.group_apply import apply_per_group
 from pipelines.gold.broker_gold import COVERAGE, EPISODES, history_of, with_broker
 from pipelines.gold.broker_input import PRICED_THROUGH, BrokerMark, broker_marks, broker_rows, priced_through, \
     with_new_history
+from pipelines.gold import pass_window
 from pipelines.gold.group_pass import INTERVAL_FIELDS, KINDS, group_gold
 from pipelines.gold.handoffs import handoffs_of
+from pipelines.gold.horizon import coverage_from, latest_start
 from pipelines.gold.metrics import group_metrics, records_processed
 from pipelines.gold.ownership import PartitionFold
-from pipelines.scope import Group, events_of, with_new_events
+from pipelines.scope import GROUP_DDL, Group, events_of, with_new_events
 
 HOUR_MS = 3_600_000
 DAY_MS = 24 * HOUR_MS
 GROUP = list(catalog.GROUP_KEY)
-GROUP_DDL = "cluster_id string, group_id string"  # GROUP's columns, for the small frames built here
 TAIL = "_tail"  # the kind of the row that carries a partition's state into its fold
 # What the group pass reads: the rebalance events, their envelope and body.
 GROUP_KINDS = sorted(KINDS)
@@ -71,10 +78,15 @@ GROUP_OUTPUTS = (("handoff", catalog.HANDOFFS), ("episode", catalog.EPISODES), (
 # Arrow carries no session time zone out of the workers: the coverage's hour leaves them in ms.
 COVERAGE_ROW_DDL = ("cluster_id: string, group_id: string, hour_start_ms: bigint, covered_s: double, owned_s: double, "
                     "broker_covered_s: double")
-# A group written from its horizon on (``pipelines.gold.horizon``): the horizon and the earliest episode start from it.
-HORIZON_DDL = "cluster_id: string, group_id: string, horizon_ms: bigint, changed_from_ms: bigint"
+# A group written from its horizon on (``pipelines.gold.horizon``): the horizon, the earliest episode start from
+# it, and when its pass read from its window (``pipelines.gold.pass_window``), the first hour of coverage it gave.
+HORIZON_DDL = "cluster_id: string, group_id: string, horizon_ms: bigint, changed_from_ms: bigint, " \
+              "coverage_from_ms: bigint"
+# A group whose window did not hold what its pass needs: read again whole.
+REFOLD_DDL = "cluster_id: string, group_id: string"
 GROUP_ROW_DDL = ", ".join([*(f"{name} struct<{COVERAGE_ROW_DDL if table is catalog.COVERAGE else table.ddl(': ')}>"
-                             for name, table in GROUP_OUTPUTS), f"horizon struct<{HORIZON_DDL}>"])
+                             for name, table in GROUP_OUTPUTS), f"horizon struct<{HORIZON_DDL}>",
+                           f"refold struct<{REFOLD_DDL}>"])
 
 
 def spill_path(config: PipelineConfig, name: str = "gold_rows") -> str:
@@ -331,42 +343,90 @@ def _with_stored(spark: SparkSession, config: PipelineConfig, folded: DataFrame,
     return _Folded(intervals, handoffs, states, seen, refolded, since)
 
 
-def group_rows(gap_s: float, since_of: dict[Group, int], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def group_rows(gap_s: float, since_of: dict[Group, int], window_of: dict[Group, int],
+               rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The group pass over one group's rows (its rebalance events, handoffs, agents last seen and
     intervals, and its history from the broker's log): its rows of each of ``GROUP_OUTPUTS``, and its
     horizon when it goes on from its fold state (``since_of``: the earliest event it folds again) and
-    is written from there on (never with a history in the broker's log, which is priced whole)."""
+    is written from there on (never with a history in the broker's log, which is priced whole). A group
+    in ``window_of`` was read from its window (``pipelines.gold.pass_window``); when that does not hold
+    what the pass needs, its one row is a ``refold``."""
     events = [r["event"] for r in rows if r["event"] is not None]
     last_seen = {r["seen"]["agent_id"]: r["seen"]["ms"] for r in rows if r["seen"] is not None}
     key = {c: rows[0][c] for c in GROUP}
+    group = (key["cluster_id"], key["group_id"])
     intervals = [r["interval"] for r in rows if r["interval"] is not None]
     history = history_of(rows)
-    since = since_of.get((key["cluster_id"], key["group_id"])) if history is None else None
-    *agent, at = group_gold(events, [r["handoff"] for r in rows if r["handoff"] is not None], last_seen, gap_s,
-                            intervals, since)
+    since = since_of.get(group) if history is None else None
+    empty = dict.fromkeys([*(name for name, _ in GROUP_OUTPUTS), "horizon", "refold"])
+    gold = group_gold(events, [r["handoff"] for r in rows if r["handoff"] is not None], last_seen, gap_s,
+                      intervals, since, window_of.get(group))
+    if gold is None:
+        return [{**empty, "refold": key}]
+    *agent, at = gold
     outputs = with_broker(tuple(agent), history, gap_s, key["cluster_id"], key["group_id"],
                           {i["member_id"] for i in intervals})
     outputs[COVERAGE][:] = [{**key, **c} for c in outputs[COVERAGE]]
-    empty = dict.fromkeys([*(name for name, _ in GROUP_OUTPUTS), "horizon"])
     out = [{**empty, name: row} for (name, _), made in zip(GROUP_OUTPUTS, outputs) for row in made]
     if at is not None:
         starts = [e["start_ms"] for e in outputs[EPISODES]]
-        out.append({**empty, "horizon": {**key, "horizon_ms": at, "changed_from_ms": min([at, *starts])}})
+        out.append({**empty, "horizon": {**key, "horizon_ms": at, "changed_from_ms": min([at, *starts]),
+                                         "coverage_from_ms": coverage_from(at) if group in window_of else None}})
     return out
 
 
-def _group_input(rebalance_events: DataFrame, fold: _Folded, broker: DataFrame | None) -> DataFrame:
+def _group_input(spark: SparkSession, rebalance_events: DataFrame, fold: _Folded, broker: DataFrame | None,
+                 windows: dict[Group, int]) -> DataFrame:
     """One frame of what the group pass reads, each kind of row in a struct column of its own
-    (``broker``'s: ``pipelines.gold.broker_input.broker_rows``)."""
-    handoffs = fold.handoffs
+    (``broker``'s: ``pipelines.gold.broker_input.broker_rows``); the handoffs and intervals of a group in
+    ``windows`` from its window on."""
+    handoffs = pass_window.handoffs_from(spark, fold.handoffs, windows)
     rows = (rebalance_events.select(*GROUP, F.struct(*ENVELOPE_FOR_LOGIC).alias("event"))
             .unionByName(handoffs.select(*GROUP, F.struct(*handoffs.columns).alias("handoff")),
                          allowMissingColumns=True)
             .unionByName(fold.seen.select(*GROUP, F.struct("agent_id", "ms").alias("seen")),
                          allowMissingColumns=True)
-            .unionByName(fold.intervals.select(*GROUP, F.struct(*INTERVAL_FIELDS).alias("interval")),
+            .unionByName(pass_window.intervals_from(spark, fold.intervals, windows)
+                         .select(*GROUP, F.struct(*INTERVAL_FIELDS).alias("interval")),
                          allowMissingColumns=True))
     return rows if broker is None else rows.unionByName(broker, allowMissingColumns=True)
+
+
+def _windows(spark: SparkSession, config: PipelineConfig, rebalance_events: DataFrame, since_of: dict[Group, int],
+             broker: dict[Group, BrokerMark]) -> dict[Group, int]:
+    """Where the pass reads each group that goes on from its state from (``pipelines.gold.pass_window``):
+    not a group the broker's log shows, nor one with a part of a handoff across an owner without the agent
+    stored."""
+    going_on = sorted(g for g in since_of if g not in broker)
+    if not going_on:
+        return {}
+    unseen = {tuple(r) for r in _stored(spark, config, catalog.HANDOFFS, going_on)
+              .where(F.col("unseen_owner")).select(*GROUP).distinct().collect()}
+    gap_s = config.episode_gap_s
+    return pass_window.starts(spark, rebalance_events,
+                              {g: latest_start(since_of[g], gap_s) for g in going_on if g not in unseen}, gap_s)
+
+
+@contextmanager
+def _group_pass(spark: SparkSession, config: PipelineConfig, rebalance_events: DataFrame, fold: _Folded,
+                broker: DataFrame | None, since_of: dict[Group, int], windows: dict[Group, int]
+                ) -> Iterator[tuple[DataFrame, int]]:
+    """The group pass's rows (``group_rows``), spilled: a group read from its window, and a group its
+    window did not hold what the pass needs of read again whole; how many were."""
+    def passed(rows: DataFrame, window_of: dict[Group, int], name: str) -> AbstractContextManager[DataFrame]:
+        return lake.spilled(spark, apply_per_group(rows, GROUP, partial(group_rows, config.episode_gap_s, since_of,
+                                                                       window_of), GROUP_ROW_DDL),
+                            spill_path(config, name))
+
+    with passed(_group_input(spark, rebalance_events, fold, broker, windows), windows, "gold_groups") as grouped:
+        again = [tuple(r) for r in grouped.where(F.col("refold").isNotNull()).select("refold.*").collect()]
+        if not again:
+            yield grouped, 0
+            return
+        whole = _group_input(spark, rebalance_events, fold, broker, {}).join(
+            F.broadcast(spark.createDataFrame(sorted(again), GROUP_DDL)), GROUP)
+        with passed(whole, {}, "gold_groups_whole") as redone:
+            yield grouped.where(F.col("refold").isNull()).unionByName(redone), len(again)
 
 
 def _processed(spark: SparkSession, config: PipelineConfig, window: DataFrame,
@@ -382,15 +442,17 @@ def _processed(spark: SparkSession, config: PipelineConfig, window: DataFrame,
     return processed
 
 
-def _coverage_changed(spark: SparkSession, config: PipelineConfig, coverage: DataFrame,
-                      groups: list[Group]) -> dict[Group, int]:
-    """Per group of ``groups``, the first hour whose coverage ``coverage`` (the group pass's, whole) changes
-    from the stored one: a new owner's heartbeat, partition or last sight can reach back before a horizon."""
+def _coverage_changed(spark: SparkSession, config: PipelineConfig, coverage: DataFrame, groups: list[Group],
+                      given_from: dict[Group, int]) -> dict[Group, int]:
+    """Per group of ``groups``, the first hour whose coverage ``coverage`` (the group pass's: whole, or of a
+    group in ``given_from`` from that hour on) changes from the stored one: a new owner's heartbeat,
+    partition or last sight can reach back before a horizon."""
     if not groups or not lake.exists(spark, config.lake_path, catalog.COVERAGE):
         return {}
     values = ["covered_s", "owned_s", "broker_covered_s"]
-    stored = _stored(spark, config, catalog.COVERAGE, groups).select(
-        *GROUP, "hour_start", *[F.col(c).alias(f"_{c}") for c in values])
+    stored = _from_on(spark, _stored(spark, config, catalog.COVERAGE, groups), given_from,
+                      F.unix_millis("hour_start")).select(*GROUP, "hour_start",
+                                                          *[F.col(c).alias(f"_{c}") for c in values])
     new = coverage.join(F.broadcast(spark.createDataFrame(groups, GROUP_DDL)), GROUP)
     same = reduce(lambda a, b: a & b, [F.col(c).eqNullSafe(F.col(f"_{c}")) for c in values])
     return {(c, g): t for c, g, t in new.join(stored, [*GROUP, "hour_start"], "full_outer").where(~same)
@@ -405,69 +467,87 @@ def _metrics_from(horizons: dict[Group, tuple[int, int]], since_of: dict[Group, 
             for g, (_, changed) in horizons.items()}
 
 
-def _kept(spark: SparkSession, config: PipelineConfig, table: catalog.Table, at: dict[Group, int], column: str,
-          low: dict[Group, int], low_column: str) -> DataFrame:
-    """The stored rows of ``table`` that a write from the groups' horizons ``at`` keeps (``column`` before it),
+def _kept(spark: SparkSession, config: PipelineConfig, table: catalog.Table, at: dict[Group, int], column: Column,
+          low: dict[Group, int], low_column: Column) -> DataFrame:
+    """The stored rows of ``table`` that a write from the groups' times ``at`` keeps (``column`` before it),
     from ``low`` on (``low_column``)."""
     bounds = spark.createDataFrame([(*g, at[g], low[g]) for g in sorted(at)], f"{GROUP_DDL}, _at bigint, _low bigint")
     return (_stored(spark, config, table, sorted(at)).join(F.broadcast(bounds), GROUP)
-            .where((F.col(column) < F.col("_at")) & (F.col(low_column) >= F.col("_low"))).drop("_at", "_low"))
+            .where((column < F.col("_at")) & (low_column >= F.col("_low"))).drop("_at", "_low"))
+
+
+@dataclass(frozen=True)
+class _KeptRows:
+    """The stored rows the metrics of groups written from their horizons read beside the new ones."""
+
+    handoffs: DataFrame
+    episodes: DataFrame
+    coverage: DataFrame | None  # of the groups whose pass gave their coverage from an hour on
 
 
 @contextmanager
-def _kept_rows(spark: SparkSession, config: PipelineConfig, at: dict[Group, int],
-               since: dict[Group, int]) -> Iterator[tuple[DataFrame, DataFrame] | None]:
+def _kept_rows(spark: SparkSession, config: PipelineConfig, at: dict[Group, int], since: dict[Group, int],
+               coverage_at: dict[Group, int]) -> Iterator[_KeptRows | None]:
     """The stored handoffs and episodes the groups written from their horizons (``at``) keep, from an hour
     before their metrics' day (``since``) on (a revoke counts in its first handoff's episode), spilled: read
-    before the writes replace them, so the metrics can be computed beside those writes."""
+    before the writes replace them, so the metrics can be computed beside those writes; and the stored
+    coverage from that day to the hour a group's new coverage starts (``coverage_at``), which no write replaces."""
     if not at:
         yield None
         return
     low = {g: since[g] - HOUR_MS for g in at}
-    with lake.spilled(spark, _kept(spark, config, catalog.HANDOFFS, at, "assigned_ms", low, "episode_start_ms"),
+    coverage = None
+    if coverage_at:
+        hour = F.unix_millis("hour_start")
+        coverage = _kept(spark, config, catalog.COVERAGE, coverage_at, hour, {g: since[g] for g in coverage_at}, hour)
+    with lake.spilled(spark, _kept(spark, config, catalog.HANDOFFS, at, F.col("assigned_ms"), low,
+                                   F.col("episode_start_ms")),
                       spill_path(config, "gold_kept_handoffs")) as handoffs, \
-            lake.spilled(spark, _kept(spark, config, catalog.EPISODES, at, "end_ms", low, "start_ms"),
+            lake.spilled(spark, _kept(spark, config, catalog.EPISODES, at, F.col("end_ms"), low, F.col("start_ms")),
                          spill_path(config, "gold_kept_episodes")) as episodes:
-        yield handoffs, episodes
+        yield _KeptRows(handoffs, episodes, coverage)
 
 
-def _metrics(spark: SparkSession, of: dict[str, DataFrame], hours: DataFrame,
-             kept: tuple[DataFrame, DataFrame] | None, since: dict[Group, int]) -> DataFrame:
+def _metrics(spark: SparkSession, of: dict[str, DataFrame], hours: DataFrame, kept: _KeptRows | None,
+             since: dict[Group, int]) -> DataFrame:
     """The groups' metrics, from their new rows and the ``kept`` ones: of a group in ``since`` (written from its
     horizon), the periods from its day on."""
-    handoffs, episodes = of["handoff"], of["episode"]
+    handoffs, episodes, coverage = of["handoff"], of["episode"], of["coverage"]
     if kept is not None:
-        handoffs, episodes = handoffs.unionByName(kept[0]), episodes.unionByName(kept[1])
-    return _from_on(spark, group_metrics(handoffs, episodes, hours, of["coverage"]), since,
-                    F.unix_millis("period_start"))
+        handoffs, episodes = handoffs.unionByName(kept.handoffs), episodes.unionByName(kept.episodes)
+        if kept.coverage is not None:
+            coverage = coverage.unionByName(kept.coverage.select(*coverage.columns))
+    return _from_on(spark, group_metrics(handoffs, episodes, hours, coverage), since, F.unix_millis("period_start"))
 
 
 def _write_gold(spark: SparkSession, config: PipelineConfig, grouped: DataFrame, fold: _Folded,
                 processed: DataFrame, groups: list[Group], since_of: dict[Group, int]) -> dict[str, int]:
     """Replace the groups' ownership, group pass tables, records processed and metrics, side by side
     (``lake.land_together``); the rows per output. A group written from its horizon (``since_of``: going on
-    from its state) has its handoffs and episodes replaced from there on, its metrics from the day of the
-    earliest change."""
+    from its state) has its handoffs and episodes replaced from there on, its coverage from the hour its pass
+    gave it from (read from its window), its metrics from the day of the earliest change."""
     of = {name: grouped.where(F.col(name).isNotNull()).select(f"{name}.*") for name, _ in GROUP_OUTPUTS}
     of["coverage"] = of["coverage"].select(*GROUP, F.timestamp_millis("hour_start_ms").alias("hour_start"),
                                            "covered_s", "owned_s", "broker_covered_s")
-    horizons = {(r.cluster_id, r.group_id): (r.horizon_ms, r.changed_from_ms)
-                for r in grouped.where(F.col("horizon").isNotNull()).select("horizon.*").collect()}
+    found = grouped.where(F.col("horizon").isNotNull()).select("horizon.*").collect()
+    horizons = {(r.cluster_id, r.group_id): (r.horizon_ms, r.changed_from_ms) for r in found}
+    hour_from = {(r.cluster_id, r.group_id): r.coverage_from_ms for r in found if r.coverage_from_ms is not None}
     at = {g: h for g, (h, _) in horizons.items()}
     since = {catalog.OWNERSHIP: (fold.ownership_since, "assigned_ms"), catalog.HANDOFFS: (at, "assigned_ms"),
-             catalog.EPISODES: (at, "end_ms")}
+             catalog.EPISODES: (at, "end_ms"), catalog.COVERAGE: (hour_from, "hour_start")}
     scope = {catalog.OWNERSHIP: [g for g in groups if g not in since_of or g in fold.ownership_since]}
-    days = _metrics_from(horizons, since_of, _coverage_changed(spark, config, of["coverage"], sorted(horizons)))
+    days = _metrics_from(horizons, since_of,
+                         _coverage_changed(spark, config, of["coverage"], sorted(horizons), hour_from))
     since[catalog.METRICS] = (days, "period_start")
     with lake.spilled(spark, processed, spill_path(config, "gold_processed")) as hours, \
-            _kept_rows(spark, config, at, days) as kept:
+            _kept_rows(spark, config, at, days, hour_from) as kept:
         tables = [(catalog.OWNERSHIP, fold.ownership), *((table, of[name]) for name, table in GROUP_OUTPUTS),
                   (catalog.PROCESSED, hours), (catalog.METRICS, _metrics(spark, of, hours, kept, days))]
         lake.land_together([partial(lake.replace_scope, spark, config.lake_path, table, rows,
                                     scope.get(table, groups), *since.get(table, (None, None)))
                             for table, rows in tables])
-    return grouped.agg(*[F.count(name).alias(f"{name}s") for name, _ in GROUP_OUTPUTS],
-                       F.count("horizon").alias("from_horizon")).first().asDict()
+    return {**grouped.agg(*[F.count(name).alias(f"{name}s") for name, _ in GROUP_OUTPUTS],
+                          F.count("horizon").alias("from_horizon")).first().asDict(), "from_window": len(hour_from)}
 
 
 def _write_states(spark: SparkSession, config: PipelineConfig, states: DataFrame, cut: _Cut,
@@ -527,20 +607,20 @@ def run(spark: SparkSession, config: PipelineConfig, progress: Progress = print)
         cut = _cut(spark, config, window, groups, marks)
         with lake.spilled(spark, _fold_rows(spark, config, cut, marks), spill_path(config, "gold_fold")) as folded:
             fold = _with_stored(spark, config, folded, window, sorted(marks))
-            group_input = _group_input(_rebalance_events(spark, config, groups, high), fold,
-                                       broker_rows(spark, config, groups, scope.broker))
+            rebalance_events = _rebalance_events(spark, config, groups, high)
             since_of = {g: before for g, (before, _) in marks.items()}
-            with lake.spilled(spark, apply_per_group(group_input, GROUP,
-                                                     partial(group_rows, config.episode_gap_s, since_of),
-                                                     GROUP_ROW_DDL), spill_path(config, "gold_groups")) as grouped:
+            windows = _windows(spark, config, rebalance_events, since_of, scope.broker)
+            with _group_pass(spark, config, rebalance_events, fold, broker_rows(spark, config, groups, scope.broker),
+                             since_of, windows) as (grouped, read_again):
                 counts = _write_gold(spark, config, grouped, fold, _processed(spark, config, window, marks), groups,
                                      since_of)
-            if counts["from_horizon"]:
+            if counts["from_horizon"] or read_again:
                 progress(f"gold: {counts['from_horizon']} group(s) written from their horizon on "
-                         "(their handoffs and episodes before it stay as stored)")
+                         f"(their handoffs and episodes before it stay as stored), {counts['from_window']} of them "
+                         f"read from it; {read_again} read again whole (their window did not hold what they need)")
             _write_states(spark, config, fold.states, cut, groups, scope.broker)
         cut.stall_rows.unpersist()
     if high >= 0:
         lake.set_stage_mark(spark, config.lake_path, "gold", high)
     return {"groups": len(groups), "from_state": len(marks), "refolded": len(full),
-            "broker_groups": sum(g in scope.broker for g in groups), **counts}
+            "broker_groups": sum(g in scope.broker for g in groups), "read_again": read_again, **counts}

@@ -44,7 +44,8 @@ def gold_rows(spark: SparkSession, config: PipelineConfig, table: catalog.Table)
 def sliced_gold(spark: SparkSession, source: PipelineConfig, target: PipelineConfig, slices: int, held_back: float,
                 rng: random.Random) -> dict[str, int]:
     """Gold of ``target`` built slice by slice from ``source``'s events; how many groups the runs
-    folded from their state, how many from all their events, and how many were written from a horizon."""
+    folded from their state, how many from all their events, how many were written from a horizon and
+    how many of those read from it (``pipelines.gold.pass_window``)."""
     events = lake.read(spark, source.lake_path, catalog.EVENTS)
     timed: dict[str, list[tuple[int, str]]] = {}
     for r in events.select("group_id", "event_time_ms", "event_id").collect():
@@ -60,7 +61,7 @@ def sliced_gold(spark: SparkSession, source: PipelineConfig, target: PipelineCon
     sliced = events.drop("validate_batch").join(F.broadcast(batches), "event_id").withColumnRenamed(
         "batch", "validate_batch").select(*events.columns)
     lake.replace_where(spark, target.lake_path, catalog.EVENTS, sliced, "true")
-    counts = {"from_state": 0, "refolded": 0, "from_horizon": 0}
+    counts = {"from_state": 0, "refolded": 0, "from_horizon": 0, "from_window": 0}
     for batch in range(slices):
         summary = {"validate_batch": batch, "rows": 0, "quarantined": 0, "valid": 0, "duplicates": 0,
                    "new_events": 0, "sequence_gaps": 0, "missing_events": 0, "rule_failures": {}, "passed": True,
@@ -78,13 +79,14 @@ def assert_sliced_gold_equals(spark: SparkSession, source: PipelineConfig, where
     """Gold of ``source``'s events fed in ``slices`` runs (5% of each slice of every other group
     held back one or two slices: out of order, and later than the 2 s of lateness gold folds again) equals its gold
     from one run, table by table; some runs continued from the fold state, some refolded, and with ``horizons``
-    some groups were written from their horizon on (``pipelines.gold.horizon``: a group needs rebalances more
-    than the episode gap apart over many times the restart window, which the built-in scenarios are too short for)."""
+    some groups were written from their horizon on, their pass reading from it (``pipelines.gold.horizon``: a group
+    needs rebalances more than the episode gap apart over many times the restart window, which the built-in
+    scenarios are too short for)."""
     config = dataclasses.replace(source, lake_path=str(where / "sliced-lake"), gold_lateness_s=2.0)
     runs = sliced_gold(spark, source, config, slices=slices, held_back=0.05, rng=random.Random(7))
     for table in GOLD_TABLES:
         assert gold_rows(spark, config, table) == gold_rows(spark, source, table), table.path
-    assert runs["from_state"] > 0 and runs["refolded"] > 0 and (runs["from_horizon"] > 0 or not horizons), runs
+    assert runs["from_state"] > 0 and runs["refolded"] > 0 and (runs["from_window"] > 0 or not horizons), runs
 
 
 def assert_gold_intervals_equal_reference(spark: SparkSession, config: PipelineConfig) -> None:
