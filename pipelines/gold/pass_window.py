@@ -15,8 +15,9 @@ clusters as ``episodes.clusters``, in Spark), and the pass reads from it (``hand
   the group's partitions).
 
 Its rebalance events and its agents' last sight it reads whole (its members are written whole). The
-pass checks that the window is the horizon it finds (``group_pass.group_gold``) and gives the group
-back to be read whole when not; a group with a part of a handoff to or from an owner without the agent
+pass checks that the window is the horizon it finds and that no owner without the agent held a
+partition before the window's hour (``group_pass.group_gold``), and gives the group back to be read
+whole when not; a group with a part of a handoff to or from an owner without the agent
 stored, or a history in the broker's log, is read whole from the start.
 """
 from __future__ import annotations
